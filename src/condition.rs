@@ -1,0 +1,199 @@
+//! jq filters (`--until`, `--fail-when`, `--show`): compiled once with jaq, then
+//! evaluated on each JSON body. Pure: a filter and a value in, a verdict out.
+
+use jaq_core::load::{self, Arena, File, Loader};
+use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
+use jaq_json::Val;
+use serde_core::Deserialize as _;
+
+use crate::policy::Verdict;
+
+type Data = JustLut<Val>;
+
+/// Filters longer or deeper than this are refused before jaq sees them: jaq's
+/// parser recurses, and a filter nested thousands deep would overflow the
+/// stack and abort the process, which no error handling can catch.
+const MAX_FILTER_LEN: usize = 16 * 1024;
+const MAX_FILTER_DEPTH: usize = 128;
+
+/// One compiled jq filter and its source, for messages.
+pub struct Filter {
+    source: String,
+    compiled: jaq_core::compile::Filter<Native<Data>>,
+}
+
+impl std::fmt::Debug for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Filter").field(&self.source).finish()
+    }
+}
+
+/// A parsed JSON body, ready for any number of filters.
+pub struct Input(Val);
+
+impl Input {
+    /// Parses a body as JSON; `None` when it is not JSON (an empty body included).
+    pub fn parse(body: &[u8]) -> Option<Input> {
+        // serde_json limits nesting to 128 levels, so a hostile body cannot overflow the stack here.
+        let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+        Val::deserialize(&value).ok().map(Input)
+    }
+}
+
+impl Filter {
+    /// Compiles `source` with the jq standard library. The error names the
+    /// position of the first mistake.
+    pub fn compile(source: &str) -> Result<Filter, String> {
+        check_shape(source)?;
+        let defs = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs());
+        let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
+        let arena = Arena::default();
+        let loader = Loader::new(defs);
+        let modules = loader.load(&arena, File { code: source, path: () }).map_err(|errors| {
+            let mut messages = Vec::new();
+            for (_file, error) in errors {
+                match error {
+                    load::Error::Io(v) => messages.extend(v.into_iter().map(|(path, m)| format!("{path}: {m}"))),
+                    load::Error::Lex(v) => messages.extend(
+                        v.into_iter()
+                            .map(|(expected, found)| format!("{}: expected {}", at(source, found), expected.as_str())),
+                    ),
+                    load::Error::Parse(v) => messages.extend(v.into_iter().map(|(expected, found)| {
+                        let shown = if found.is_empty() { "end of input".to_string() } else { format!("`{found}`") };
+                        format!("{}: expected {}, found {shown}", at(source, found), expected.as_str())
+                    })),
+                }
+            }
+            messages.join("; ")
+        })?;
+        let compiled = Compiler::default().with_funs(funs).compile(modules).map_err(|errors| {
+            errors
+                .into_iter()
+                .flat_map(|(_file, v)| v)
+                .map(|(name, undefined)| format!("{}: undefined {} `{name}`", at(source, name), undefined.as_str()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        Ok(Filter { source: source.to_string(), compiled })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// jq truthiness of the first output: anything but `false` and `null`.
+    /// No output at all is "not met". A runtime error is returned as its message.
+    pub fn holds(&self, input: &Input) -> Result<bool, String> {
+        Ok(self.first(input)?.is_some_and(|v| !matches!(v, Val::Null | Val::Bool(false))))
+    }
+
+    /// The first output rendered for a person: strings without quotes, other
+    /// values as compact JSON. `None` when the filter has no output.
+    pub fn show(&self, input: &Input) -> Result<Option<String>, String> {
+        Ok(self.first(input)?.map(|v| match v {
+            Val::TStr(bytes) | Val::BStr(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            other => other.to_string(),
+        }))
+    }
+
+    fn first(&self, input: &Input) -> Result<Option<Val>, String> {
+        let ctx = Ctx::<Data>::new(&self.compiled.lut, Vars::new([]));
+        let mut outputs = self.compiled.id.run((ctx, input.0.clone()));
+        match outputs.next() {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
+            Some(Err(exception)) => match exception.get_err() {
+                Ok(error) => Err(format!("jq error in `{}`: {error}", self.source)),
+                Err(_) => Err(format!("jq error in `{}`: halt and break are not supported here", self.source)),
+            },
+        }
+    }
+}
+
+/// Refuses filters that are too long or too deeply nested to parse safely.
+fn check_shape(source: &str) -> Result<(), String> {
+    if source.len() > MAX_FILTER_LEN {
+        return Err(format!("filter is {} bytes long; the limit is {MAX_FILTER_LEN}", source.len()));
+    }
+    let mut depth = 0usize;
+    for (i, c) in source.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_FILTER_DEPTH {
+            return Err(format!("at col {}: brackets nested deeper than {MAX_FILTER_DEPTH}", i + 1));
+        }
+    }
+    Ok(())
+}
+
+/// "at col N" / "at end of input (col N)" for a slice of `source`.
+fn at(source: &str, part: &str) -> String {
+    let (whole, piece) = (source.as_ptr() as usize, part.as_ptr() as usize);
+    let inside = piece >= whole && piece + part.len() <= whole + source.len();
+    match inside.then(|| load::span(source, part).start) {
+        Some(offset) if offset >= source.len() => format!("at end of input (col {})", source.chars().count() + 1),
+        Some(offset) => format!("at col {}", source[..offset].chars().count() + 1),
+        None => "at an unknown position".to_string(),
+    }
+}
+
+/// The run's filters: `--until`, `--fail-when` and `--show`.
+#[derive(Debug, Default)]
+pub struct Conditions {
+    pub until: Option<Filter>,
+    pub fail_when: Option<Filter>,
+    pub show: Option<Filter>,
+}
+
+/// What the filters said of one 2xx body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// jq runtime errors, each counted as "not met".
+    pub errors: Vec<String>,
+    /// What `--show` printed, if anything.
+    pub shown: Option<String>,
+}
+
+impl Conditions {
+    /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,
+    /// any 2xx is done and the body need not be JSON.
+    pub fn judge(&self, body: &[u8]) -> Judgement {
+        let mut errors = Vec::new();
+        let input = Input::parse(body);
+        let shown = match (&self.show, &input) {
+            (Some(show), Some(input)) => show.show(input).unwrap_or_else(|e| {
+                errors.push(e);
+                None
+            }),
+            _ => None,
+        };
+        if self.until.is_none() && self.fail_when.is_none() {
+            return Judgement { verdict: Verdict::Met, errors, shown };
+        }
+        let Some(input) = input else {
+            return Judgement { verdict: Verdict::NotJson, errors, shown };
+        };
+        let mut holds = |filter: &Option<Filter>| match filter.as_ref().map(|f| f.holds(&input)) {
+            None => None,
+            Some(Ok(holds)) => Some(holds),
+            Some(Err(e)) => {
+                errors.push(e);
+                Some(false)
+            }
+        };
+        let verdict = if holds(&self.fail_when) == Some(true) {
+            Verdict::FailWhen
+        } else {
+            match holds(&self.until) {
+                None | Some(true) => Verdict::Met,
+                Some(false) => Verdict::NotMet,
+            }
+        };
+        Judgement { verdict, errors, shown }
+    }
+}

@@ -1,0 +1,68 @@
+//! The `poll` binary: parse flags, run, print the body and at most one error
+//! line, and turn the result into the exit code. Errors are printed here only.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use clap::error::ErrorKind;
+
+use poll::cli::Cli;
+use poll::config::Config;
+use poll::error::Error;
+use poll::output::{self, Reporter};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("poll: error: {}", one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let config = match Config::from_cli(cli, &mut std::io::stdin()) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("poll: error: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+
+    let file = config.output.file.clone();
+    let mut reporter = Reporter::new(config.output.style);
+    let mut result = poll::run(config, &mut reporter);
+    reporter.finish(&result);
+
+    let body = match &result {
+        Ok(body) | Err(Error::FailWhen(body)) => Some(body),
+        Err(_) => None,
+    };
+    if let Some(body) = body
+        && let Err(e) = output::write_body(body, file.as_deref())
+    {
+        result = Err(e);
+    }
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(line) = reporter.error_line(&e) {
+                eprintln!("{line}");
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// clap's error as one line: its message, plus its tip when it has one.
+fn one_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+    match lines.find_map(|l| l.strip_prefix("tip: ")) {
+        Some(tip) => format!("{first} ({tip})"),
+        None => first,
+    }
+}

@@ -1,0 +1,380 @@
+//! The retry policy: one pure function, [`Policy::decide`], that turns what an
+//! attempt produced into what to do next. No sockets, no clock, no sleeping:
+//! time arrives as durations and randomness through an injected source.
+
+use std::fmt;
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+
+use crate::advice::Advice;
+
+/// Server-advised waits longer than this are not waited for when there is no
+/// deadline: a hostile or broken `Retry-After: 99999999` must not hang a CI job.
+pub const MAX_ADVISED_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// What one attempt produced, as plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx response, with what the conditions said of its body.
+    Success { verdict: Verdict, advice: Advice },
+    /// A response with any other status.
+    Status { code: u16, advice: Advice },
+    /// No usable response.
+    Failed(Failure),
+}
+
+/// What the conditions said of a 2xx body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// `--until` holds (or there is none).
+    Met,
+    /// `--fail-when` holds.
+    FailWhen,
+    /// `--until` does not hold yet (or failed at run time).
+    NotMet,
+    /// A filter was given but the body is not JSON: a transient failure.
+    NotJson,
+}
+
+/// Why an attempt produced no usable response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Nothing listened on the port: surely not processed.
+    Refused,
+    /// The host name did not resolve: surely not processed.
+    Dns,
+    /// No connection within `--connect-timeout`: surely not processed.
+    ConnectTimeout,
+    /// The connection was set up but the reply did not finish in time.
+    Timeout,
+    /// The connection was reset or closed before a reply.
+    Reset,
+    /// The reply ended before its body did.
+    Truncated,
+    /// A status line, header or chunk that does not parse.
+    Malformed,
+    /// The TLS handshake or certificate check failed.
+    Tls,
+    /// More redirects than `--max-redirs`, or a redirect loop.
+    TooManyRedirects,
+    /// A redirect whose `Location` cannot be followed.
+    BadRedirect,
+    /// The body is larger than `--max-body`.
+    BodyTooLarge,
+}
+
+impl Failure {
+    /// Whether the request surely never reached the server's application.
+    fn surely_unprocessed(self) -> bool {
+        matches!(self, Failure::Refused | Failure::Dns | Failure::ConnectTimeout)
+    }
+
+    fn is_transient(self) -> bool {
+        !matches!(self, Failure::Tls | Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+    }
+
+    /// The stable name used in `--log-format json` (`error_kind`).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Failure::Refused | Failure::ConnectTimeout => "connect",
+            Failure::Dns => "dns",
+            Failure::Timeout => "timeout",
+            Failure::Reset => "reset",
+            Failure::Truncated => "truncated",
+            Failure::Malformed => "malformed",
+            Failure::Tls => "tls",
+            Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
+            Failure::BodyTooLarge => "body_too_large",
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Failure::Refused => "connection refused",
+            Failure::Dns => "host name did not resolve",
+            Failure::ConnectTimeout => "connect timed out",
+            Failure::Timeout => "request timed out",
+            Failure::Reset => "connection reset",
+            Failure::Truncated => "body truncated",
+            Failure::Malformed => "malformed reply",
+            Failure::Tls => "TLS handshake failed",
+            Failure::TooManyRedirects => "too many redirects",
+            Failure::BadRedirect => "redirect cannot be followed",
+            Failure::BodyTooLarge => "body larger than --max-body",
+        })
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Success { verdict: Verdict::NotJson, .. } => f.write_str("2xx body is not JSON"),
+            Outcome::Success { .. } => f.write_str("2xx"),
+            Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
+            Outcome::Failed(failure) => failure.fmt(f),
+        }
+    }
+}
+
+/// Where the run stands when an outcome arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// The attempt that produced the outcome, from 1.
+    pub number: u32,
+    /// Consecutive transient failures before this outcome.
+    pub failures: u32,
+    /// Time left until `--timeout`; `None` without a deadline.
+    pub remaining: Option<Duration>,
+}
+
+/// How a backoff delay is randomised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Jitter {
+    /// Uniform in [d/2, d].
+    #[default]
+    Equal,
+    /// Uniform in [0, d].
+    Full,
+    /// Exactly d.
+    None,
+}
+
+/// The schedule and budget flags, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub interval: Duration,
+    pub backoff: Duration,
+    pub backoff_max: Duration,
+    pub jitter: Jitter,
+    pub retries: u32,
+    pub retry_on: Vec<u16>,
+    /// False for POST, PATCH and unknown methods.
+    pub idempotent: bool,
+    pub retry_non_idempotent: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            interval: Duration::from_secs(1),
+            backoff: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            jitter: Jitter::Equal,
+            retries: 6,
+            retry_on: Vec::new(),
+            idempotent: true,
+            retry_non_idempotent: false,
+        }
+    }
+}
+
+/// What to do after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The condition holds: print the body, exit 0.
+    Done,
+    /// `--fail-when` holds: print the body, exit 4.
+    FailWhen,
+    /// The response was healthy but the condition does not hold yet.
+    Poll { after: Duration, reason: WaitReason },
+    /// A transient failure: try again.
+    Retry { after: Duration, reason: WaitReason },
+    /// Give up.
+    Stop(Stop),
+}
+
+/// Why the next attempt waits as long as it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitReason {
+    Interval,
+    Backoff,
+    RetryAfter,
+    RateLimitReset,
+}
+
+impl WaitReason {
+    /// The stable name used in `--log-format json` (`wait_reason`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitReason::Interval => "interval",
+            WaitReason::Backoff => "backoff",
+            WaitReason::RetryAfter => "retry_after",
+            WaitReason::RateLimitReset => "rate_limit_reset",
+        }
+    }
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WaitReason::Interval => "interval",
+            WaitReason::Backoff => "backoff",
+            WaitReason::RetryAfter => "Retry-After",
+            WaitReason::RateLimitReset => "rate-limit reset",
+        })
+    }
+}
+
+/// Why a run ends without its condition met; each maps to one exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Exit 3: a status or error that retrying cannot fix.
+    Permanent { cause: String },
+    /// Exit 5: `--retries` consecutive transient failures.
+    BudgetSpent { failures: u32, cause: String },
+    /// Exit 5: a POST/PATCH failed in a way that may have been processed.
+    NotRetryable { cause: String },
+    /// Exit 5: no deadline, and the server asked for an absurd wait.
+    WaitTooLong { wait: Duration, reason: WaitReason, cause: String },
+    /// Exit 1: the next attempt could only start after the deadline.
+    Deadline { wait: Duration, reason: WaitReason, remaining: Duration, cause: String },
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::Permanent { cause } => write!(f, "{cause}: not retryable"),
+            Stop::BudgetSpent { failures, cause } => {
+                write!(
+                    f,
+                    "gave up after {failures} consecutive failures; last: {cause} (raise --retries to tolerate more)"
+                )
+            }
+            Stop::NotRetryable { cause } => write!(
+                f,
+                "{cause}: the request may have been processed, so it is not re-sent (use --retry-non-idempotent to retry it anyway)"
+            ),
+            Stop::WaitTooLong { wait, reason, cause } => {
+                write!(f, "{cause}: the server asked to wait {} ({reason}); giving up", human(*wait))
+            }
+            Stop::Deadline { wait, reason, remaining, cause } => {
+                let last = if cause.is_empty() { String::new() } else { format!("last: {cause}; ") };
+                if remaining.is_zero() {
+                    write!(f, "deadline reached ({last}raise --timeout to wait longer)")
+                } else {
+                    write!(
+                        f,
+                        "deadline: the next attempt would start after {} ({reason}) but only {} is left ({last}raise --timeout to wait longer)",
+                        human(*wait),
+                        human(*remaining)
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// A duration for messages, rounded to what a person reads: `1.2s`, `350ms`, `2h 5m`.
+pub fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    }
+}
+
+impl Policy {
+    /// Decides what follows an attempt. `rng` only draws jitter.
+    pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
+        let transient_cause = match outcome {
+            Outcome::Success { verdict: Verdict::Met, .. } => return Action::Done,
+            Outcome::Success { verdict: Verdict::FailWhen, .. } => return Action::FailWhen,
+            Outcome::Success { verdict: Verdict::NotMet, advice } => {
+                let (after, reason) = self.next_poll(advice);
+                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
+            }
+            Outcome::Success { verdict: Verdict::NotJson, .. } => outcome,
+            Outcome::Status { code, .. } if self.is_transient_status(*code) => outcome,
+            Outcome::Failed(failure) if failure.is_transient() => outcome,
+            Outcome::Status { .. } | Outcome::Failed(_) => {
+                return Action::Stop(Stop::Permanent { cause: outcome.to_string() });
+            }
+        };
+        let cause = transient_cause.to_string();
+
+        let safe_to_resend = match outcome {
+            Outcome::Failed(failure) => failure.surely_unprocessed(),
+            Outcome::Status { code: 429, .. } => true,
+            _ => false,
+        };
+        if !self.idempotent && !self.retry_non_idempotent && !safe_to_resend {
+            return Action::Stop(Stop::NotRetryable { cause });
+        }
+
+        let failures = attempt.failures.saturating_add(1);
+        if failures > self.retries {
+            return Action::Stop(Stop::BudgetSpent { failures, cause });
+        }
+
+        let advised = match outcome {
+            Outcome::Status { code, advice } => match (advice.retry_after, *code == 429) {
+                (Some(wait), _) => Some((wait, WaitReason::RetryAfter)),
+                (None, true) => advice.reset.map(|wait| (wait, WaitReason::RateLimitReset)),
+                (None, false) => None,
+            },
+            _ => None,
+        };
+        let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
+        self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })
+    }
+
+    /// The wait before the next poll of a healthy, not-yet-done response:
+    /// the interval, stretched by the server's advice.
+    fn next_poll(&self, advice: &Advice) -> (Duration, WaitReason) {
+        let mut next = (self.interval, WaitReason::Interval);
+        // 202 Accepted + Retry-After: the async request-reply pattern.
+        if let Some(wait) = advice.retry_after.filter(|wait| *wait > next.0) {
+            next = (wait, WaitReason::RetryAfter);
+        }
+        if let (Some(remaining), Some(reset)) = (advice.remaining, advice.reset) {
+            // Spread what is left of the quota over the time until it resets.
+            let paced = if remaining == 0 { reset } else { reset / u32::try_from(remaining).unwrap_or(u32::MAX) };
+            if paced > next.0 {
+                next = (paced, WaitReason::RateLimitReset);
+            }
+        }
+        next
+    }
+
+    /// `d = min(backoff * 2^(n-1), backoff-max)`, then jitter.
+    pub fn backoff_delay(&self, retry: u32, rng: &mut impl Rng) -> Duration {
+        let doubling = 2u32.checked_pow(retry.saturating_sub(1)).unwrap_or(u32::MAX);
+        let d = self.backoff.checked_mul(doubling).unwrap_or(Duration::MAX).min(self.backoff_max);
+        match self.jitter {
+            Jitter::None => d,
+            Jitter::Full => d.mul_f64(rng.random_range(0.0..=1.0)),
+            Jitter::Equal => d / 2 + (d / 2).mul_f64(rng.random_range(0.0..=1.0)),
+        }
+    }
+
+    fn is_transient_status(&self, code: u16) -> bool {
+        matches!(code, 408 | 429) || (500..=599).contains(&code) && code != 501 || self.retry_on.contains(&code)
+    }
+
+    /// Keeps `action` only if the next attempt can start before the deadline.
+    fn within_deadline(
+        &self,
+        wait: Duration,
+        reason: WaitReason,
+        attempt: &Attempt,
+        outcome: &Outcome,
+        action: Action,
+    ) -> Action {
+        let cause = || match outcome {
+            Outcome::Success { verdict: Verdict::NotMet, .. } => "condition not met yet".to_string(),
+            other => other.to_string(),
+        };
+        match attempt.remaining {
+            Some(remaining) if wait >= remaining => {
+                Action::Stop(Stop::Deadline { wait, reason, remaining, cause: cause() })
+            }
+            None if wait > MAX_ADVISED_WAIT => Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause() }),
+            _ => action,
+        }
+    }
+}
