@@ -135,8 +135,8 @@ pub struct Cli {
     pub jitter: JitterArg,
 
     /// Also retry these statuses, e.g. 404,409
-    #[arg(long, value_name = "CODES", value_parser = parse_status_list, help_heading = SCHEDULE)]
-    pub retry_on: Option<Vec<u16>>,
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = SCHEDULE)]
+    pub retry_on: Vec<u16>,
 
     /// Retry POST and PATCH like GET, even when the request may have been processed
     #[arg(long, help_heading = SCHEDULE)]
@@ -187,8 +187,8 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     parse::header(text)
 }
 
-fn parse_status_list(text: &str) -> Result<Vec<u16>, String> {
-    parse::status_list(text)
+fn parse_status(text: &str) -> Result<u16, String> {
+    parse::status(text)
 }
 
 /// The clap command, for tests and for generating completions and the man page.
@@ -222,6 +222,12 @@ mod tests {
         assert_eq!(cli.backoff, Duration::from_millis(200));
         assert_eq!(cli.backoff_max, Duration::from_secs(30));
         assert_eq!(cli.jitter, JitterArg::Equal);
+    }
+
+    #[test]
+    fn retry_on_takes_a_list_and_repeats() {
+        let Ok(cli) = parse(&["--retry-on", "404,409", "--retry-on", "418", "http://x/"]) else { panic!("parses") };
+        assert_eq!(cli.retry_on, vec![404, 409, 418]);
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl Config {
                 JitterArg::None => Jitter::None,
             },
             retries: cli.retries,
-            retry_on: cli.retry_on.unwrap_or_default(),
+            retry_on: cli.retry_on,
             idempotent: is_idempotent(&method),
             retry_non_idempotent: cli.retry_non_idempotent,
         };

@@ -121,9 +121,14 @@ pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
 
 /// The error for a run the policy stopped, with the detail and a hint a person needs.
 fn ending(stop: &Stop, probe: &Probe, url: &str) -> Error {
+    // The transport's own words help where the class alone does not say enough.
     let detail = match &probe.result {
-        Err(fault) => format!(" ({})", fault.detail),
-        Ok(_) => String::new(),
+        Err(fault)
+            if matches!(fault.failure, Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect) =>
+        {
+            Some(fault.detail.as_str())
+        }
+        _ => None,
     };
     let hint = match (&probe.result, stop) {
         (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. }) => "",
@@ -136,8 +141,7 @@ fn ending(stop: &Stop, probe: &Probe, url: &str) -> Error {
         }
         _ => "",
     };
-    let url = output::redact_url(url);
-    let message = format!("{stop}{detail} [{url}]{hint}");
+    let message = format!("{} [{}]{hint}", stop.describe(detail), output::redact_url(url));
     match stop {
         Stop::Permanent { .. } => Error::Permanent(message),
         Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Error::GaveUp(message),

@@ -97,16 +97,17 @@ pub fn check_header_value(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// One HTTP status code, 100 to 599.
+pub fn status(text: &str) -> Result<u16, String> {
+    match text.trim().parse::<u16>() {
+        Ok(n) if (100..=599).contains(&n) => Ok(n),
+        _ => Err(format!("`{}` is not an HTTP status code (100-599)", text.trim())),
+    }
+}
+
 /// A comma-separated list of HTTP status codes: `404,409`.
 pub fn status_list(text: &str) -> Result<Vec<u16>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|code| match code.parse::<u16>() {
-            Ok(n) if (100..=599).contains(&n) => Ok(n),
-            _ => Err(format!("`{code}` is not an HTTP status code (100-599)")),
-        })
-        .collect()
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(status).collect()
 }
 
 fn is_token_char(c: char) -> bool {

@@ -233,37 +233,45 @@ pub enum Stop {
     Deadline { wait: Duration, reason: WaitReason, remaining: Duration, cause: String },
 }
 
-impl fmt::Display for Stop {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Stop {
+    /// The stop in words; `detail` (the transport's own message) follows the cause.
+    pub fn describe(&self, detail: Option<&str>) -> String {
+        let with_detail = |cause: &str| match detail {
+            Some(detail) => format!("{cause} ({detail})"),
+            None => cause.to_string(),
+        };
         match self {
-            Stop::Permanent { cause } => write!(f, "{cause}: not retryable"),
-            Stop::BudgetSpent { failures, cause } => {
-                write!(
-                    f,
-                    "gave up after {failures} consecutive failures; last: {cause} (raise --retries to tolerate more)"
-                )
-            }
-            Stop::NotRetryable { cause } => write!(
-                f,
-                "{cause}: the request may have been processed, so it is not re-sent (use --retry-non-idempotent to retry it anyway)"
+            Stop::Permanent { cause } => format!("{}: not retryable", with_detail(cause)),
+            Stop::BudgetSpent { failures, cause } => format!(
+                "gave up after {failures} consecutive failures; last: {} (raise --retries to tolerate more)",
+                with_detail(cause)
+            ),
+            Stop::NotRetryable { cause } => format!(
+                "{}: the request may have been processed, so it is not re-sent (use --retry-non-idempotent to retry it anyway)",
+                with_detail(cause)
             ),
             Stop::WaitTooLong { wait, reason, cause } => {
-                write!(f, "{cause}: the server asked to wait {} ({reason}); giving up", human(*wait))
+                format!("{}: the server asked to wait {} ({reason}); giving up", with_detail(cause), human(*wait))
             }
             Stop::Deadline { wait, reason, remaining, cause } => {
-                let last = if cause.is_empty() { String::new() } else { format!("last: {cause}; ") };
+                let last = with_detail(cause);
                 if remaining.is_zero() {
-                    write!(f, "deadline reached ({last}raise --timeout to wait longer)")
+                    format!("deadline reached; last: {last} (raise --timeout to wait longer)")
                 } else {
-                    write!(
-                        f,
-                        "deadline: the next attempt would start after {} ({reason}) but only {} is left ({last}raise --timeout to wait longer)",
+                    format!(
+                        "deadline: the next attempt would start in {} ({reason}) but only {} is left; last: {last} (raise --timeout to wait longer)",
                         human(*wait),
                         human(*remaining)
                     )
                 }
             }
         }
+    }
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(None))
     }
 }
 

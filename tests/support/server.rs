@@ -47,18 +47,12 @@ const JOIN_WAIT: Duration = Duration::from_secs(1);
 ///   -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -out cert.pem
 /// ```
 pub fn cert_path() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cert.pem"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem"))
 }
 
 /// `tests/fixtures/key.pem`: PKCS#8 EC P-256 key of `cert_path()`.
 pub fn key_path() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/key.pem"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/key.pem"))
 }
 
 /// One request as it arrived.
@@ -79,19 +73,12 @@ pub struct Recorded {
 impl Recorded {
     /// First value of `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// Every value of `name` (any case), in order.
     pub fn header_all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect()
+        self.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
     }
 
     /// The body as text (lossy), for assertions.
@@ -125,14 +112,7 @@ pub struct Reply {
 
 impl Reply {
     fn of(kind: Kind, status: u16) -> Reply {
-        Reply {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-            delay: Duration::ZERO,
-            chunked: false,
-            kind,
-        }
+        Reply { status, headers: Vec::new(), body: Vec::new(), delay: Duration::ZERO, chunked: false, kind }
     }
 
     /// `code` with an empty body (`Content-Length: 0`; none at all for 1xx/204/304).
@@ -142,16 +122,12 @@ impl Reply {
 
     /// `code` with `body` and `Content-Type: application/json`.
     pub fn json(code: u16, body: &str) -> Reply {
-        Reply::status(code)
-            .header("Content-Type", "application/json")
-            .body(body)
+        Reply::status(code).header("Content-Type", "application/json").body(body)
     }
 
     /// `code` with `body` and `Content-Type: text/plain`.
     pub fn text(code: u16, body: &str) -> Reply {
-        Reply::status(code)
-            .header("Content-Type", "text/plain; charset=utf-8")
-            .body(body)
+        Reply::status(code).header("Content-Type", "text/plain; charset=utf-8").body(body)
     }
 
     /// `code` (301/302/303/307/308) with `Location: location`.
@@ -222,15 +198,13 @@ impl Reply {
     }
 
     fn has_header(&self, name: &str) -> bool {
-        self.headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
     }
 
     fn wants_close(&self) -> bool {
-        self.headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("connection") && v.to_ascii_lowercase().contains("close")
-        })
+        self.headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("connection") && v.to_ascii_lowercase().contains("close"))
     }
 }
 
@@ -242,10 +216,7 @@ struct Seq {
 
 impl Seq {
     fn new(replies: Vec<Reply>) -> Seq {
-        assert!(
-            !replies.is_empty(),
-            "a test server script needs at least one reply"
-        );
+        assert!(!replies.is_empty(), "a test server script needs at least one reply");
         Seq { replies, next: 0 }
     }
 
@@ -267,10 +238,7 @@ impl Script {
             Script::Any(seq) => seq.pick(),
             Script::Routes(routes) => {
                 let path = route_key(target);
-                routes
-                    .iter_mut()
-                    .find(|(p, _)| p == path)
-                    .map_or_else(|| Reply::status(404), |(_, seq)| seq.pick())
+                routes.iter_mut().find(|(p, _)| p == path).map_or_else(|| Reply::status(404), |(_, seq)| seq.pick())
             }
         }
     }
@@ -329,11 +297,7 @@ impl Shared {
             if now >= deadline {
                 return true;
             }
-            stopped = self
-                .stop_cv
-                .wait_timeout(stopped, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            stopped = self.stop_cv.wait_timeout(stopped, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
         false
     }
@@ -341,10 +305,7 @@ impl Shared {
     fn wait_stopped(&self) {
         let mut stopped = lock(&self.stopped);
         while !*stopped {
-            stopped = self
-                .stop_cv
-                .wait(stopped)
-                .unwrap_or_else(PoisonError::into_inner);
+            stopped = self.stop_cv.wait(stopped).unwrap_or_else(PoisonError::into_inner);
         }
     }
 
@@ -364,8 +325,7 @@ impl Shared {
     /// Joins finished connection threads so handles don't pile up; keeps their panics for `Drop`.
     fn reap(&self) {
         let mut threads = lock(&self.threads);
-        let (done, running): (Vec<_>, Vec<_>) =
-            threads.drain(..).partition(JoinHandle::is_finished);
+        let (done, running): (Vec<_>, Vec<_>) = threads.drain(..).partition(JoinHandle::is_finished);
         *threads = running;
         drop(threads);
         for handle in done {
@@ -415,15 +375,21 @@ impl Server {
         Server::launch(routes_script(routes), Some(tls_config()))
     }
 
+    /// `start` on a chosen loopback port, for a server that comes up after its client.
+    pub fn start_on(port: u16, replies: Vec<Reply>) -> Server {
+        Server::launch_on(port, Script::Any(Seq::new(replies)), None)
+    }
+
     fn launch(script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
+        Server::launch_on(0, script, tls)
+    }
+
+    fn launch_on(port: u16, script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
         // Loopback only, ever: tests must not listen on or reach any other address.
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local_addr of test server");
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                script,
-                log: Vec::new(),
-            }),
+            state: Mutex::new(State { script, log: Vec::new() }),
             arrived: Condvar::new(),
             stopped: Mutex::new(false),
             stop_cv: Condvar::new(),
@@ -439,12 +405,7 @@ impl Server {
             .name(format!("test-server-{}", addr.port()))
             .spawn(move || accept_loop(&listener, &sh, tls))
             .expect("spawn test server acceptor");
-        Server {
-            addr,
-            tls: is_tls,
-            shared,
-            acceptor: Some(acceptor),
-        }
+        Server { addr, tls: is_tls, shared, acceptor: Some(acceptor) }
     }
 
     /// `http://127.0.0.1:PORT/path` (`https` for TLS); `path` with or without its leading `/`.
@@ -487,12 +448,7 @@ impl Server {
             if now >= deadline {
                 return false;
             }
-            state = self
-                .shared
-                .arrived
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            state = self.shared.arrived.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
         true
     }
@@ -522,18 +478,11 @@ impl Drop for Server {
             join_by(handle, deadline, sh, &mut stuck);
         }
         if stuck > 0 {
-            eprintln!(
-                "test server {}: {stuck} thread(s) still running {JOIN_WAIT:?} after drop",
-                self.addr
-            );
+            eprintln!("test server {}: {stuck} thread(s) still running {JOIN_WAIT:?} after drop", self.addr);
         }
         let panics = std::mem::take(&mut *lock(&sh.panics));
         if !panics.is_empty() && !thread::panicking() {
-            panic!(
-                "test server {} thread panicked: {}",
-                self.addr,
-                panics.join("; ")
-            );
+            panic!("test server {} thread panicked: {}", self.addr, panics.join("; "));
         }
     }
 }
@@ -557,11 +506,7 @@ fn routes_script(routes: Vec<(&str, Vec<Reply>)>) -> Script {
         routes
             .into_iter()
             .map(|(path, replies)| {
-                let path = if path.starts_with('/') {
-                    path.to_owned()
-                } else {
-                    format!("/{path}")
-                };
+                let path = if path.starts_with('/') { path.to_owned() } else { format!("/{path}") };
                 (path, Seq::new(replies))
             })
             .collect(),
@@ -697,11 +642,7 @@ fn drain(mut tcp: &TcpStream) {
         match tcp.read(&mut buf) {
             Ok(0) => return,
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }
@@ -733,34 +674,18 @@ fn abort(tcp: &TcpStream) {
         l_linger: c_int,
     }
     unsafe extern "C" {
-        fn setsockopt(
-            fd: c_int,
-            level: c_int,
-            name: c_int,
-            value: *const c_void,
-            len: u32,
-        ) -> c_int;
+        fn setsockopt(fd: c_int, level: c_int, name: c_int, value: *const c_void, len: u32) -> c_int;
     }
     #[cfg(target_os = "linux")]
     const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (1, 13);
     #[cfg(target_vendor = "apple")]
     const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (0xffff, 0x80);
 
-    let linger = Linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
+    let linger = Linger { l_onoff: 1, l_linger: 0 };
     let (level, name) = SOL_SOCKET_SO_LINGER;
     // SAFETY: a valid open fd, a pointer to a live `struct linger` and its exact size.
-    let rc = unsafe {
-        setsockopt(
-            tcp.as_raw_fd(),
-            level,
-            name,
-            (&raw const linger).cast(),
-            size_of::<Linger>() as u32,
-        )
-    };
+    let rc =
+        unsafe { setsockopt(tcp.as_raw_fd(), level, name, (&raw const linger).cast(), size_of::<Linger>() as u32) };
     if rc != 0 {
         let _ = tcp.shutdown(Shutdown::Both);
     }
@@ -794,10 +719,8 @@ fn serve<T: Transport>(t: T, sh: &Shared) -> (End, T) {
             Err(Bad::Reject(code)) => {
                 sh.bad_requests.fetch_add(1, Ordering::SeqCst);
                 let mut t = rd.into_inner();
-                let head = format!(
-                    "HTTP/1.1 {code} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    reason(code)
-                );
+                let head =
+                    format!("HTTP/1.1 {code} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", reason(code));
                 let _ = t.write_all(head.as_bytes()).and_then(|()| t.flush());
                 return (End::Graceful, t);
             }
@@ -823,9 +746,7 @@ fn serve<T: Transport>(t: T, sh: &Shared) -> (End, T) {
             Kind::Close => return (End::Graceful, rd.into_inner()),
             Kind::Truncated => {
                 let extra = format!("Content-Length: {}\r\n", reply.body.len() + 100);
-                let _ = write_head(t, &reply, &extra)
-                    .and_then(|()| t.write_all(&reply.body))
-                    .and_then(|()| t.flush());
+                let _ = write_head(t, &reply, &extra).and_then(|()| t.write_all(&reply.body)).and_then(|()| t.flush());
                 return (End::Graceful, rd.into_inner());
             }
             Kind::Hang => {
@@ -862,10 +783,7 @@ fn write_normal(t: &mut impl Write, reply: &Reply, head_only: bool, close: bool)
         if !reply.has_header("transfer-encoding") {
             extra.push_str("Transfer-Encoding: chunked\r\n");
         }
-    } else if !bodyless
-        && !reply.has_header("content-length")
-        && !reply.has_header("transfer-encoding")
-    {
+    } else if !bodyless && !reply.has_header("content-length") && !reply.has_header("transfer-encoding") {
         extra.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
     }
     if close && !reply.has_header("connection") {
@@ -960,11 +878,7 @@ fn read_line(rd: &mut impl BufRead, too_long: u16) -> Result<Option<Vec<u8>>, Ba
             Err(_) => return Err(Bad::Gone),
         };
         if buf.is_empty() {
-            return if line.is_empty() {
-                Ok(None)
-            } else {
-                Err(Bad::Gone)
-            };
+            return if line.is_empty() { Ok(None) } else { Err(Bad::Gone) };
         }
         let (take, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),
@@ -991,9 +905,7 @@ fn need_line(rd: &mut impl BufRead, too_long: u16) -> Result<Vec<u8>, Bad> {
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn read_request<T: Transport>(rd: &mut BufReader<T>) -> Result<Option<Request>, Bad> {
@@ -1014,8 +926,7 @@ fn read_request<T: Transport>(rd: &mut BufReader<T>) -> Result<Option<Request>, 
         return Err(Bad::Reject(400));
     };
     let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(Bad::Reject(400));
     };
@@ -1050,25 +961,14 @@ fn read_request<T: Transport>(rd: &mut BufReader<T>) -> Result<Option<Request>, 
         if !is_token(name) {
             return Err(Bad::Reject(400));
         }
-        let value = String::from_utf8_lossy(&line[colon + 1..])
-            .trim_matches([' ', '\t'])
-            .to_owned();
+        let value = String::from_utf8_lossy(&line[colon + 1..]).trim_matches([' ', '\t']).to_owned();
         headers.push((name.to_ascii_lowercase(), value));
     }
 
-    let values = |name: &str| -> Vec<&str> {
-        headers
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    };
+    let values =
+        |name: &str| -> Vec<&str> { headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect() };
     let connection = values("connection").join(",").to_ascii_lowercase();
-    let close = if http10 {
-        !connection.contains("keep-alive")
-    } else {
-        connection.contains("close")
-    };
+    let close = if http10 { !connection.contains("keep-alive") } else { connection.contains("close") };
     let chunked = match values("transfer-encoding").join(",").trim() {
         "" => false,
         te if te.to_ascii_lowercase().ends_with("chunked") => true,
@@ -1094,15 +994,10 @@ fn read_request<T: Transport>(rd: &mut BufReader<T>) -> Result<Option<Request>, 
             }
         }
     };
-    let expects_continue = values("expect")
-        .iter()
-        .any(|v| v.eq_ignore_ascii_case("100-continue"));
+    let expects_continue = values("expect").iter().any(|v| v.eq_ignore_ascii_case("100-continue"));
     if expects_continue && !http10 && (chunked || length.unwrap_or(0) > 0) {
         let t = rd.get_mut();
-        if t.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .and_then(|()| t.flush())
-            .is_err()
-        {
+        if t.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").and_then(|()| t.flush()).is_err() {
             return Err(Bad::Gone);
         }
     }
@@ -1118,13 +1013,7 @@ fn read_request<T: Transport>(rd: &mut BufReader<T>) -> Result<Option<Request>, 
     };
 
     Ok(Some(Request {
-        recorded: Recorded {
-            method: method.to_owned(),
-            path: target.to_owned(),
-            headers,
-            body,
-            at,
-        },
+        recorded: Recorded { method: method.to_owned(), path: target.to_owned(), headers, body, at },
         close,
     }))
 }

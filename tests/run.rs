@@ -1,0 +1,430 @@
+//! End-to-end tests of the poll loop: conditions, retries, server advice, the
+//! deadline, non-idempotent requests, signals and what lands on stdout/stderr.
+
+mod support;
+
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use support::server::{Reply, Server};
+
+const PENDING: &str = r#"{"status":"pending"}"#;
+const DONE: &str = r#"{"status":"done","result":42}"#;
+const FAILED: &str = r#"{"status":"failed"}"#;
+
+/// The binary with a clean environment: no proxies, no colour settings.
+fn poll() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        cmd.env_remove(var);
+    }
+    cmd.env_remove("no_proxy").env_remove("NO_COLOR");
+    cmd
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Gaps between consecutive requests the server saw.
+fn gaps(server: &Server) -> Vec<Duration> {
+    let requests = server.requests();
+    requests.windows(2).map(|w| w[1].at.duration_since(w[0].at)).collect()
+}
+
+#[test]
+fn polls_until_the_condition_holds_and_prints_the_final_body() {
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, PENDING), Reply::json(200, DONE)]);
+    let out =
+        poll().args(["--until", r#".status=="done""#, "--interval", "200ms", &server.url("/job")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    assert_eq!(server.hits(), 3);
+    for gap in gaps(&server) {
+        assert!(gap >= Duration::from_millis(200), "polls came {gap:?} apart, before --interval");
+    }
+    // Off a terminal and without -v, success is silent.
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn without_until_the_first_2xx_is_done_even_when_not_json() {
+    let server = Server::start(vec![Reply::status(503), Reply::status(502), Reply::text(200, "plain ok")]);
+    let out = poll().args(["--backoff", "100ms", "--jitter", "none", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"plain ok");
+    assert_eq!(server.hits(), 3);
+    let gaps = gaps(&server);
+    assert!(gaps[0] >= Duration::from_millis(100), "first retry after {:?}", gaps[0]);
+    assert!(gaps[1] >= Duration::from_millis(200), "second retry after {:?} (backoff doubles)", gaps[1]);
+}
+
+#[test]
+fn fail_when_exits_4_with_the_body() {
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, FAILED)]);
+    let out = poll()
+        .args(["--until", r#".status=="done""#, "--fail-when", r#".status=="failed""#, "-i", "0", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(out.stdout, FAILED.as_bytes());
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
+fn permanent_statuses_exit_3_at_once_with_nothing_on_stdout() {
+    for code in [400, 401, 403, 404, 410, 501] {
+        let server = Server::start(vec![Reply::json(code, r#"{"error":"no"}"#)]);
+        let out = poll().args(["--until", ".ok", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "HTTP {code}");
+        assert_eq!(out.stdout, b"", "HTTP {code}");
+        assert_eq!(server.hits(), 1, "HTTP {code}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "one error line: {err}");
+        assert!(err.contains(&format!("HTTP {code}")), "{err}");
+    }
+}
+
+#[test]
+fn auth_failures_hint_at_credentials() {
+    let server = Server::start(vec![Reply::status(401)]);
+    let out = poll().arg(server.url("/")).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("-u USER:PASS"), "{}", stderr(&out));
+}
+
+#[test]
+fn retry_on_makes_a_status_transient() {
+    let server = Server::start(vec![Reply::status(404), Reply::status(409), Reply::json(200, DONE)]);
+    let out = poll().args(["--retry-on", "404,409", "--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 3);
+}
+
+#[test]
+fn spent_retries_exit_5_after_exactly_retries_plus_one_attempts() {
+    let server = Server::start(vec![Reply::status(503)]);
+    let out = poll().args(["--retries", "3", "--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    assert_eq!(server.hits(), 4);
+    assert_eq!(out.stdout, b"");
+    assert!(stderr(&out).contains("gave up after 4 consecutive failures"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_failure_budget_resets_on_every_healthy_2xx() {
+    // Four failures in all, never more than two in a row: --retries 2 must get through.
+    let server = Server::start(vec![
+        Reply::status(503),
+        Reply::status(503),
+        Reply::json(200, PENDING),
+        Reply::status(500),
+        Reply::status(504),
+        Reply::json(200, DONE),
+    ]);
+    let out = poll()
+        .args(["--until", r#".status=="done""#, "--retries", "2", "--backoff", "10ms", "-i", "0", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 6);
+}
+
+#[test]
+fn every_transient_failure_class_is_retried() {
+    let cases: Vec<(&str, Reply, Vec<&str>)> = vec![
+        ("reset", Reply::reset(), vec![]),
+        ("closed", Reply::close(), vec![]),
+        ("truncated", Reply::truncated(200, r#"{"status":"do"#), vec![]),
+        ("bad status line", Reply::raw("HTTP/1.1 abc\r\n\r\n"), vec![]),
+        ("garbage", Reply::raw("garbage\r\n\r\n"), vec![]),
+        ("408", Reply::status(408), vec![]),
+        ("429", Reply::status(429), vec![]),
+        ("not json", Reply::text(200, "<html>"), vec!["--until", ".status"]),
+        ("timeout", Reply::json(200, DONE).delay(Duration::from_secs(3)), vec!["--request-timeout", "300ms"]),
+    ];
+    for (name, first, extra) in cases {
+        let server = Server::start(vec![first, Reply::json(200, DONE)]);
+        let out = poll().args(["--backoff", "10ms"]).args(&extra).arg(server.url("/")).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert_eq!(out.stdout, DONE.as_bytes(), "{name}");
+        assert_eq!(server.hits(), 2, "{name}");
+    }
+}
+
+#[test]
+fn refused_connections_are_retried_then_give_up_with_a_hint() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }; // closed again: nothing listens there now
+    let started = Instant::now();
+    let out = poll()
+        .args(["--retries", "2", "--backoff", "100ms", "--jitter", "none", &format!("http://127.0.0.1:{port}/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    // Two retries: 100ms + 200ms of backoff at least.
+    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    let err = stderr(&out);
+    assert!(err.contains("connection refused") && err.contains("listening on that port"), "{err}");
+}
+
+#[test]
+fn retry_after_seconds_wins_over_backoff() {
+    let server = Server::start(vec![Reply::status(503).header("Retry-After", "1"), Reply::json(200, DONE)]);
+    let out = poll().args(["--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(gaps(&server)[0] >= Duration::from_millis(1000), "{:?}", gaps(&server));
+}
+
+#[test]
+fn retry_after_http_date_is_honoured() {
+    let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    let server = Server::start(vec![Reply::status(429).header("Retry-After", &when), Reply::json(200, DONE)]);
+    let out = poll().args(["--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // HTTP dates have one-second resolution: at least one second remains of the two.
+    assert!(gaps(&server)[0] >= Duration::from_millis(1000), "{:?}", gaps(&server));
+}
+
+#[test]
+fn ratelimit_reset_on_429_as_delta_and_as_epoch() {
+    for name in ["delta", "epoch"] {
+        // Computed just before use: the delta case takes a second itself.
+        let epoch = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() + 2;
+        let value = if name == "delta" { "1".to_string() } else { epoch.to_string() };
+        let server =
+            Server::start(vec![Reply::status(429).header("X-RateLimit-Reset", &value), Reply::json(200, DONE)]);
+        let out = poll().args(["--backoff", "10ms", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert!(gaps(&server)[0] >= Duration::from_millis(900), "{name}: {:?}", gaps(&server));
+    }
+}
+
+#[test]
+fn an_exhausted_quota_on_a_2xx_delays_the_next_poll_until_the_reset() {
+    let server = Server::start(vec![
+        Reply::json(200, PENDING).header("X-RateLimit-Remaining", "0").header("X-RateLimit-Reset", "1"),
+        Reply::json(200, DONE),
+    ]);
+    let out = poll().args(["--until", r#".status=="done""#, "-i", "0", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(gaps(&server)[0] >= Duration::from_millis(1000), "{:?}", gaps(&server));
+}
+
+#[test]
+fn accepted_with_retry_after_sets_the_next_poll() {
+    let server = Server::start(vec![Reply::json(202, PENDING).header("Retry-After", "1"), Reply::json(200, DONE)]);
+    let out = poll().args(["--until", r#".status=="done""#, "-i", "100ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(gaps(&server)[0] >= Duration::from_millis(1000), "{:?}", gaps(&server));
+}
+
+#[test]
+fn a_server_wait_beyond_the_deadline_stops_at_once_with_exit_1() {
+    let server = Server::start(vec![Reply::status(503).header("Retry-After", "3600"), Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll().args(["--timeout", "30s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped now, not at the deadline: {:?}", started.elapsed());
+    assert_eq!(server.hits(), 1);
+    let err = stderr(&out);
+    assert!(err.contains("deadline") && err.contains("Retry-After"), "{err}");
+}
+
+#[test]
+fn a_huge_retry_after_without_deadline_gives_up_instead_of_hanging() {
+    let server = Server::start(vec![Reply::status(503).header("Retry-After", "99999999999")]);
+    let out = poll().args(["--timeout", "0", &server.url("/")]).timeout(Duration::from_secs(20)).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn the_deadline_bounds_a_request_in_flight() {
+    let server = Server::start(vec![Reply::hang()]);
+    let started = Instant::now();
+    let out = poll().args(["--timeout", "1s", "--request-timeout", "30s", &server.url("/")]).output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn polling_stops_before_the_deadline_when_the_next_poll_would_pass_it() {
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--until", r#".status=="done""#, "--timeout", "1s", "-i", "300ms", &server.url("/")])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, b"");
+    // Polls at 0, 0.3, 0.6 and 0.9 s; the next would start after the deadline.
+    assert_eq!(server.hits(), 4);
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn post_is_not_resent_after_a_502() {
+    let server = Server::start(vec![Reply::status(502), Reply::json(200, DONE)]);
+    let out = poll().args(["-d", "payload", "--backoff", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    assert_eq!(server.hits(), 1);
+    assert!(stderr(&out).contains("--retry-non-idempotent"), "{}", stderr(&out));
+}
+
+#[test]
+fn post_is_resent_after_a_429_and_with_retry_non_idempotent() {
+    for (first, extra) in [(Reply::status(429), None), (Reply::status(502), Some("--retry-non-idempotent"))] {
+        let server = Server::start(vec![first, Reply::json(200, DONE)]);
+        let out =
+            poll().args(["-d", "payload", "--backoff", "10ms"]).args(extra).arg(server.url("/")).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in requests {
+            assert_eq!(request.method, "POST");
+            assert_eq!(request.body, b"payload");
+        }
+    }
+}
+
+#[test]
+fn post_is_resent_after_a_refused_connection() {
+    // Nothing listens for the first attempt; the server comes up during the backoff.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_poll"))
+        .args(["-d", "x", "--backoff", "1s", "--jitter", "none", &format!("http://127.0.0.1:{port}/")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let server = support::server::Server::start_on(port, vec![Reply::json(200, DONE)]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn a_jq_runtime_error_is_not_met_and_reported_once() {
+    let server = Server::start(vec![
+        Reply::json(200, r#"{"a":"x"}"#),
+        Reply::json(200, r#"{"a":"x"}"#),
+        Reply::json(200, r#"{"a":1}"#),
+    ]);
+    let out = poll().args(["--until", ".a + 1 > 1", "-i", "0", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 3);
+    let err = stderr(&out);
+    assert_eq!(err.matches("jq error").count(), 1, "{err}");
+}
+
+#[test]
+fn output_file_receives_the_body_and_stdout_stays_empty() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let dir = std::env::temp_dir().join(format!("poll-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("result.json");
+    let out = poll().args(["-o", file.to_str().unwrap(), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"");
+    assert_eq!(std::fs::read(&file).unwrap(), DONE.as_bytes());
+    // No temporary file is left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn verbose_prints_one_line_per_attempt_and_redacts_secrets() {
+    let server = Server::start(vec![
+        Reply::status(503).header("Set-Cookie", "session=topsecret"),
+        Reply::json(200, DONE).header("Set-Cookie", "session=topsecret"),
+    ]);
+    let out = poll()
+        .args(["-vv", "--backoff", "10ms", "-H", "Authorization: Bearer sekrit", "-H", "Cookie: c=sekrit"])
+        .args(["-u", "bob:hunter2", &server.url("/?token=sekrit")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().filter(|l| l.starts_with("attempt ")).count(), 2, "{err}");
+    assert!(err.contains("attempt 1: 503") && err.contains("retry in"), "{err}");
+    assert!(err.contains("<redacted>"), "{err}");
+    for secret in ["sekrit", "topsecret", "hunter2", "Ym9iOmh1bnRlcjI"] {
+        assert!(!err.contains(secret), "{secret} leaked: {err}");
+    }
+}
+
+#[test]
+fn quiet_prints_only_the_final_error_line() {
+    let server = Server::start(vec![Reply::status(503), Reply::status(404)]);
+    let out = poll().args(["-q", "--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+fn spawn_poll(args: &[&str]) -> std::process::Child {
+    StdCommand::new(env!("CARGO_BIN_EXE_poll"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn poll")
+}
+
+fn kill(child: &std::process::Child, signal: &str) -> Instant {
+    let sent = Instant::now();
+    let status = StdCommand::new("kill").args([signal, &child.id().to_string()]).status().expect("run kill");
+    assert!(status.success());
+    sent
+}
+
+#[test]
+fn sigint_ends_a_wait_at_once_with_130() {
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let child = spawn_poll(&["--until", ".done", "-i", "30s", &server.url("/")]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = kill(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(2), "exit took {took:?}");
+    assert!(stderr(&out).contains("interrupted after 1 attempt"), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn sigterm_ends_a_request_in_flight_at_once_with_143() {
+    let server = Server::start(vec![Reply::hang()]);
+    let child = spawn_poll(&["--request-timeout", "60s", &server.url("/")]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    let sent = kill(&child, "-TERM");
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(2), "exit took {took:?}");
+    assert!(stderr(&out).contains("terminated after 1 attempt"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let big = format!("{{\"data\":\"{}\"}}", "x".repeat(4 << 20));
+    let server = Server::start(vec![Reply::json(200, &big)]);
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_poll"))
+        .arg(server.url("/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // as `| head -c0` would
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
