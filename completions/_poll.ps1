@@ -1,0 +1,72 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'poll' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'poll'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'poll' {
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'HTTP method [default: GET, or POST when a body is given]')
+            [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'HTTP method [default: GET, or POST when a body is given]')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'Extra header ''Name: value''; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Extra header ''Name: value''; repeatable')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Request body; @FILE reads a file, @- reads stdin')
+            [CompletionResult]::new('--data', '--data', [CompletionResultType]::ParameterName, 'Request body; @FILE reads a file, @- reads stdin')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'JSON request body (validated), with Content-Type and Accept set to application/json; @FILE and @- too')
+            [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'Basic authentication, USER[:PASSWORD]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Basic authentication, USER[:PASSWORD]')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'User-Agent header [default: poll/<version>]')
+            [CompletionResult]::new('--user-agent', '--user-agent', [CompletionResultType]::ParameterName, 'User-Agent header [default: poll/<version>]')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Connect timeout of one attempt')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Timeout of one whole attempt, from connect to the last body byte')
+            [CompletionResult]::new('--max-redirs', '--max-redirs', [CompletionResultType]::ParameterName, 'Redirects followed; 0 follows none')
+            [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Extra CA certificates to trust (PEM file)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Done when this jq filter''s first output is truthy on a 2xx JSON body')
+            [CompletionResult]::new('--fail-when', '--fail-when', [CompletionResultType]::ParameterName, 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Wait between polls while the condition is not met yet')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Wait between polls while the condition is not met yet')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Overall deadline for the whole run; 0 means none')
+            [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Consecutive transient failures tolerated; resets on every healthy 2xx')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'First retry delay; doubles on each consecutive failure')
+            [CompletionResult]::new('--backoff-max', '--backoff-max', [CompletionResultType]::ParameterName, 'Retry delay cap')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Randomise retry delays: equal = [d/2, d], full = [0, d], none = d')
+            [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Also retry these statuses, e.g. 404,409')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the final body to FILE (atomically) instead of stdout')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the final body to FILE (atomically) instead of stdout')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'stderr format: text, or json for one NDJSON object per attempt plus a final one')
+            [CompletionResult]::new('--show', '--show', [CompletionResultType]::ParameterName, 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Accept any TLS certificate')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Accept any TLS certificate')
+            [CompletionResult]::new('--retry-non-idempotent', '--retry-non-idempotent', [CompletionResultType]::ParameterName, 'Retry POST and PATCH like GET, even when the request may have been processed')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'One line per attempt on stderr; -vv adds response headers')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'One line per attempt on stderr; -vv adds response headers')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only the final error line')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only the final error line')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,66 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[poll] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'poll'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'poll'= {
+            cand -X 'HTTP method [default: GET, or POST when a body is given]'
+            cand --request 'HTTP method [default: GET, or POST when a body is given]'
+            cand -H 'Extra header ''Name: value''; repeatable'
+            cand --header 'Extra header ''Name: value''; repeatable'
+            cand -d 'Request body; @FILE reads a file, @- reads stdin'
+            cand --data 'Request body; @FILE reads a file, @- reads stdin'
+            cand --json 'JSON request body (validated), with Content-Type and Accept set to application/json; @FILE and @- too'
+            cand -u 'Basic authentication, USER[:PASSWORD]'
+            cand --user 'Basic authentication, USER[:PASSWORD]'
+            cand -A 'User-Agent header [default: poll/<version>]'
+            cand --user-agent 'User-Agent header [default: poll/<version>]'
+            cand --connect-timeout 'Connect timeout of one attempt'
+            cand --request-timeout 'Timeout of one whole attempt, from connect to the last body byte'
+            cand --max-redirs 'Redirects followed; 0 follows none'
+            cand --max-body 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error'
+            cand --cacert 'Extra CA certificates to trust (PEM file)'
+            cand --until 'Done when this jq filter''s first output is truthy on a 2xx JSON body'
+            cand --fail-when 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)'
+            cand -i 'Wait between polls while the condition is not met yet'
+            cand --interval 'Wait between polls while the condition is not met yet'
+            cand --timeout 'Overall deadline for the whole run; 0 means none'
+            cand --retries 'Consecutive transient failures tolerated; resets on every healthy 2xx'
+            cand --backoff 'First retry delay; doubles on each consecutive failure'
+            cand --backoff-max 'Retry delay cap'
+            cand --jitter 'Randomise retry delays: equal = [d/2, d], full = [0, d], none = d'
+            cand --retry-on 'Also retry these statuses, e.g. 404,409'
+            cand -o 'Write the final body to FILE (atomically) instead of stdout'
+            cand --output 'Write the final body to FILE (atomically) instead of stdout'
+            cand --log-format 'stderr format: text, or json for one NDJSON object per attempt plus a final one'
+            cand --show 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress'
+            cand --color 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never'
+            cand -k 'Accept any TLS certificate'
+            cand --insecure 'Accept any TLS certificate'
+            cand --retry-non-idempotent 'Retry POST and PATCH like GET, even when the request may have been processed'
+            cand -v 'One line per attempt on stderr; -vv adds response headers'
+            cand --verbose 'One line per attempt on stderr; -vv adds response headers'
+            cand -q 'Print only the final error line'
+            cand --quiet 'Print only the final error line'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

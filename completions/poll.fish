@@ -1,0 +1,35 @@
+complete -c poll -s X -l request -d 'HTTP method [default: GET, or POST when a body is given]' -r
+complete -c poll -s H -l header -d 'Extra header \'Name: value\'; repeatable' -r
+complete -c poll -s d -l data -d 'Request body; @FILE reads a file, @- reads stdin' -r
+complete -c poll -l json -d 'JSON request body (validated), with Content-Type and Accept set to application/json; @FILE and @- too' -r
+complete -c poll -s u -l user -d 'Basic authentication, USER[:PASSWORD]' -r
+complete -c poll -s A -l user-agent -d 'User-Agent header [default: poll/<version>]' -r
+complete -c poll -l connect-timeout -d 'Connect timeout of one attempt' -r
+complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from connect to the last body byte' -r
+complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
+complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
+complete -c poll -l cacert -d 'Extra CA certificates to trust (PEM file)' -r -F
+complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
+complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
+complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
+complete -c poll -l timeout -d 'Overall deadline for the whole run; 0 means none' -r
+complete -c poll -l retries -d 'Consecutive transient failures tolerated; resets on every healthy 2xx' -r
+complete -c poll -l backoff -d 'First retry delay; doubles on each consecutive failure' -r
+complete -c poll -l backoff-max -d 'Retry delay cap' -r
+complete -c poll -l jitter -d 'Randomise retry delays: equal = [d/2, d], full = [0, d], none = d' -r -f -a "equal\t''
+full\t''
+none\t''"
+complete -c poll -l retry-on -d 'Also retry these statuses, e.g. 404,409' -r
+complete -c poll -s o -l output -d 'Write the final body to FILE (atomically) instead of stdout' -r -F
+complete -c poll -l log-format -d 'stderr format: text, or json for one NDJSON object per attempt plus a final one' -r -f -a "text\t''
+json\t''"
+complete -c poll -l show -d 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress' -r
+complete -c poll -l color -d 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
+complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
+complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'
+complete -c poll -s q -l quiet -d 'Print only the final error line'
+complete -c poll -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c poll -s V -l version -d 'Print version'
