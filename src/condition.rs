@@ -87,12 +87,21 @@ impl Filter {
         Ok(self.first(input)?.is_some_and(|v| !matches!(v, Val::Null | Val::Bool(false))))
     }
 
-    /// The first output rendered for a person: strings without quotes, other
-    /// values as compact JSON. `None` when the filter has no output.
+    /// The first output rendered for a person, labelled by a simple path
+    /// (`.progress` -> `progress 42`): strings without quotes, other values as
+    /// compact JSON. `None` when the filter has no output.
     pub fn show(&self, input: &Input) -> Result<Option<String>, String> {
-        Ok(self.first(input)?.map(|v| match v {
+        let label =
+            self.source.trim().strip_prefix('.').filter(|path| {
+                !path.is_empty() && path.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            });
+        let value = self.first(input)?.map(|v| match v {
             Val::TStr(bytes) | Val::BStr(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             other => other.to_string(),
+        });
+        Ok(value.map(|value| match label {
+            Some(label) => format!("{label} {value}"),
+            None => value,
         }))
     }
 

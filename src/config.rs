@@ -69,7 +69,12 @@ impl Config {
         }
 
         let body = match (cli.data, cli.json) {
-            (Some(data), _) => Some(read_body("--data", &data, stdin)?),
+            (Some(data), _) => {
+                let body = read_body("--data", &data, stdin)?;
+                // As curl -d; `-H 'Content-Type: ...'` replaces it.
+                set_default(&mut headers, "Content-Type", "application/x-www-form-urlencoded");
+                Some(body)
+            }
             (None, Some(json)) => {
                 let body = read_body("--json", &json, stdin)?;
                 if let Err(e) = serde_json::from_slice::<serde_core::de::IgnoredAny>(&body) {

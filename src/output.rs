@@ -56,8 +56,8 @@ pub struct AttemptReport<'a> {
 pub struct Reporter {
     style: Style,
     bar: ProgressBar,
-    /// When the current wait ends; read by the progress line's live countdown.
-    wait_until: Arc<Mutex<Option<Instant>>>,
+    /// The current wait; read by the progress line's live countdown.
+    wait: Arc<Mutex<Option<Wait>>>,
     is_terminal: bool,
     color: bool,
     method: String,
@@ -76,13 +76,13 @@ impl Reporter {
             ColorChoice::Never => false,
             ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         };
-        let wait_until = Arc::new(Mutex::new(None));
+        let wait = Arc::new(Mutex::new(None));
         let live = is_terminal && !style.quiet && style.log_format == LogFormat::Text;
-        let bar = if live { progress_bar(&wait_until, style.deadline) } else { ProgressBar::hidden() };
+        let bar = if live { progress_bar(&wait, style.deadline) } else { ProgressBar::hidden() };
         Reporter {
             style,
             bar,
-            wait_until,
+            wait,
             is_terminal,
             color,
             method: String::new(),
@@ -122,7 +122,7 @@ impl Reporter {
         self.attempts = number;
         self.set_wait(None);
         let last = if self.last.is_empty() { String::new() } else { format!(" · last: {}", self.last) };
-        self.bar.set_message(format!("attempt {number}{last} · requesting"));
+        self.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
 
     /// An attempt finished and the policy decided.
@@ -153,8 +153,8 @@ impl Reporter {
                 WaitReason::Interval => String::new(),
                 other => format!(" ({other})"),
             };
-            self.set_wait(Some(Instant::now() + *after));
-            self.bar.set_message(format!("attempt {} · {} · {what} in {{wait}}{why}", report.number, self.last));
+            self.set_wait(Some(Wait { until: Instant::now() + *after, what, why }));
+            self.bar.set_message(format!("attempt {} · {}", report.number, self.last));
         }
     }
 
@@ -204,8 +204,8 @@ impl Reporter {
         Some(format!("poll: {} {error}", self.paint("error:", "31")))
     }
 
-    fn set_wait(&self, until: Option<Instant>) {
-        *self.wait_until.lock().unwrap_or_else(PoisonError::into_inner) = until;
+    fn set_wait(&self, wait: Option<Wait>) {
+        *self.wait.lock().unwrap_or_else(PoisonError::into_inner) = wait;
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
@@ -223,22 +223,32 @@ impl Reporter {
     }
 }
 
-/// The live progress line. `{wait}` counts down to the end of the current wait.
-fn progress_bar(wait_until: &Arc<Mutex<Option<Instant>>>, deadline: Option<Duration>) -> ProgressBar {
-    let until = Arc::clone(wait_until);
+/// A wait between attempts, as the progress line shows it.
+struct Wait {
+    until: Instant,
+    /// "next poll" or "retrying".
+    what: &'static str,
+    /// " (Retry-After)" and the like; empty for the interval.
+    why: String,
+}
+
+/// The live progress line: `⠋ attempt 3 · 503 · retrying in 1.6s (backoff) · 4.2s / 5m`.
+/// `{wait}` counts down the current wait; `{clock}` is the elapsed time against the deadline.
+fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>) -> ProgressBar {
+    let wait = Arc::clone(wait);
+    let started = Instant::now();
     let of = deadline.map(|d| format!(" / {}", human(d))).unwrap_or_default();
-    let template = format!("{{spinner}} {{wide_msg}} {{elapsed}}{of}");
-    let style = ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_spinner()).with_key(
-        "wait",
-        move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let left = until
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .map(|t| t.saturating_duration_since(Instant::now()))
-                .unwrap_or_default();
-            let _ = write!(w, "{:.1}s", left.as_secs_f64());
-        },
-    );
+    let style = ProgressStyle::with_template("{spinner} {msg}{wait} · {clock}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        .with_key("wait", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            if let Some(wait) = wait.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                let left = wait.until.saturating_duration_since(Instant::now());
+                let _ = write!(w, " · {} in {:.1}s{}", wait.what, left.as_secs_f64(), wait.why);
+            }
+        })
+        .with_key("clock", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.1}s{of}", started.elapsed().as_secs_f64());
+        });
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style);
     bar.enable_steady_tick(Duration::from_millis(100));
     bar

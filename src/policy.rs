@@ -351,8 +351,15 @@ impl Policy {
 
     /// `d = min(backoff * 2^(n-1), backoff-max)`, then jitter.
     pub fn backoff_delay(&self, retry: u32, rng: &mut impl Rng) -> Duration {
-        let doubling = 2u32.checked_pow(retry.saturating_sub(1)).unwrap_or(u32::MAX);
-        let d = self.backoff.checked_mul(doubling).unwrap_or(Duration::MAX).min(self.backoff_max);
+        // Doubled step by step, not by a `u32` factor that would saturate at 2^32
+        // and hold a tiny backoff below the cap forever; stops once capped.
+        let mut d = self.backoff.min(self.backoff_max);
+        for _ in 1..retry {
+            if d.is_zero() || d == self.backoff_max {
+                break;
+            }
+            d = d.saturating_mul(2).min(self.backoff_max);
+        }
         match self.jitter {
             Jitter::None => d,
             Jitter::Full => d.mul_f64(rng.random_range(0.0..=1.0)),
@@ -381,7 +388,12 @@ impl Policy {
             Some(remaining) if wait >= remaining => {
                 Action::Stop(Stop::Deadline { wait, reason, remaining, cause: cause() })
             }
-            None if wait > MAX_ADVISED_WAIT => Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause() }),
+            // Only the server's advice is suspect; a long --interval or --backoff is the user's choice.
+            None if wait > MAX_ADVISED_WAIT
+                && matches!(reason, WaitReason::RetryAfter | WaitReason::RateLimitReset) =>
+            {
+                Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause() })
+            }
             _ => action,
         }
     }
