@@ -56,13 +56,27 @@ fn main() -> ExitCode {
     }
 }
 
-/// clap's error as one line: its message, plus its tip when it has one.
+/// clap's error as one line: its message, plus its tip when it has one. A
+/// value that holds control characters (`-H $'a\r\nb'`) is shown escaped, so
+/// the line stays one line and names the flag.
 fn one_line(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    if let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) =
+        (error.get(ContextKind::InvalidArg), error.get(ContextKind::InvalidValue))
+    {
+        let why = std::error::Error::source(error).map(|e| format!(": {e}")).unwrap_or_default();
+        return format!("invalid value '{}' for '{flag}'{}", escape_controls(value), escape_controls(&why));
+    }
     let rendered = error.render().to_string();
     let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+    let first = escape_controls(lines.next().unwrap_or("invalid arguments").trim_start_matches("error: "));
     match lines.find_map(|l| l.strip_prefix("tip: ")) {
         Some(tip) => format!("{first} ({tip})"),
         None => first,
     }
+}
+
+/// Control characters as escapes (`\r`, `\u{1b}`), everything else as is.
+fn escape_controls(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }

@@ -325,7 +325,9 @@ impl Policy {
                 (None, true) => advice.reset.map(|wait| (wait, WaitReason::RateLimitReset)),
                 (None, false) => None,
             },
-            _ => None,
+            // A 2xx whose body is not JSON yet (202 Accepted, empty body): its Retry-After still wins.
+            Outcome::Success { advice, .. } => advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter)),
+            Outcome::Failed(_) => None,
         };
         let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })

@@ -5,7 +5,6 @@
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use ureq::http::{self, Uri};
 
 use crate::config::RequestSpec;
@@ -72,8 +71,7 @@ impl Client {
             .timeout_global(Some(spec.request_timeout))
             .user_agent(spec.user_agent.as_str())
             .accept_encoding("gzip, deflate, br")
-            // Chosen per request in `send`, never by ureq from the environment.
-            .proxy(None)
+            .proxy(proxy_for(&spec.url))
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .build();
@@ -140,46 +138,20 @@ impl Client {
         body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<http::Response<ureq::Body>, Fault> {
-        let mut builder = http::Request::builder().method(method);
+        let mut builder = http::Request::builder().method(method).uri(url);
         for (name, value) in headers {
             builder = builder.header(name.as_str(), value.as_str());
-        }
-        let has = |wanted: &str| headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
-        // Per hop: a redirect may lead to a host NO_PROXY exempts, or to another scheme.
-        let mut proxy = proxy_for(url);
-        match proxy.as_ref().filter(|p| forwards(p, url)) {
-            Some(forward) => {
-                // As curl: a plain-http request goes to the proxy in absolute form
-                // (`GET http://host/path`). ureq would tunnel it with CONNECT, which
-                // proxies commonly refuse for anything but port 443.
-                let target: Uri = url.parse().map_err(|e| Fault::new(Failure::BadRedirect, format!("{e}")))?;
-                if !has("host")
-                    && let Some(host) = target.host()
-                {
-                    let host = target.port().map_or_else(|| host.to_string(), |port| format!("{host}:{port}"));
-                    builder = builder.header("Host", host);
-                }
-                if !has("proxy-authorization") && (forward.username().is_some() || forward.password().is_some()) {
-                    let credentials =
-                        format!("{}:{}", forward.username().unwrap_or(""), forward.password().unwrap_or(""));
-                    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-                    builder = builder.header("Proxy-Authorization", format!("Basic {encoded}"));
-                }
-                builder = builder.uri(absolute_form(forward, url)?);
-                proxy = None;
-            }
-            None => builder = builder.uri(url),
         }
         let invalid = |e: http::Error| Fault::new(Failure::BadRedirect, format!("cannot build the request: {e}"));
         let result = match body {
             Some(bytes) => {
                 let request = builder.body(bytes).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
                 self.agent.run(request)
             }
             None => {
                 let request = builder.body(()).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
                 self.agent.run(request)
             }
         };
@@ -292,26 +264,6 @@ fn proxy_for(url: &str) -> Option<ureq::Proxy> {
         }
         None => Some(proxy),
     }
-}
-
-/// Whether `proxy` takes `url` in absolute form (plain http through an HTTP or
-/// HTTPS proxy); https targets and SOCKS proxies go through ureq's own support.
-fn forwards(proxy: &ureq::Proxy, url: &str) -> bool {
-    let http = url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
-    http && matches!(proxy.protocol(), ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https)
-}
-
-/// The request sent to the proxy itself, whose target is the whole URL:
-/// `http://proxy:port` + `http://host/path`, so the request line is `GET http://host/path`.
-fn absolute_form(proxy: &ureq::Proxy, url: &str) -> Result<Uri, Fault> {
-    let bad =
-        |e: &dyn std::fmt::Display| Fault::new(Failure::BadRedirect, format!("cannot build the proxy request: {e}"));
-    let scheme = if proxy.protocol() == ureq::ProxyProtocol::Https { "https" } else { "http" };
-    let mut parts = http::uri::Parts::default();
-    parts.scheme = Some(scheme.parse().map_err(|e| bad(&e))?);
-    parts.authority = Some(format!("{}:{}", proxy.host(), proxy.port()).parse().map_err(|e| bad(&e))?);
-    parts.path_and_query = Some(http::uri::PathAndQuery::try_from(url).map_err(|e| bad(&e))?);
-    Uri::from_parts(parts).map_err(|e| bad(&e))
 }
 
 /// Sorts a ureq error into the contract's classes.

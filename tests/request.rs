@@ -1,0 +1,802 @@
+//! End-to-end tests of the request side of `poll` (`../shared/contract.md`, "Request"):
+//! how the flags build the request, what reaches the server on every attempt,
+//! redirects, body limits and decoding, TLS trust, connection reuse and proxies.
+//! Every test runs the real binary against the scripted loopback server.
+
+mod support;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use support::server::{Recorded, Reply, Server};
+
+/// The proxy variables curl reads, in both cases: cleared so no test depends on the
+/// machine it runs on (and none can send traffic anywhere but 127.0.0.1).
+const PROXY_VARS: [&str; 8] =
+    ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
+
+/// `poll` with a hermetic environment, and a hard stop should it ever hang.
+fn poll() -> Command {
+    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
+    for var in PROXY_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env_remove("NO_COLOR");
+    cmd.timeout(Duration::from_secs(60));
+    cmd
+}
+
+/// `Basic` of `user:pass`.
+const USER_PASS: &str = "Basic dXNlcjpwYXNz";
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A usage error: exactly one line on stderr, `poll: error: ...`.
+fn assert_one_error_line(stderr: &str) {
+    assert!(stderr.starts_with("poll: error: "), "{stderr:?}");
+    assert!(stderr.ends_with('\n'), "{stderr:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+}
+
+/// The credential headers of a request (those that must not follow it to another origin), in that order.
+fn credentials(request: &Recorded) -> Vec<(&str, &str)> {
+    ["authorization", "proxy-authorization", "cookie"]
+        .into_iter()
+        .filter_map(|name| request.header(name).map(|value| (name, value)))
+        .collect()
+}
+
+/// A file under Cargo's scratch folder for integration tests, unique to `name`.
+fn scratch(name: &str, contents: &[u8]) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("request-{}-{name}", std::process::id()));
+    std::fs::write(&path, contents).expect("write scratch file");
+    path
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).expect("gzip into memory");
+    encoder.finish().expect("gzip into memory")
+}
+
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).expect("zlib into memory");
+    encoder.finish().expect("zlib into memory")
+}
+
+// ---------------------------------------------------------------------------
+// How the flags build the request
+// ---------------------------------------------------------------------------
+
+#[test]
+fn x_sets_the_method_standard_or_custom() {
+    for method in ["PUT", "DELETE", "PURGE"] {
+        let server = Server::start(vec![Reply::json(200, r#"{"ok":true}"#)]);
+        poll().args(["-X", method, &server.url("/thing")]).assert().code(0).stdout(r#"{"ok":true}"#).stderr("");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1, "{method}");
+        assert_eq!(requests[0].method, method);
+        assert_eq!(requests[0].path, "/thing");
+        assert!(requests[0].body.is_empty(), "{method}");
+    }
+}
+
+#[test]
+fn repeated_headers_all_arrive_with_their_exact_values() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll()
+        .args(["-H", "X-One: first value", "-H", "X-Two:second", "-H", "X-Dup: 1", "-H", "X-Dup: 2"])
+        .arg(server.url("/"))
+        .assert()
+        .code(0)
+        .stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header_all("x-one"), ["first value"]);
+    assert_eq!(requests[0].header_all("x-two"), ["second"]);
+    assert_eq!(requests[0].header_all("x-dup"), ["1", "2"]);
+}
+
+#[test]
+fn default_headers_name_poll_and_advertise_every_decoder() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().arg(server.url("/")).assert().code(0).stdout("{}").stderr("");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(request.method, "GET");
+    assert_eq!(request.header_all("user-agent"), [format!("poll/{}", env!("CARGO_PKG_VERSION"))]);
+    let accept_encoding = request.header("accept-encoding").unwrap_or_default();
+    let codings: Vec<&str> = accept_encoding.split(',').map(str::trim).collect();
+    for coding in ["gzip", "deflate", "br"] {
+        assert!(codings.contains(&coding), "{coding} missing from Accept-Encoding: {accept_encoding}");
+    }
+    assert_eq!(request.header("authorization"), None);
+    assert!(request.body.is_empty());
+}
+
+#[test]
+fn a_sets_the_user_agent() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-A", "probe/9 (ci)", &server.url("/")]).assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header_all("user-agent"), ["probe/9 (ci)"]);
+}
+
+#[test]
+fn data_makes_a_post_with_the_exact_body() {
+    let server = Server::start(vec![Reply::json(200, r#"{"id":7}"#)]);
+    poll().args(["-d", "name=a b&x=1", &server.url("/items")]).assert().code(0).stdout(r#"{"id":7}"#);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].method, "POST");
+    assert_eq!(requests[0].body, b"name=a b&x=1");
+    assert_eq!(requests[0].header("content-length"), Some("12"));
+    // As curl -d.
+    assert_eq!(requests[0].header("content-type"), Some("application/x-www-form-urlencoded"));
+}
+
+#[test]
+fn data_content_type_can_be_overridden() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-H", "Content-Type: text/csv", "-d", "a,b", &server.url("/")]).assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header_all("content-type"), ["text/csv"]);
+    assert_eq!(requests[0].body, b"a,b");
+}
+
+#[test]
+fn x_wins_over_the_post_a_body_implies() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-X", "PATCH", "-d", "v=2", &server.url("/")]).assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].method, "PATCH");
+    assert_eq!(requests[0].body, b"v=2");
+}
+
+#[test]
+fn data_from_a_file_is_sent_byte_for_byte() {
+    // Unlike curl -d @file (which strips CR and LF), the file is sent as it is, like --data-binary.
+    let contents = b"line one\r\nline two\n\x00\xff end\n";
+    let file = scratch("data.bin", contents);
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-d", &format!("@{}", file.display()), &server.url("/")]).assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].method, "POST");
+    assert_eq!(requests[0].body, contents);
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn data_from_stdin() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-d", "@-", &server.url("/")]).write_stdin("from stdin\n").assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].method, "POST");
+    assert_eq!(requests[0].body, b"from stdin\n");
+}
+
+#[test]
+fn data_from_a_missing_file_is_a_usage_error() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request-no-such-file.json");
+    let output = poll().args(["-d", &format!("@{}", missing.display()), &server.url("/")]).assert().code(2).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("--data"), "{stderr}");
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn json_sets_both_headers_and_sends_the_exact_body() {
+    let server = Server::start(vec![Reply::json(201, r#"{"id":1}"#)]);
+    let body = r#"{"name": "build", "tags": ["a", "b"]}"#;
+    poll().args(["--json", body, &server.url("/builds")]).assert().code(0).stdout(r#"{"id":1}"#).stderr("");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.header_all("content-type"), ["application/json"]);
+    assert_eq!(request.header_all("accept"), ["application/json"]);
+    assert_eq!(request.body_str(), body);
+}
+
+#[test]
+fn json_from_stdin() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["--json", "@-", &server.url("/")]).write_stdin("[1, 2]\n").assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body, b"[1, 2]\n");
+    assert_eq!(requests[0].header("content-type"), Some("application/json"));
+}
+
+#[test]
+fn invalid_json_is_a_usage_error_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let output = poll().args(["--json", r#"{"a": 1"#, &server.url("/")]).assert().code(2).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("--json"), "{stderr}");
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn user_becomes_basic_auth() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-u", "user:pass", &server.url("/")]).assert().code(0).stdout("{}").stderr("");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header_all("authorization"), [USER_PASS]);
+}
+
+#[test]
+fn user_without_password_as_curl() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-u", "user", &server.url("/")]).assert().code(0).stdout("{}");
+    // base64("user:")
+    assert_eq!(server.requests()[0].header_all("authorization"), ["Basic dXNlcjo="]);
+}
+
+#[test]
+fn credentials_in_the_url_become_basic_auth_and_never_show() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let port = server.addr().port();
+    let url = format!("http://user:pass@127.0.0.1:{port}/secret-place");
+    let output = poll().args(["-vv", &url]).assert().code(0).stdout("{}");
+    let stderr = stderr_of(output.get_output());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/secret-place");
+    assert_eq!(requests[0].header_all("authorization"), [USER_PASS]);
+    assert!(!stderr.contains("pass") && !stderr.contains("dXNlcjpwYXNz"), "{stderr}");
+
+    // The error line names the URL: still without the password.
+    let server = Server::start(vec![Reply::json(404, "{}")]);
+    let url = format!("http://user:pass@127.0.0.1:{}/missing", server.addr().port());
+    let output = poll().args(["-v", &url]).assert().code(3).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert!(stderr.contains("404"), "{stderr}");
+    assert!(!stderr.contains("pass") && !stderr.contains("dXNlcjpwYXNz"), "{stderr}");
+    assert_eq!(server.requests()[0].header_all("authorization"), [USER_PASS]);
+}
+
+#[test]
+fn every_attempt_sends_the_same_headers_and_body() {
+    let server = Server::start(vec![Reply::status(503), Reply::status(503), Reply::json(200, r#"{"done":true}"#)]);
+    poll()
+        .args(["-X", "PUT", "-d", "payload=1", "-H", "X-Trace: abc", "-u", "user:pass", "-A", "ua/1"])
+        .args(["--backoff", "10ms", "--interval", "0", &server.url("/job?x=1")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"done":true}"#)
+        .stderr("");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = &requests[0];
+    assert_eq!(first.method, "PUT");
+    assert_eq!(first.path, "/job?x=1");
+    assert_eq!(first.body, b"payload=1");
+    assert_eq!(first.header("x-trace"), Some("abc"));
+    assert_eq!(first.header("authorization"), Some(USER_PASS));
+    for later in &requests[1..] {
+        assert_eq!(later.method, first.method);
+        assert_eq!(later.path, first.path);
+        assert_eq!(later.headers, first.headers);
+        assert_eq!(later.body, first.body);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Usage errors: exit 2, one line on stderr, no connection
+// ---------------------------------------------------------------------------
+
+/// Runs `poll` with `args` (`{url}` is the server's URL) and checks a usage error:
+/// exit 2, nothing on stdout, one line on stderr, no connection. Returns stderr.
+fn usage_error(args: &[&str]) -> String {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let url = server.url("/");
+    let args: Vec<String> = args.iter().map(|a| a.replace("{url}", &url)).collect();
+    let output = poll().args(&args).assert().code(2).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert_eq!(server.connections(), 0, "{args:?}");
+    stderr
+}
+
+#[test]
+fn header_with_cr_lf_is_refused() {
+    // (A NUL cannot be in an argument at all.)
+    for header in ["X: a\r\nEvil: b", "X: a\nEvil: b", "X: a\rEvil: b"] {
+        usage_error(&["-H", header, "{url}"]);
+    }
+}
+
+#[test]
+fn header_with_cr_lf_is_refused_with_a_clear_message() {
+    for (header, problem) in
+        [("X: a\r\nEvil: b", "carriage return"), ("X: a\nEvil: b", "line feed"), ("X: a\rEvil: b", "carriage return")]
+    {
+        let stderr = usage_error(&["-H", header, "{url}"]);
+        assert!(stderr.contains("--header") && stderr.contains(problem), "{stderr:?}");
+        assert!(!stderr.trim_end_matches('\n').contains(char::is_control), "{stderr:?}");
+    }
+}
+
+#[test]
+fn user_agent_and_user_with_cr_lf_are_refused() {
+    let stderr = usage_error(&["-A", "ua\r\nEvil: b", "{url}"]);
+    assert!(stderr.contains("--user-agent"), "{stderr}");
+    let stderr = usage_error(&["-u", "user:pa\nss", "{url}"]);
+    assert!(stderr.contains("--user"), "{stderr}");
+}
+
+#[test]
+fn header_without_colon_is_refused() {
+    let stderr = usage_error(&["-H", "NoColonHere", "{url}"]);
+    assert!(stderr.contains("NoColonHere"), "{stderr}");
+}
+
+#[test]
+fn bad_urls_are_refused() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let port = server.addr().port();
+    for url in [format!("127.0.0.1:{port}/"), format!("ftp://127.0.0.1:{port}/"), "http://".to_string()] {
+        let output = poll().arg(&url).assert().code(2).stdout("");
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains("URL"), "{stderr}");
+    }
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn bad_max_body_is_refused() {
+    let stderr = usage_error(&["--max-body", "lots", "{url}"]);
+    assert!(stderr.contains("--max-body"), "{stderr}");
+}
+
+#[test]
+fn bad_interval_is_refused() {
+    let stderr = usage_error(&["--interval", "soon", "{url}"]);
+    assert!(stderr.contains("--interval"), "{stderr}");
+}
+
+#[test]
+fn output_into_a_missing_folder_is_refused() {
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request-no-such-folder").join("out.json");
+    let stderr = usage_error(&["-o", &missing.display().to_string(), "{url}"]);
+    assert!(stderr.contains("--output"), "{stderr}");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn missing_cacert_is_refused() {
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request-no-such-ca.pem");
+    let stderr = usage_error(&["--cacert", &missing.display().to_string(), "{url}"]);
+    assert!(stderr.contains("--cacert"), "{stderr}");
+}
+
+#[test]
+fn a_filter_that_does_not_compile_names_its_column() {
+    let stderr = usage_error(&["--until", ".status == ", "{url}"]);
+    assert!(stderr.contains("--until"), "{stderr}");
+    assert!(stderr.contains("col 12"), "{stderr}");
+    let stderr = usage_error(&["--fail-when", ".a | nosuchfn", "{url}"]);
+    assert!(stderr.contains("--fail-when"), "{stderr}");
+    assert!(stderr.contains("col 6"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------
+// Redirects
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_redirect_is_followed() {
+    let server = Server::routes(vec![
+        ("/old", vec![Reply::redirect(302, "/new").body("moved")]),
+        ("/new", vec![Reply::json(200, r#"{"here":true}"#)]),
+    ]);
+    poll().arg(server.url("/old")).assert().code(0).stdout(r#"{"here":true}"#).stderr("");
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/old", "/new"]);
+}
+
+#[test]
+fn a_redirect_loop_stops_after_max_redirs() {
+    let server =
+        Server::routes(vec![("/a", vec![Reply::redirect(302, "/b")]), ("/b", vec![Reply::redirect(302, "/a")])]);
+    let output = poll().args(["--backoff", "10ms", &server.url("/a")]).assert().code(3).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("redirects"), "{stderr}");
+    // The default --max-redirs 10: the first request and ten hops, and no retry.
+    assert_eq!(server.hits(), 11);
+
+    let server =
+        Server::routes(vec![("/a", vec![Reply::redirect(302, "/b")]), ("/b", vec![Reply::redirect(302, "/a")])]);
+    poll().args(["--max-redirs", "3", &server.url("/a")]).assert().code(3).stdout("");
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/a", "/b", "/a", "/b"]);
+}
+
+#[test]
+fn max_redirs_zero_returns_the_redirect_itself() {
+    let server =
+        Server::routes(vec![("/old", vec![Reply::redirect(302, "/new")]), ("/new", vec![Reply::json(200, "{}")])]);
+    let output = poll().args(["--max-redirs", "0", &server.url("/old")]).assert().code(3).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("302"), "{stderr}");
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/old"]);
+}
+
+#[test]
+fn max_redirs_counts_hops() {
+    let chain = || {
+        Server::routes(vec![
+            ("/1", vec![Reply::redirect(302, "/2")]),
+            ("/2", vec![Reply::redirect(301, "/3")]),
+            ("/3", vec![Reply::redirect(307, "/4")]),
+            ("/4", vec![Reply::json(200, r#"{"hops":3}"#)]),
+        ])
+    };
+    // Three hops with --max-redirs 2: the third is not followed.
+    let server = chain();
+    let output = poll().args(["--max-redirs", "2", &server.url("/1")]).assert().code(3).stdout("");
+    assert!(stderr_of(output.get_output()).contains("redirects"));
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/1", "/2", "/3"]);
+
+    // Three hops with --max-redirs 3: done.
+    let server = chain();
+    poll().args(["--max-redirs", "3", &server.url("/1")]).assert().code(0).stdout(r#"{"hops":3}"#);
+    assert_eq!(server.hits(), 4);
+}
+
+/// Flags that put every kind of credential on the request, besides a harmless header.
+fn credential_flags(authorization_from: &str) -> Vec<&'static str> {
+    let mut flags =
+        vec!["-H", "Cookie: session=abc", "-H", "Proxy-Authorization: Basic cHJveHk6cHc=", "-H", "X-Keep: yes"];
+    match authorization_from {
+        "-u" => flags.extend(["-u", "user:pass"]),
+        _ => flags.extend(["-H", "Authorization: Bearer t0ken"]),
+    }
+    flags
+}
+
+#[test]
+fn a_cross_origin_redirect_drops_credentials() {
+    for (from, authorization) in [("-u", USER_PASS), ("-H", "Bearer t0ken")] {
+        let other = Server::start(vec![Reply::json(200, r#"{"origin":"other"}"#)]);
+        let first = Server::start(vec![Reply::redirect(302, &other.url("/landing"))]);
+        poll().args(credential_flags(from)).arg(first.url("/start")).assert().code(0).stdout(r#"{"origin":"other"}"#);
+
+        let sent = first.requests();
+        assert_eq!(sent.len(), 1, "{from}");
+        assert_eq!(
+            credentials(&sent[0]),
+            [
+                ("authorization", authorization),
+                ("proxy-authorization", "Basic cHJveHk6cHc="),
+                ("cookie", "session=abc")
+            ],
+            "{from}"
+        );
+        let followed = other.requests();
+        assert_eq!(followed.len(), 1, "{from}");
+        assert_eq!(followed[0].path, "/landing");
+        assert_eq!(credentials(&followed[0]), [], "{from}");
+        assert_eq!(followed[0].header("x-keep"), Some("yes"), "{from}");
+    }
+}
+
+#[test]
+fn a_same_origin_redirect_keeps_credentials() {
+    for (from, authorization) in [("-u", USER_PASS), ("-H", "Bearer t0ken")] {
+        let server = Server::routes(vec![
+            ("/start", vec![Reply::redirect(302, "/landing")]),
+            ("/landing", vec![Reply::json(200, "{}")]),
+        ]);
+        poll().args(credential_flags(from)).arg(server.url("/start")).assert().code(0).stdout("{}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{from}");
+        for request in &requests {
+            assert_eq!(
+                credentials(request),
+                [
+                    ("authorization", authorization),
+                    ("proxy-authorization", "Basic cHJveHk6cHc="),
+                    ("cookie", "session=abc")
+                ],
+                "{from} {}",
+                request.path
+            );
+            assert_eq!(request.header("x-keep"), Some("yes"));
+        }
+    }
+}
+
+#[test]
+fn see_other_after_post_becomes_get_without_body() {
+    let server = Server::routes(vec![
+        ("/create", vec![Reply::redirect(303, "/result")]),
+        ("/result", vec![Reply::json(200, r#"{"created":true}"#)]),
+    ]);
+    poll().args(["--json", r#"{"a":1}"#, &server.url("/create")]).assert().code(0).stdout(r#"{"created":true}"#);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!((requests[0].method.as_str(), requests[0].body_str().as_str()), ("POST", r#"{"a":1}"#));
+    assert_eq!(requests[1].method, "GET");
+    assert_eq!(requests[1].path, "/result");
+    assert!(requests[1].body.is_empty());
+    assert_eq!(requests[1].header("content-type"), None);
+    assert!(matches!(requests[1].header("content-length"), None | Some("0")), "{:?}", requests[1].headers);
+    assert!(requests[1].header("transfer-encoding").is_none());
+}
+
+#[test]
+fn temporary_redirect_keeps_post_and_body() {
+    for code in [307, 308] {
+        let server = Server::routes(vec![
+            ("/create", vec![Reply::redirect(code, "/v2/create")]),
+            ("/v2/create", vec![Reply::json(201, r#"{"id":3}"#)]),
+        ]);
+        poll().args(["-d", "k=v", &server.url("/create")]).assert().code(0).stdout(r#"{"id":3}"#);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{code}");
+        for request in &requests {
+            assert_eq!(request.method, "POST", "{code}");
+            assert_eq!(request.body, b"k=v", "{code}");
+            assert_eq!(request.header("content-type"), Some("application/x-www-form-urlencoded"));
+        }
+        assert_eq!(requests[1].path, "/v2/create");
+    }
+}
+
+#[test]
+fn found_after_post_becomes_get_as_curl() {
+    let server = Server::routes(vec![
+        ("/form", vec![Reply::redirect(302, "/thanks")]),
+        ("/thanks", vec![Reply::json(200, "{}")]),
+    ]);
+    poll().args(["-d", "k=v", &server.url("/form")]).assert().code(0).stdout("{}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].method, "GET");
+    assert!(requests[1].body.is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Body size and decoding
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_body_over_max_body_is_permanent() {
+    let server = Server::start(vec![Reply::text(200, &"x".repeat(2048))]);
+    let output = poll().args(["--max-body", "1KiB", &server.url("/")]).assert().code(3).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("--max-body"), "{stderr}");
+    assert_eq!(server.hits(), 1);
+
+    // Exactly at the limit is fine.
+    let server = Server::start(vec![Reply::text(200, &"x".repeat(1024))]);
+    poll().args(["--max-body", "1KiB", &server.url("/")]).assert().code(0).stdout("x".repeat(1024));
+}
+
+#[test]
+fn an_endless_body_stops_quickly() {
+    let server = Server::start(vec![Reply::endless(200)]);
+    let started = Instant::now();
+    let output = poll().arg(server.url("/")).assert().code(3).stdout("");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(stderr_of(output.get_output()).contains("--max-body"));
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn gzip_bodies_are_decoded() {
+    let body = r#"{"status":"done","items":[1,2,3]}"#;
+    let server = Server::start(vec![
+        Reply::status(200)
+            .header("Content-Type", "application/json")
+            .header("Content-Encoding", "gzip")
+            .body(gzip(body.as_bytes())),
+    ]);
+    poll().args(["--until", r#".status == "done""#, &server.url("/")]).assert().code(0).stdout(body).stderr("");
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn deflate_bodies_are_decoded() {
+    let body = r#"{"status":"done"}"#;
+    let server = Server::start(vec![
+        Reply::status(200)
+            .header("Content-Type", "application/json")
+            .header("Content-Encoding", "deflate")
+            .body(zlib(body.as_bytes())),
+    ]);
+    poll().args(["--until", r#".status == "done""#, &server.url("/")]).assert().code(0).stdout(body).stderr("");
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn max_body_applies_to_the_decoded_size() {
+    // 8 MiB of zeros is a few KiB compressed: well under the limit on the wire, far over it decoded.
+    let zeros = vec![0u8; 8 << 20];
+    for (coding, compressed) in [("gzip", gzip(&zeros)), ("deflate", zlib(&zeros))] {
+        assert!(compressed.len() < 64 << 10, "{coding}: {}", compressed.len());
+        let server = Server::start(vec![Reply::status(200).header("Content-Encoding", coding).body(compressed)]);
+        let output = poll().args(["--max-body", "1MiB", &server.url("/")]).assert().code(3).stdout("");
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains("--max-body"), "{coding}: {stderr}");
+        assert_eq!(server.hits(), 1, "{coding}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// TLS
+// ---------------------------------------------------------------------------
+
+#[test]
+fn an_untrusted_certificate_is_permanent_with_a_hint() {
+    let server = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let output = poll().args(["--backoff", "10ms", &server.url("/")]).assert().code(3).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("--cacert"), "{stderr}");
+    assert_eq!(server.hits(), 0);
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn cacert_trusts_the_server() {
+    let server = Server::start_tls(vec![Reply::json(200, r#"{"tls":true}"#)]);
+    poll()
+        .args(["--cacert", &support::server::cert_path().display().to_string(), &server.url("/")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"tls":true}"#)
+        .stderr("");
+    assert_eq!(server.hits(), 1);
+}
+
+#[test]
+fn insecure_accepts_any_certificate() {
+    let server = Server::start_tls(vec![Reply::json(200, r#"{"tls":true}"#)]);
+    poll().args(["-k", &server.url("/")]).assert().code(0).stdout(r#"{"tls":true}"#).stderr("");
+    assert_eq!(server.hits(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Connection reuse
+// ---------------------------------------------------------------------------
+
+#[test]
+fn polls_reuse_one_connection() {
+    let replies = (1..=5).map(|n| Reply::json(200, &format!(r#"{{"n":{n}}}"#))).collect();
+    let server = Server::start(replies);
+    poll().args(["--until", ".n==5", "--interval", "0", &server.url("/")]).assert().code(0).stdout(r#"{"n":5}"#);
+    assert_eq!(server.hits(), 5);
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn redirects_reuse_the_connection() {
+    let server = Server::routes(vec![
+        ("/a", vec![Reply::redirect(302, "/b").body("see /b")]),
+        ("/b", vec![Reply::json(200, "{}")]),
+    ]);
+    poll().arg(server.url("/a")).assert().code(0).stdout("{}");
+    assert_eq!(server.hits(), 2);
+    assert_eq!(server.connections(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Proxies (only ever 127.0.0.1: `.invalid` names go to the proxy and are never resolved here)
+// ---------------------------------------------------------------------------
+
+/// The test server as an HTTP proxy: it accepts the CONNECT, then reads the tunnelled request.
+fn tunnelling_proxy(reply: Reply) -> Server {
+    Server::start(vec![Reply::status(200), reply])
+}
+
+/// ureq 3 reaches an http:// URL through an HTTP proxy with a CONNECT tunnel, where curl
+/// sends the absolute URL (`proxy_gets_the_absolute_url_as_curl`, ignored for now).
+#[test]
+fn http_proxy_is_used() {
+    for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        let proxy = tunnelling_proxy(Reply::json(200, r#"{"via":"proxy"}"#));
+        poll()
+            .env(var, format!("http://127.0.0.1:{}", proxy.addr().port()))
+            .args(["--retries", "0", "--timeout", "10s", "http://example.invalid/x?y=1"])
+            .assert()
+            .code(0)
+            .stdout(r#"{"via":"proxy"}"#)
+            .stderr("");
+        let requests = proxy.requests();
+        assert_eq!(requests.len(), 2, "{var}");
+        assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("CONNECT", "example.invalid:80"));
+        assert_eq!((requests[1].method.as_str(), requests[1].path.as_str()), ("GET", "/x?y=1"), "{var}");
+        assert_eq!(requests[1].header("host"), Some("example.invalid"), "{var}");
+        assert_eq!(proxy.connections(), 1, "{var}");
+    }
+}
+
+#[test]
+#[ignore = "ureq 3 always tunnels through an HTTP proxy with CONNECT; curl sends `GET http://host/path`"]
+fn proxy_gets_the_absolute_url_as_curl() {
+    let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
+    poll()
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
+        .args(["--retries", "0", "--timeout", "10s", "http://example.invalid/x?y=1"])
+        .assert()
+        .code(0)
+        .stdout(r#"{"via":"proxy"}"#);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("GET", "http://example.invalid/x?y=1"));
+    assert_eq!(requests[0].header("host"), Some("example.invalid"));
+}
+
+#[test]
+fn credentials_go_to_whom_they_belong_through_a_proxy() {
+    let proxy = tunnelling_proxy(Reply::json(200, "{}"));
+    poll()
+        .env("HTTP_PROXY", format!("http://proxyuser:proxypw@127.0.0.1:{}", proxy.addr().port()))
+        .args(["-u", "user:pass", "--retries", "0", "--timeout", "10s", "http://example.invalid/"])
+        .assert()
+        .code(0)
+        .stdout("{}");
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 2);
+    // base64("proxyuser:proxypw") to the proxy only; the user's to the target only.
+    assert_eq!(credentials(&requests[0]), [("proxy-authorization", "Basic cHJveHl1c2VyOnByb3h5cHc=")]);
+    assert_eq!(credentials(&requests[1]), [("authorization", USER_PASS)]);
+}
+
+#[test]
+fn no_proxy_exempts_a_host() {
+    // The target is `localhost`, which /etc/hosts resolves: no DNS query leaves the machine.
+    for (var, value) in [("NO_PROXY", "localhost"), ("no_proxy", "other.test, .localhost"), ("NO_PROXY", "*")] {
+        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
+        let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
+        poll()
+            .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
+            .env(var, value)
+            .args(["--retries", "0", "--timeout", "10s", &format!("http://localhost:{}/x", target.addr().port())])
+            .assert()
+            .code(0)
+            .stdout(r#"{"direct":true}"#);
+        assert_eq!(proxy.connections(), 0, "{var}={value}");
+        assert_eq!(target.hits(), 1, "{var}={value}");
+    }
+}
+
+#[test]
+fn https_proxy_is_not_used_for_http() {
+    let proxy = Server::start(vec![Reply::json(200, "{}")]);
+    let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
+    poll()
+        .env("HTTPS_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
+        .arg(target.url("/"))
+        .assert()
+        .code(0)
+        .stdout(r#"{"direct":true}"#);
+    assert_eq!(proxy.connections(), 0);
+    assert_eq!(target.hits(), 1);
+}
