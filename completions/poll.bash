@@ -23,7 +23,7 @@ _poll() {
 
     case "${cmd}" in
         poll)
-            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --until --fail-when --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --verbose --quiet --log-format --show --color --help --version"
+            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --until --fail-when --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --verbose --quiet --log-format --show --color --rate --state --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -151,6 +151,34 @@ _poll() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-min-success)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-max-p95)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fallback)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

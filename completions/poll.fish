@@ -27,6 +27,13 @@ complete -c poll -l show -d 'A jq filter whose output on each JSON body is shown
 complete -c poll -l color -d 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state' -r
+complete -c poll -l state -d 'Per-origin state shared by every poll naming FILE: rate budget, server advice, circuit breaker, last good body' -r -F
+complete -c poll -l breaker-window -d 'Outcomes the circuit breaker remembers per origin (5 to 1000)' -r
+complete -c poll -l breaker-min-success -d 'Open the breaker when the success rate over the window (at least 5 outcomes) falls below this' -r
+complete -c poll -l breaker-max-p95 -d 'Open the breaker when the window\'s p95 latency exceeds this' -r
+complete -c poll -l breaker-cooldown -d 'How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m' -r
+complete -c poll -l fallback -d 'Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)' -r
 complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
 complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
 complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'

@@ -56,16 +56,16 @@ pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// A rate-limit reset: delta seconds, or epoch seconds (a value later than a
 /// day before now), or epoch milliseconds (a value that large in milliseconds).
 pub fn reset(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = seconds(value.trim())?;
+    // Uncapped: epoch milliseconds are far beyond the century a delay is capped at.
+    let value = raw_seconds(value.trim())?;
     let now = now.duration_since(UNIX_EPOCH).ok()?;
-    let a_day = Duration::from_secs(86_400);
-    let millis = Duration::from_secs_f64(value.as_secs_f64() / 1000.0);
-    if millis > now.saturating_sub(a_day) {
-        Some(millis.saturating_sub(now))
-    } else if value > now.saturating_sub(a_day) {
-        Some(value.saturating_sub(now))
+    let a_day_ago = now.saturating_sub(Duration::from_secs(86_400)).as_secs_f64();
+    if value / 1000.0 > a_day_ago {
+        Some(capped(value / 1000.0).saturating_sub(now))
+    } else if value > a_day_ago {
+        Some(capped(value).saturating_sub(now))
     } else {
-        Some(value)
+        Some(capped(value))
     }
 }
 
@@ -100,11 +100,22 @@ fn ratelimit_field(value: &str) -> (Option<u64>, Option<Duration>) {
 
 /// A non-negative, finite number of seconds, at most a century.
 fn seconds(text: &str) -> Option<Duration> {
+    raw_seconds(text).map(capped)
+}
+
+/// A non-negative, finite number written with digits and a dot only.
+fn raw_seconds(text: &str) -> Option<f64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return None;
     }
     let secs: f64 = text.parse().ok()?;
-    Duration::try_from_secs_f64(secs).ok().map(|d| d.min(crate::parse::MAX_DURATION))
+    secs.is_finite().then_some(secs)
+}
+
+/// Seconds as a duration, at most a century (a huge value is capped, not dropped).
+fn capped(secs: f64) -> Duration {
+    let max = crate::parse::MAX_DURATION;
+    Duration::try_from_secs_f64(secs.min(max.as_secs_f64())).map_or(max, |d| d.min(max))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::output::{ColorChoice, LogFormat};
 use crate::parse;
@@ -13,6 +13,7 @@ const REQUEST: &str = "Request";
 const CONDITION: &str = "Condition";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
+const LIMITS: &str = "Rate limits and shared state";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -25,6 +26,9 @@ Examples:
   Start a job with POST and read its result with jq:
     poll --json '{\"name\":\"build\"}' --until '.ready' https://api.example.com/builds | jq .artifact
 
+  Let parallel CI jobs share one rate budget and circuit breaker, with a fallback body:
+    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' https://api.example.com/status
+
 Exit codes:
   0  condition met (without --until: a 2xx arrived)
   1  deadline: --timeout passed, or would pass before the next attempt
@@ -32,6 +36,7 @@ Exit codes:
   3  permanent failure: a non-retryable status or error
   4  --fail-when matched
   5  gave up: --retries spent, or a POST/PATCH that may not be re-sent
+  6  circuit open: the breaker for this origin is open (only with --state)
   130/143  interrupted by SIGINT / SIGTERM";
 
 /// Poll an HTTP endpoint until a jq condition holds on its JSON body.
@@ -165,6 +170,41 @@ pub struct Cli {
     /// Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto, help_heading = OUTPUT)]
     pub color: ColorChoice,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// The flags under "Rate limits and shared state".
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state
+    #[arg(long, value_name = "N/DURATION", value_parser = parse_rate, help_heading = LIMITS)]
+    pub rate: Option<Duration>,
+
+    /// Per-origin state shared by every poll naming FILE: rate budget, server advice, circuit breaker, last good body
+    #[arg(long, value_name = "FILE", help_heading = LIMITS)]
+    pub state: Option<PathBuf>,
+
+    /// Outcomes the circuit breaker remembers per origin (5 to 1000)
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "state", help_heading = LIMITS)]
+    pub breaker_window: u32,
+
+    /// Open the breaker when the success rate over the window (at least 5 outcomes) falls below this
+    #[arg(long, value_name = "PCT", default_value = "60%", value_parser = parse_percent, requires = "state", help_heading = LIMITS)]
+    pub breaker_min_success: u8,
+
+    /// Open the breaker when the window's p95 latency exceeds this
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
+    pub breaker_max_p95: Duration,
+
+    /// How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
+    pub breaker_cooldown: Duration,
+
+    /// Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)
+    #[arg(long, value_name = "JSON|@FILE|last", help_heading = LIMITS)]
+    pub fallback: Option<String>,
 }
 
 /// `--jitter`.
@@ -189,6 +229,14 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 
 fn parse_status(text: &str) -> Result<u16, String> {
     parse::status(text)
+}
+
+fn parse_rate(text: &str) -> Result<Duration, String> {
+    parse::rate(text)
+}
+
+fn parse_percent(text: &str) -> Result<u8, String> {
+    parse::percent(text)
 }
 
 /// The clap command, for tests and for generating completions and the man page.
@@ -222,6 +270,27 @@ mod tests {
         assert_eq!(cli.backoff, Duration::from_millis(200));
         assert_eq!(cli.backoff_max, Duration::from_secs(30));
         assert_eq!(cli.jitter, JitterArg::Equal);
+        let limits = &cli.limits;
+        assert_eq!(limits.rate, None);
+        assert_eq!(limits.state, None);
+        assert_eq!(limits.breaker_window, 10);
+        assert_eq!(limits.breaker_min_success, 60);
+        assert_eq!(limits.breaker_max_p95, Duration::from_secs(5));
+        assert_eq!(limits.breaker_cooldown, Duration::from_secs(30));
+        assert_eq!(limits.fallback, None);
+    }
+
+    #[test]
+    fn rate_limit_flags() {
+        let Ok(cli) = parse(&["--rate", "5/10s", "--state", "s.json", "--breaker-min-success", "75", "http://x/"])
+        else {
+            panic!("parses")
+        };
+        assert_eq!(cli.limits.rate, Some(Duration::from_secs(2)));
+        assert_eq!(cli.limits.breaker_min_success, 75);
+        // The breaker flags mean nothing without --state.
+        let err = parse(&["--breaker-cooldown", "1s", "http://x/"]).err().map(|e| e.exit_code());
+        assert_eq!(err, Some(2));
     }
 
     #[test]
@@ -240,6 +309,8 @@ mod tests {
             &["-d", "a", "--json", "{}", "http://x/"],
             &["-v", "-q", "http://x/"],
             &["--jitter", "some", "http://x/"],
+            &["--rate", "0/s", "http://x/"],
+            &["--state", "s", "--breaker-min-success", "101%", "http://x/"],
             &[],
         ] {
             let err = parse(args).err().map(|e| e.exit_code());

@@ -11,9 +11,11 @@ use crate::policy::Verdict;
 type Data = JustLut<Val>;
 
 /// Filters longer or deeper than this are refused before jaq sees them: jaq's
-/// parser recurses, and a filter nested thousands deep would overflow the
-/// stack and abort the process, which no error handling can catch.
-const MAX_FILTER_LEN: usize = 16 * 1024;
+/// parser and evaluator recurse, and a filter nested thousands deep (brackets,
+/// or a chain like `- - - 1`) would overflow the stack and abort the process,
+/// which no error handling can catch. `main` runs on a 256 MiB stack, which
+/// holds the deepest 4 KiB filter with room to spare.
+const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
 
 /// One compiled jq filter and its source, for messages.

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use crate::cli::{Cli, JitterArg};
+use crate::breaker;
+use crate::cli::{Cli, JitterArg, LimitArgs};
 use crate::condition::{Conditions, Filter};
 use crate::error::Error;
 use crate::output::Style;
@@ -23,6 +24,27 @@ pub struct Config {
     /// `--timeout`; `None` for 0 (no deadline).
     pub timeout: Option<Duration>,
     pub output: OutputSpec,
+    pub limits: Limits,
+}
+
+/// `--rate`, `--state`, the circuit breaker and `--fallback`.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// `--rate`, as the spacing between two requests.
+    pub rate: Option<Duration>,
+    /// `--state`: its folder exists.
+    pub state: Option<PathBuf>,
+    pub breaker: breaker::Settings,
+    pub fallback: Option<Fallback>,
+}
+
+/// `--fallback`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// A JSON body (given inline or from a file), already validated.
+    Body(Vec<u8>),
+    /// The last good body of this URL kept in `--state`.
+    Last,
 }
 
 /// The one request a run repeats.
@@ -105,6 +127,8 @@ impl Config {
             check_output_path(file)?;
         }
 
+        let limits = check_limits(&cli.limits, stdin)?;
+
         if cli.backoff_max < cli.backoff {
             return Err(usage(
                 "--backoff-max",
@@ -158,6 +182,7 @@ impl Config {
                     deadline: (!cli.timeout.is_zero()).then_some(cli.timeout),
                 },
             },
+            limits,
         })
     }
 }
@@ -270,7 +295,68 @@ fn read_cacert(path: &Path) -> Result<Vec<u8>, Error> {
 }
 
 fn compile(flag: &str, source: &str) -> Result<Filter, Error> {
-    Filter::compile(source).map_err(|e| usage(flag, format!("`{source}` does not compile: {e}")))
+    // Quote a long filter by its start only: the error line stays one readable line.
+    let shown = match source.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &source[..cut]),
+        None => source.to_string(),
+    };
+    Filter::compile(source).map_err(|e| usage(flag, format!("`{shown}` does not compile: {e}")))
+}
+
+/// The rate-limit, shared-state and fallback flags.
+fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> {
+    if let Some(state) = &cli.state {
+        let folder = match state.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(usage("--state", format!("folder `{}` does not exist", folder.display())));
+        }
+        if state.is_dir() {
+            return Err(usage("--state", format!("`{}` is a folder; name a file in it", state.display())));
+        }
+    }
+    let window = usize::try_from(cli.breaker_window).unwrap_or(usize::MAX);
+    if !(breaker::MIN_OUTCOMES..=1000).contains(&window) {
+        return Err(usage(
+            "--breaker-window",
+            format!(
+                "{window} is not between {} (the fewest outcomes the breaker judges) and 1000",
+                breaker::MIN_OUTCOMES
+            ),
+        ));
+    }
+    for (flag, value) in [("--breaker-cooldown", cli.breaker_cooldown), ("--breaker-max-p95", cli.breaker_max_p95)] {
+        if value.is_zero() {
+            return Err(usage(flag, "must be longer than 0"));
+        }
+    }
+    let fallback = match cli.fallback.as_deref() {
+        None => None,
+        Some("last") if cli.state.is_none() => {
+            return Err(usage("--fallback", "`last` needs --state FILE, where the last good body is kept"));
+        }
+        Some("last") => Some(Fallback::Last),
+        Some(value) => {
+            let body = read_body("--fallback", value, stdin)?;
+            if let Err(e) = serde_json::from_slice::<serde_core::de::IgnoredAny>(&body) {
+                return Err(usage("--fallback", format!("body is not valid JSON: {e}")));
+            }
+            Some(Fallback::Body(body))
+        }
+    };
+    Ok(Limits {
+        rate: cli.rate,
+        state: cli.state.clone(),
+        breaker: breaker::Settings {
+            window,
+            min_success: cli.breaker_min_success,
+            max_p95: breaker::duration_ms(cli.breaker_max_p95),
+            cooldown: breaker::duration_ms(cli.breaker_cooldown),
+        },
+        fallback,
+    })
 }
 
 fn check_output_path(file: &Path) -> Result<(), Error> {

@@ -9,9 +9,25 @@ use clap::error::ErrorKind;
 use poll::cli::Cli;
 use poll::config::Config;
 use poll::error::Error;
+use poll::fallback::Rescue;
 use poll::output::{self, Reporter};
 
+/// jaq parses and evaluates filters recursively; a generous stack lets every
+/// filter that passes the length and nesting limits (see `condition.rs`) run.
+const STACK_SIZE: usize = 256 << 20;
+
 fn main() -> ExitCode {
+    // The stack is reserved, not used: untouched pages cost no memory.
+    match std::thread::Builder::new().name("poll".into()).stack_size(STACK_SIZE).spawn(real_main) {
+        Ok(run) => run.join().unwrap_or(ExitCode::FAILURE),
+        Err(e) => {
+            eprintln!("poll: error: cannot start: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -32,18 +48,24 @@ fn main() -> ExitCode {
     };
 
     let file = config.output.file.clone();
+    let rescue = Rescue::new(&config);
     let mut reporter = Reporter::new(config.output.style);
     let mut result = poll::run(config, &mut reporter);
+    let fallback = rescue.body(&result, &mut |w| reporter.warn(w));
     reporter.finish(&result);
 
     let body = match &result {
         Ok(body) | Err(Error::FailWhen(body)) => Some(body),
-        Err(_) => None,
+        Err(_) => fallback.as_ref(),
     };
     if let Some(body) = body
         && let Err(e) = output::write_body(body, file.as_deref())
     {
-        result = Err(e);
+        // The exit code of a run that printed its --fallback stays what the run said.
+        match fallback {
+            Some(_) if result.is_err() => reporter.warn(&format!("--fallback: {e}")),
+            _ => result = Err(e),
+        }
     }
     match result {
         Ok(_) => ExitCode::SUCCESS,

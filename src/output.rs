@@ -4,6 +4,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -12,8 +13,9 @@ use serde_json::{Value, json};
 
 use crate::Probe;
 use crate::config::RequestSpec;
-use crate::error::Error;
+use crate::error::{Error, Signal};
 use crate::policy::{Action, Outcome, Stop, Verdict, WaitReason, human};
+use crate::state::Why;
 
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -64,6 +66,8 @@ pub struct Reporter {
     url: String,
     started: Instant,
     attempts: u32,
+    /// The attempt in flight, for a signal that ends the run from the signal thread.
+    in_flight: Arc<AtomicU32>,
     /// The last outcome in words, for the progress line.
     last: String,
 }
@@ -89,6 +93,7 @@ impl Reporter {
             url: String::new(),
             started: Instant::now(),
             attempts: 0,
+            in_flight: Arc::new(AtomicU32::new(0)),
             last: String::new(),
         }
     }
@@ -120,9 +125,25 @@ impl Reporter {
     /// A request is on its way.
     pub fn in_flight(&mut self, number: u32, _elapsed: Duration) {
         self.attempts = number;
+        self.in_flight.store(number, Ordering::SeqCst);
         self.set_wait(None);
         let last = if self.last.is_empty() { String::new() } else { format!(" · last: {}", self.last) };
         self.bar.set_message(format!("attempt {number}{last} · sending request"));
+    }
+
+    /// Attempt `number` waits `after` for its turn: its `--rate` slot, or the
+    /// server's advice kept in `--state`, which `-v` names since no reply of
+    /// this run asked for it.
+    pub fn queued(&mut self, number: u32, after: Duration, why: Why) {
+        let shown = match why {
+            Why::Rate => " (--rate)",
+            Why::NotBefore => " (server advice in --state)",
+            Why::Nothing => "",
+        };
+        self.set_wait(Some(Wait { until: Instant::now() + after, what: "next attempt", why: shown.into() }));
+        if why == Why::NotBefore && self.style.verbose >= 1 && !self.is_json() {
+            self.line(&format!("attempt {number}: waits {} for {}", human(after), why.describe()));
+        }
     }
 
     /// An attempt finished and the policy decided.
@@ -177,15 +198,7 @@ impl Reporter {
                 Ok(_) => (0, "done", None),
                 Err(e) => (e.exit_code(), e.reason(), Some(e.to_string())),
             };
-            self.event(&json!({
-                "event": "done",
-                "ts": now_rfc3339(),
-                "elapsed_ms": elapsed.as_millis() as u64,
-                "attempts": self.attempts,
-                "exit_code": code,
-                "reason": reason,
-                "message": message,
-            }));
+            self.event(&done_event(self.attempts, elapsed, code, reason, message));
             return;
         }
         let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
@@ -198,10 +211,35 @@ impl Reporter {
 
     /// The error line printed by `main`, coloured when allowed.
     pub fn error_line(&self, error: &Error) -> Option<String> {
-        if self.is_json() {
-            return None;
+        (!self.is_json()).then(|| error_line(error, self.color))
+    }
+
+    /// What the signal thread calls when SIGINT or SIGTERM arrives while an
+    /// attempt is in flight: the same ending `main` would print, then exit.
+    pub fn interrupt_handle(&self) -> impl Fn(Signal) + Send + 'static {
+        let bar = self.bar.clone();
+        let in_flight = Arc::clone(&self.in_flight);
+        let (json, color, started) = (self.is_json(), self.color, Instant::now());
+        move |signal| {
+            let error = Error::Interrupted { signal, attempts: in_flight.load(Ordering::SeqCst) };
+            bar.finish_and_clear();
+            let line = if json {
+                let elapsed = started.elapsed();
+                let event = done_event(
+                    in_flight.load(Ordering::SeqCst),
+                    elapsed,
+                    error.exit_code(),
+                    error.reason(),
+                    Some(error.to_string()),
+                );
+                event.to_string()
+            } else {
+                error_line(&error, color)
+            };
+            let _ = writeln!(io::stderr().lock(), "{line}");
+            // The main thread is blocked in a request or a filter; it cannot be asked to return.
+            std::process::exit(error.exit_code().into());
         }
-        Some(format!("poll: {} {error}", self.paint("error:", "31")))
     }
 
     fn set_wait(&self, wait: Option<Wait>) {
@@ -209,7 +247,7 @@ impl Reporter {
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
-        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        paint(text, code, self.color)
     }
 
     fn line(&self, text: &str) {
@@ -221,6 +259,27 @@ impl Reporter {
     fn event(&self, value: &Value) {
         let _ = writeln!(io::stderr().lock(), "{value}");
     }
+}
+
+fn paint(text: &str, code: &str, color: bool) -> String {
+    if color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+}
+
+fn error_line(error: &Error, color: bool) -> String {
+    format!("poll: {} {error}", paint("error:", "31", color))
+}
+
+/// The final `--log-format json` object.
+fn done_event(attempts: u32, elapsed: Duration, exit_code: u8, reason: &str, message: Option<String>) -> Value {
+    json!({
+        "event": "done",
+        "ts": now_rfc3339(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "attempts": attempts,
+        "exit_code": exit_code,
+        "reason": reason,
+        "message": message,
+    })
 }
 
 /// A wait between attempts, as the progress line shows it.

@@ -1,4 +1,4 @@
-//! Pure parsers for flag values: durations, sizes, rates, headers and status lists.
+//! Pure parsers for flag values: durations, sizes, rates, percentages, headers and status lists.
 //!
 //! Each returns a message that names what is wrong with the value; the caller
 //! adds the flag's name. They never panic, whatever the input (see `fuzz/`).
@@ -63,13 +63,23 @@ pub fn rate(text: &str) -> Result<Duration, String> {
         return Err(format!("`{text}` allows no request at all; use at least 1/DURATION"));
     }
     let per = per.trim();
-    // `10/s` means "per one second": humantime needs the 1 spelled out.
-    let per = if per.starts_with(|c: char| c.is_ascii_digit()) { duration(per) } else { duration(&format!("1{per}")) }
-        .map_err(|_| usage())?;
+    // `10/s` means "per one second": humantime needs the 1 spelled out (and `10/` is no rate).
+    let per =
+        if per.starts_with(|c: char| c.is_ascii_alphabetic()) { duration(&format!("1{per}")) } else { duration(per) }
+            .map_err(|_| usage())?;
     if per.is_zero() {
         return Err(usage());
     }
     Ok(per / count)
+}
+
+/// A whole percentage, 0 to 100, with or without `%`: `60`, `60%`.
+pub fn percent(text: &str) -> Result<u8, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim();
+    match number.parse::<u8>() {
+        Ok(n) if n <= 100 => Ok(n),
+        _ => Err(format!("`{}` is not a percentage; use a whole number from 0 to 100, e.g. 60 or 60%", text.trim())),
+    }
 }
 
 /// `Name: value`, as curl's `-H`. The name must be an HTTP token and neither
@@ -174,6 +184,16 @@ mod tests {
         assert_eq!(rate("1/h"), Ok(Duration::from_secs(3600)));
         for bad in ["", "10", "0/s", "x/s", "10/", "10/0s", "10/parsec", "-1/s"] {
             assert!(rate(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn percents() {
+        for (text, want) in [("60", 60), ("60%", 60), (" 0 ", 0), ("100%", 100), ("7 %", 7)] {
+            assert_eq!(percent(text), Ok(want), "{text}");
+        }
+        for bad in ["", "%", "101", "60.5", "-1", "sixty", "60%%", "1e2"] {
+            assert!(percent(bad).is_err(), "{bad} should be rejected");
         }
     }
 

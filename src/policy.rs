@@ -286,6 +286,14 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// A 429, or a 403 whose remaining quota is 0 with a reset or `Retry-After`:
+/// GitHub's API (and others) answer an exhausted quota with 403, and it means
+/// exactly what 429 means: come back after the reset.
+pub fn is_rate_limited(code: u16, advice: &Advice) -> bool {
+    code == 429
+        || code == 403 && advice.remaining == Some(0) && (advice.reset.is_some() || advice.retry_after.is_some())
+}
+
 impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
@@ -297,7 +305,9 @@ impl Policy {
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }
             Outcome::Success { verdict: Verdict::NotJson, .. } => outcome,
-            Outcome::Status { code, .. } if self.is_transient_status(*code) => outcome,
+            Outcome::Status { code, advice } if self.is_transient_status(*code) || is_rate_limited(*code, advice) => {
+                outcome
+            }
             Outcome::Failed(failure) if failure.is_transient() => outcome,
             Outcome::Status { .. } | Outcome::Failed(_) => {
                 return Action::Stop(Stop::Permanent { cause: outcome.to_string() });
@@ -307,7 +317,8 @@ impl Policy {
 
         let safe_to_resend = match outcome {
             Outcome::Failed(failure) => failure.surely_unprocessed(),
-            Outcome::Status { code: 429, .. } => true,
+            // A rate limit turned the request away before it was processed.
+            Outcome::Status { code, advice } => is_rate_limited(*code, advice),
             _ => false,
         };
         if !self.idempotent && !self.retry_non_idempotent && !safe_to_resend {
@@ -320,7 +331,7 @@ impl Policy {
         }
 
         let advised = match outcome {
-            Outcome::Status { code, advice } => match (advice.retry_after, *code == 429) {
+            Outcome::Status { code, advice } => match (advice.retry_after, is_rate_limited(*code, advice)) {
                 (Some(wait), _) => Some((wait, WaitReason::RetryAfter)),
                 (None, true) => advice.reset.map(|wait| (wait, WaitReason::RateLimitReset)),
                 (None, false) => None,
@@ -397,6 +408,91 @@ impl Policy {
                 Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause() })
             }
             _ => action,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Rows for the rate-limited 403; the full table of `decide` is in `tests/policy.rs`.
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    use WaitReason::{RateLimitReset, RetryAfter};
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    /// `code` with `remaining` left, a reset in `reset` seconds and a `Retry-After` of `retry_after`.
+    fn status(code: u16, remaining: Option<u64>, reset: Option<u64>, retry_after: Option<u64>) -> Outcome {
+        let advice = Advice { remaining, reset: reset.map(secs), retry_after: retry_after.map(secs) };
+        Outcome::Status { code, advice }
+    }
+
+    fn retry(after: u64, reason: WaitReason) -> Action {
+        Action::Retry { after: secs(after), reason }
+    }
+
+    fn permanent(code: u16) -> Action {
+        Action::Stop(Stop::Permanent { cause: format!("HTTP {code}") })
+    }
+
+    fn first(remaining: Option<u64>) -> Attempt {
+        Attempt { number: 1, failures: 0, remaining: remaining.map(secs) }
+    }
+
+    #[test]
+    fn a_403_with_no_quota_left_is_a_rate_limit_like_429() {
+        let (get, post) = (true, false);
+        let decide = |idempotent, outcome: &Outcome, attempt: &Attempt| {
+            let policy = Policy { jitter: Jitter::None, idempotent, ..Policy::default() };
+            policy.decide(outcome, attempt, &mut StdRng::seed_from_u64(1))
+        };
+        let rows: [(&str, bool, Outcome, Action); 9] = [
+            ("403 + no quota + reset", get, status(403, Some(0), Some(30), None), retry(30, RateLimitReset)),
+            ("429 + no quota + reset", get, status(429, Some(0), Some(30), None), retry(30, RateLimitReset)),
+            ("403 + no quota + Retry-After", get, status(403, Some(0), None, Some(7)), retry(7, RetryAfter)),
+            ("Retry-After wins", get, status(403, Some(0), Some(30), Some(7)), retry(7, RetryAfter)),
+            ("POST may re-send it", post, status(403, Some(0), Some(30), None), retry(30, RateLimitReset)),
+            ("no reset, no limit", get, status(403, Some(0), None, None), permanent(403)),
+            ("quota left", get, status(403, Some(5), Some(30), None), permanent(403)),
+            ("a plain 403", get, status(403, None, None, None), permanent(403)),
+            ("401 is never a limit", get, status(401, Some(0), Some(30), None), permanent(401)),
+        ];
+        for (what, idempotent, outcome, want) in rows {
+            assert_eq!(decide(idempotent, &outcome, &first(None)), want, "{what}");
+        }
+
+        let limited = status(403, Some(0), Some(30), None);
+        let spent = Attempt { number: 7, failures: 6, remaining: None };
+        let cause = "HTTP 403".to_string();
+        assert_eq!(
+            decide(get, &limited, &spent),
+            Action::Stop(Stop::BudgetSpent { failures: 7, cause: cause.clone() })
+        );
+        let (wait, remaining) = (secs(30), secs(10));
+        let late = Stop::Deadline { wait, reason: RateLimitReset, remaining, cause };
+        assert_eq!(decide(get, &limited, &first(Some(10))), Action::Stop(late), "a reset past the deadline");
+    }
+
+    #[test]
+    fn pacing_spreads_the_quota_over_the_reset() {
+        let ok = |remaining, reset| Outcome::Success {
+            verdict: Verdict::NotMet,
+            advice: Advice { remaining: Some(remaining), reset: Some(secs(reset)), retry_after: None },
+        };
+        let poll = |after, reason| Action::Poll { after: secs(after), reason };
+        let rows = [
+            (ok(10, 60), poll(6, RateLimitReset)),
+            (ok(0, 60), poll(60, RateLimitReset)),
+            // Plenty of quota: the interval stands.
+            (ok(1000, 60), poll(1, WaitReason::Interval)),
+        ];
+        let mut rng = StdRng::seed_from_u64(1);
+        for (outcome, want) in rows {
+            assert_eq!(Policy::default().decide(&outcome, &first(None), &mut rng), want, "{outcome:?}");
         }
     }
 }

@@ -75,7 +75,9 @@ impl Client {
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .build();
-        Ok(Client { agent: config.into(), spec })
+        let connector = ureq::unversioned::transport::DefaultConnector::new();
+        let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
+        Ok(Client { agent, spec })
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -176,6 +178,36 @@ impl Client {
             .any(|(n, v)| n.eq_ignore_ascii_case("content-encoding") && v.trim().eq_ignore_ascii_case("deflate"));
         let body = if deflated { inflate(&raw, limit)? } else { raw };
         Ok(Reply { status, headers, body })
+    }
+}
+
+/// Answers IP literals at once and leaves names to ureq's resolver. With a
+/// timeout set, ureq resolves on a new thread for every request, even one that
+/// then reuses a pooled connection: a thread per poll, most of a tight poll's cost.
+#[derive(Debug, Default)]
+struct LiteralResolver(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for LiteralResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let literal = uri.authority().and_then(|authority| {
+            let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+            let ip: std::net::IpAddr = host.parse().ok()?;
+            let default_port = if uri.scheme_str() == Some("https") { 443 } else { 80 };
+            Some(std::net::SocketAddr::new(ip, authority.port_u16().unwrap_or(default_port)))
+        });
+        match literal {
+            Some(address) => {
+                let mut addresses = self.0.empty();
+                addresses.push(address);
+                Ok(addresses)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
     }
 }
 

@@ -1,83 +1,77 @@
-//! Interruptible waiting: every wait of a run (a sleep between attempts, a
-//! request in flight) is a receive on one channel that SIGINT and SIGTERM also
-//! feed, so a signal ends any of them at once, with no polling loop.
+//! Interruptible waiting. The run loop sleeps on a channel that the signal
+//! thread feeds, so SIGINT and SIGTERM end a wait at once with no polling loop.
+//! While an attempt is in flight (a blocking request, a jq filter) the main
+//! thread cannot listen, so the signal thread ends the run itself, through the
+//! handler given to [`Waiter::install`].
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::error::Signal;
 
-/// What can end a wait early.
-pub enum Event<T> {
-    Signal(Signal),
-    Ready(T),
+/// The run's view of SIGINT and SIGTERM.
+pub struct Waiter {
+    signals: Receiver<Signal>,
+    /// Set while an attempt is in flight: a signal then ends the process from the signal thread.
+    busy: Arc<AtomicBool>,
 }
 
-/// The receiving end of a run's events, and the clock it waits by.
-pub struct Waiter<T> {
-    sender: Sender<Event<T>>,
-    events: Receiver<Event<T>>,
-}
-
-impl<T: Send + 'static> Waiter<T> {
-    /// Installs the SIGINT and SIGTERM handlers. Call once per process.
-    pub fn install() -> std::io::Result<Waiter<T>> {
-        let (sender, events) = mpsc::channel();
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-        let forward = sender.clone();
+impl Waiter {
+    /// Installs the SIGINT and SIGTERM handlers; `end_busy_run` is called on the
+    /// signal thread for a signal that arrives while an attempt is in flight,
+    /// and must end the process. Call once per process.
+    pub fn install(end_busy_run: impl Fn(Signal) + Send + 'static) -> std::io::Result<Waiter> {
+        let (sender, signals) = mpsc::channel();
+        let busy = Arc::new(AtomicBool::new(false));
+        let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let attempt_in_flight = Arc::clone(&busy);
         std::thread::Builder::new().name("signals".into()).spawn(move || {
-            for number in signals.forever() {
+            for number in incoming.forever() {
                 let signal = if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt };
-                if forward.send(Event::Signal(signal)).is_err() {
-                    break;
+                // Send first, then look at `busy`: the main thread sets `busy` before it
+                // checks the channel, so one of the two always sees the signal.
+                let _ = sender.send(signal);
+                if attempt_in_flight.load(Ordering::SeqCst) {
+                    end_busy_run(signal);
                 }
             }
         })?;
-        Ok(Waiter { sender, events })
+        Ok(Waiter { signals, busy })
     }
-}
 
-impl<T> Waiter<T> {
-    /// A sender for a worker thread to report on.
-    pub fn sender(&self) -> Sender<Event<T>> {
-        self.sender.clone()
+    /// Runs one attempt. A signal that arrived before it starts is returned
+    /// instead; one that arrives during it ends the process (see `install`).
+    pub fn attempt<T>(&self, work: impl FnOnce() -> T) -> Result<T, Signal> {
+        self.busy.store(true, Ordering::SeqCst);
+        if let Ok(signal) = self.signals.try_recv() {
+            self.busy.store(false, Ordering::SeqCst);
+            return Err(signal);
+        }
+        let result = work();
+        self.busy.store(false, Ordering::SeqCst);
+        Ok(result)
     }
 
     /// Sleeps for `duration` unless a signal comes first.
     pub fn sleep(&self, duration: Duration) -> Result<(), Signal> {
         let until = Instant::now() + duration;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            match self.events.recv_timeout(left) {
-                Ok(Event::Signal(signal)) => return Err(signal),
-                // A late result of an abandoned request: nothing waits for it any more.
-                Ok(Event::Ready(_)) => continue,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return Ok(()),
-            }
+        match self.signals.try_recv() {
+            Ok(signal) => return Err(signal),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
-    }
-
-    /// Waits for a worker's result, a signal, or `limit` (`None`: no limit).
-    /// `Ok(None)` means the limit passed first.
-    pub fn next(&self, limit: Option<Duration>) -> Result<Option<T>, Signal> {
-        let event = match limit {
-            Some(limit) => match self.events.recv_timeout(limit) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return Ok(None),
-            },
-            None => match self.events.recv() {
-                Ok(event) => event,
-                Err(_) => return Ok(None),
-            },
-        };
-        match event {
-            Event::Signal(signal) => Err(signal),
-            Event::Ready(value) => Ok(Some(value)),
+        let left = until.saturating_duration_since(Instant::now());
+        match self.signals.recv_timeout(left) {
+            Ok(signal) => Err(signal),
+            Err(RecvTimeoutError::Timeout) => Ok(()),
+            // The signal thread is gone (it never ends on its own): sleep without it.
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                Ok(())
+            }
         }
     }
 }

@@ -80,8 +80,13 @@ Permanent failure: a non\-retryable status (4xx but 408 and 429, 501, unfollowed
 \fB5\fR
 Gave up on transient failures: \fB\-\-retries\fR spent, or a POST/PATCH that may have been processed and so is not re\-sent.
 .TP
+\fB6\fR
+Circuit open (only with \fB\-\-state\fR): the breaker for this origin is open, so nothing was sent, or it opened during the run. The message names the origin and when it will be tried again.
+.TP
 \fB130\fR, \fB143\fR
 Interrupted by SIGINT or terminated by SIGTERM; any wait and any request in flight end at once.
+.PP
+With \fB\-\-fallback\fR, a run that ends with 1, 5 or 6 prints the fallback body on stdout; the exit status is unchanged.
 .SH ENVIRONMENT
 .TP
 \fBhttp_proxy\fR, \fBHTTP_PROXY\fR
@@ -134,6 +139,14 @@ case $? in
   4) echo "job failed" ;;
   *) echo "poll failed" ;;
 esac
+.RE
+.fi
+.PP
+Let parallel CI jobs share one rate budget and circuit breaker for an API, and carry on with the last good answer when it is down:
+.PP
+.nf
+.RS
+poll \-\-state /tmp/api.state \-\-rate 10/s \-\-fallback last https://api.example.com/status
 .RE
 .fi
 "#;

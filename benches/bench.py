@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Benchmarks of poll against curl (+jq) and Hurl, on a loopback job server.
+
+    python3 benches/bench.py            # full run, prints a Markdown table
+    python3 benches/bench.py --quick    # fewer rounds, for a smoke test
+
+Needs: Debian's hyperfine, wrk, curl and jq (`apt-get install hyperfine wrk curl jq`);
+Hurl is measured when `hurl` is on PATH (see README). Only 127.0.0.1 is contacted.
+The alternatives are interleaved round by round so that machine noise hits all alike.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+POLL = os.path.join(ROOT, "target", "release", "poll")
+JOBSERVER = os.path.join(ROOT, "target", "release", "examples", "jobserver")
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--bin", "poll", "--example", "jobserver"], cwd=ROOT, check=True)
+
+
+class JobServer:
+    def __enter__(self):
+        self.proc = subprocess.Popen([JOBSERVER], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        self.base = "http://" + line.split()[-1]
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+    def get(self, path):
+        with urllib.request.urlopen(self.base + path) as response:
+            return json.loads(response.read())
+
+    def reset(self, n):
+        self.get(f"/reset?n={n}")
+
+
+def run_rusage(cmd, **kw):
+    """Runs cmd; returns (wall seconds, exit code, rusage)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, os.waitstatus_to_exitcode(status), usage
+
+
+def tight_polling(server, polls, rounds, hurl_file):
+    url = server.base + "/job"
+    tools = {
+        "poll": [POLL, "--until", '.status=="done"', "--interval", "0", "--timeout", "0", "--retries", "0", url],
+        "curl + jq loop": ["bash", "-c", f"until curl -s {url} | jq -e '.status==\"done\"' >/dev/null; do :; done"],
+    }
+    if hurl_file:
+        tools["hurl"] = ["hurl", "--retry", str(polls), "--retry-interval", "0", "--no-output", hurl_file]
+    rates = {name: [] for name in tools}
+    for _ in range(rounds):
+        for name, cmd in tools.items():
+            server.reset(polls)
+            wall, code, _ = run_rusage(cmd)
+            assert code == 0, f"{name} exited {code}"
+            done = server.get("/stats")  # sanity: the job really took `polls` requests
+            rates[name].append(polls / wall)
+    return {name: statistics.median(v) for name, v in rates.items()}
+
+
+def wrk_limit(server, seconds):
+    out = subprocess.run(
+        ["wrk", "-t1", "-c1", f"-d{seconds}s", server.base + "/ok"], capture_output=True, text=True, check=True
+    ).stdout
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def one_shot(server, runs):
+    url = server.base + "/ok"
+    with tempfile.NamedTemporaryFile(suffix=".json") as export:
+        subprocess.run(
+            ["hyperfine", "-N", "--warmup", "20", "--runs", str(runs), "--export-json", export.name,
+             "-n", "poll", f"{POLL} {url}", "-n", "curl", f"curl -s {url}"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+        results = json.load(open(export.name))["results"]
+    return {r["command"]: statistics.median(r["times"]) for r in results}
+
+
+def peak_rss(cmd, rounds=5):
+    return statistics.median(run_rusage(cmd)[2].ru_maxrss for _ in range(rounds))
+
+
+def memory(server):
+    url = server.base
+    polls = lambda n: [POLL, "--until", '.status=="done"', "-i", "0", "--timeout", "0", url + "/job"]
+    results = {
+        "poll one-shot": peak_rss([POLL, url + "/ok"]),
+        "curl one-shot": peak_rss(["curl", "-s", url + "/ok"]),
+    }
+    for n in (1000, 10000):
+        server.reset(n)
+        results[f"poll {n} polls"] = run_rusage(polls(n))[2].ru_maxrss
+    return results
+
+
+def wait_for_requests(server, count, timeout=10):
+    deadline = time.time() + timeout
+    while server.get("/stats")["requests"] < count:
+        if time.time() > deadline:
+            raise RuntimeError("poll never sent its request")
+        time.sleep(0.005)
+
+
+def signal_latency(server, path, rounds):
+    """Median ms from SIGINT to exit, with poll waiting (path=/ok, long interval) or mid-request (/hang)."""
+    samples = []
+    for _ in range(rounds):
+        before = server.get("/stats")["requests"]
+        cmd = [POLL, "--until", "false", "-i", "60s", "--timeout", "0", "--request-timeout", "120s", server.base + path]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_requests(server, before + 2)  # its request, plus this /stats call
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        os.wait4(proc.pid, 0)
+        samples.append((time.perf_counter() - sent) * 1000)
+    return statistics.median(samples)
+
+
+def idle_cpu(server, seconds):
+    """CPU ms used by a whole run that spends `seconds` waiting between two polls."""
+    before = server.get("/stats")["requests"]
+    proc = subprocess.Popen(
+        [POLL, "--until", "false", "-i", "60s", "--timeout", "0", server.base + "/ok"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    wait_for_requests(server, before + 2)
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGINT)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def connections(server, polls):
+    server.reset(polls)
+    before = server.get("/stats")["connections"]
+    run_rusage([POLL, "--until", '.status=="done"', "-i", "0", "--timeout", "0", server.base + "/job"])
+    # The /stats calls themselves each open one connection (urllib does not keep-alive).
+    return server.get("/stats")["connections"] - before - 1
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rounds, polls, runs = (1, 500, 30) if args.quick else (5, 2000, 300)
+    for tool in ("hyperfine", "wrk", "curl", "jq"):
+        if not shutil.which(tool):
+            sys.exit(f"bench: `{tool}` is missing: apt-get install hyperfine wrk curl jq")
+    build()
+    hurl_file = None
+    if shutil.which("hurl"):
+        hurl_file = tempfile.NamedTemporaryFile("w", suffix=".hurl", delete=False)
+    with JobServer() as server:
+        if hurl_file:
+            hurl_file.write(f'GET {server.base}/job\nHTTP 200\n[Asserts]\njsonpath "$.status" == "done"\n')
+            hurl_file.close()
+            hurl_file = hurl_file.name
+        limit = wrk_limit(server, 2 if args.quick else 5)
+        rates = tight_polling(server, polls, rounds, hurl_file)
+        shots = one_shot(server, runs)
+        rss = memory(server)
+        cpu = idle_cpu(server, 5)
+        sig_wait = signal_latency(server, "/ok", 3 if args.quick else 10)
+        sig_flight = signal_latency(server, "/hang", 3 if args.quick else 10)
+        conns = connections(server, 1000)
+
+    def row(what, value, goal, met):
+        print(f"| {what} | {value} | {goal} | {'yes' if met else '**no**'} |")
+
+    print(f"\nrounds={rounds} polls={polls} hyperfine runs={runs} cpu={os.cpu_count()}\n")
+    print("| measure | figure | goal | met |")
+    print("|---|---|---|---|")
+    print(f"| job server, one connection (wrk -t1 -c1) | {limit:,.0f} req/s | > 50,000 req/s | {'yes' if limit > 50000 else '**no**'} |")
+    p = rates["poll"]
+    row("tight polling: poll", f"{p:,.0f} polls/s ({p / limit:.0%} of the one-connection limit)", ">= 50% of the limit", p >= limit / 2)
+    c = rates["curl + jq loop"]
+    print(f"| tight polling: curl + jq loop | {c:,.0f} polls/s (poll is {p / c:.1f}x) | - | - |")
+    if "hurl" in rates:
+        h = rates["hurl"]
+        row("tight polling: hurl", f"{h:,.0f} polls/s (poll is {p / h:.1f}x)", "poll >= 2x hurl", p >= 2 * h)
+    else:
+        print("| tight polling: hurl | not installed | poll >= 2x hurl | - |")
+    ps, cs = shots["poll"] * 1000, shots["curl"] * 1000
+    row("one-shot wall time (hyperfine median)", f"poll {ps:.2f} ms, curl {cs:.2f} ms ({ps / cs:.0%})", "<= 50% of curl", ps <= cs / 2)
+    row("peak RSS, one-shot", f"poll {rss['poll one-shot'] / 1024:.1f} MiB, curl {rss['curl one-shot'] / 1024:.1f} MiB",
+        "<= 50% of curl", rss["poll one-shot"] <= rss["curl one-shot"] / 2)
+    flat = rss["poll 10000 polls"] <= rss["poll 1000 polls"] + 512
+    row("peak RSS, 1,000 vs 10,000 polls", f"{rss['poll 1000 polls'] / 1024:.1f} MiB vs {rss['poll 10000 polls'] / 1024:.1f} MiB", "flat", flat)
+    row("CPU for a run with a 5 s wait", f"{cpu:.1f} ms", "< 5 ms", cpu < 5)
+    row("SIGINT to exit, during a wait", f"{sig_wait:.2f} ms", "< 5 ms", sig_wait < 5)
+    row("SIGINT to exit, request in flight", f"{sig_flight:.2f} ms", "< 5 ms", sig_flight < 5)
+    row("TCP connections for 1,000 polls", f"{conns}", "1", conns == 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+//! A stateful job server for the benchmarks, on 127.0.0.1 only: keep-alive
+//! HTTP/1.1, one thread per connection, answers from prebuilt bytes so that it
+//! is never the bottleneck (`wrk -t1 -c1` measures its one-connection limit).
+//!
+//!     cargo run --release --example jobserver -- [PORT]
+//!
+//! Routes:
+//!   GET /job          {"status":"pending","n":N} until N reaches the target, then {"status":"done","n":N}
+//!   GET /reset?n=K    set the target to K polls and the counter to 0
+//!   GET /ok           a fixed small JSON body
+//!   GET /stats        {"connections":C,"requests":R}
+//!   GET /hang         answers only after 60 s (a request in flight, for the signal benchmark)
+//!   anything else     404
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Default)]
+struct Counters {
+    polls: AtomicU64,
+    target: AtomicU64,
+    connections: AtomicU64,
+    requests: AtomicU64,
+}
+
+fn main() {
+    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let listener = match TcpListener::bind(("127.0.0.1", port)) {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("jobserver: cannot listen on 127.0.0.1:{port}: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Ok(addr) = listener.local_addr() {
+        // The bench script reads the port from this line.
+        println!("listening on {addr}");
+    }
+    let counters = Arc::new(Counters::default());
+    for stream in listener.incoming().flatten() {
+        counters.connections.fetch_add(1, Ordering::Relaxed);
+        let counters = Arc::clone(&counters);
+        std::thread::spawn(move || serve(stream, &counters));
+    }
+}
+
+fn serve(stream: TcpStream, counters: &Counters) {
+    let _ = stream.set_nodelay(true);
+    let Ok(read_half) = stream.try_clone() else { return };
+    let mut reader = BufReader::with_capacity(16 * 1024, read_half);
+    let mut writer = stream;
+    let mut line = String::new();
+    let mut reply = Vec::with_capacity(512);
+    loop {
+        // Request line, then headers up to the blank line; benchmark requests carry no body.
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let mut close = false;
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) if line == "\r\n" || line == "\n" => break,
+                Ok(_) => close |= line.to_ascii_lowercase().starts_with("connection: close"),
+            }
+        }
+        counters.requests.fetch_add(1, Ordering::Relaxed);
+        let (status, body) = route(&target, counters);
+        reply.clear();
+        let _ = write!(
+            reply,
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(&reply).is_err() || close {
+            return;
+        }
+    }
+}
+
+fn route(target: &str, counters: &Counters) -> (&'static str, String) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    match path {
+        "/job" => {
+            let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
+            let status = if n >= counters.target.load(Ordering::Relaxed) { "done" } else { "pending" };
+            ("200 OK", format!(r#"{{"status":"{status}","n":{n}}}"#))
+        }
+        "/reset" => {
+            let n = query.strip_prefix("n=").and_then(|n| n.parse().ok()).unwrap_or(1);
+            counters.target.store(n, Ordering::Relaxed);
+            counters.polls.store(0, Ordering::Relaxed);
+            ("200 OK", format!(r#"{{"target":{n}}}"#))
+        }
+        "/ok" => ("200 OK", r#"{"status":"done","n":1}"#.to_string()),
+        "/hang" => {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            ("200 OK", r#"{"status":"late"}"#.to_string())
+        }
+        "/stats" => (
+            "200 OK",
+            format!(
+                r#"{{"connections":{},"requests":{}}}"#,
+                counters.connections.load(Ordering::Relaxed),
+                counters.requests.load(Ordering::Relaxed)
+            ),
+        ),
+        _ => ("404 Not Found", r#"{"error":"not found"}"#.to_string()),
+    }
+}

@@ -1,0 +1,420 @@
+//! The per-origin circuit breaker: closed -> open -> half-open -> closed (or
+//! open again, with the cool-down doubled). Pure: time is epoch milliseconds
+//! passed in, the caller (the `--state` file) keeps the value between runs.
+//!
+//! It is separate from the retry policy on purpose: `decide` handles one
+//! request's retries, the breaker guards the origin for every process.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::policy::{Failure, Outcome};
+
+/// The breaker judges nothing on fewer outcomes than this.
+pub const MIN_OUTCOMES: usize = 5;
+
+/// How long a cool-down may grow by doubling (unless `--breaker-cooldown` is longer).
+pub const MAX_COOLDOWN: Duration = Duration::from_secs(600);
+
+/// The `--breaker-*` flags, validated; durations in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Outcomes remembered per origin (at least [`MIN_OUTCOMES`]).
+    pub window: usize,
+    /// Open when the success rate falls below this percentage.
+    pub min_success: u8,
+    /// Open when the window's p95 latency exceeds this.
+    pub max_p95: u64,
+    /// How long an opened breaker stays open before one probe.
+    pub cooldown: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { window: 10, min_success: 60, max_p95: 5_000, cooldown: 30_000 }
+    }
+}
+
+/// One outcome in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    pub ok: bool,
+    /// Latency in milliseconds.
+    pub latency: u64,
+}
+
+/// Where the breaker stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// Requests go.
+    #[default]
+    Closed,
+    /// Nothing goes until `until`; then the first caller probes.
+    Open { until: u64 },
+    /// Process `pid` is probing; nobody else goes until its lease ends
+    /// (one cool-down), so a prober that was killed does not wedge the breaker.
+    HalfOpen { pid: u32, lease_until: u64 },
+}
+
+/// One origin's breaker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Breaker {
+    pub phase: Phase,
+    /// The last outcomes, oldest first.
+    pub window: VecDeque<Sample>,
+    /// The cool-down of the current (or last) opening, in ms; 0 until it first opens.
+    pub cooldown: u64,
+    /// Why it last opened, for the processes it turns away.
+    pub reason: String,
+}
+
+/// The breaker's answer to a caller who wants to send a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admit {
+    /// Closed: go.
+    Pass,
+    /// The cool-down is over and this caller sends the one probe; it must
+    /// call [`Breaker::start_probe`] when it commits to sending.
+    Probe,
+    /// Open, or another process holds the probe.
+    Reject(Rejection),
+}
+
+/// Why and until when the breaker turns callers away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Epoch ms of the next try (for a probe in flight: when its lease ends).
+    pub retry_at: u64,
+    /// The pid of the process probing now, if any.
+    pub prober: Option<u32>,
+    pub reason: String,
+}
+
+impl Breaker {
+    /// Whether a request may go at `now`. Changes nothing: the caller commits
+    /// a probe with [`Breaker::start_probe`] once it knows it will send it.
+    pub fn admit(&self, now: u64) -> Admit {
+        match self.phase {
+            Phase::Closed => Admit::Pass,
+            Phase::Open { until } if now < until => Admit::Reject(self.rejection(until, None)),
+            Phase::HalfOpen { pid, lease_until } if now < lease_until => {
+                Admit::Reject(self.rejection(lease_until, Some(pid)))
+            }
+            // The cool-down is over, or the last prober's lease ran out.
+            Phase::Open { .. } | Phase::HalfOpen { .. } => Admit::Probe,
+        }
+    }
+
+    /// Records that process `pid` sends the probe at `at`; its lease lasts one cool-down.
+    pub fn start_probe(&mut self, pid: u32, at: u64, settings: &Settings) {
+        let lease_until = at.saturating_add(self.cooldown_or(settings));
+        self.phase = Phase::HalfOpen { pid, lease_until };
+    }
+
+    /// Records one outcome of process `pid` at `now`. Returns the rejection a
+    /// caller would now get, when the breaker is not closed afterwards.
+    pub fn record(&mut self, now: u64, pid: u32, sample: Sample, settings: &Settings) -> Option<Rejection> {
+        match self.phase {
+            Phase::Closed => {
+                self.window.push_back(sample);
+                while self.window.len() > settings.window.max(1) {
+                    self.window.pop_front();
+                }
+                if let Some(reason) = self.verdict(settings) {
+                    self.cooldown = settings.cooldown;
+                    self.open(now, reason);
+                }
+            }
+            Phase::HalfOpen { pid: prober, .. } if prober == pid => {
+                if sample.ok {
+                    // The origin is back: start afresh.
+                    *self = Breaker::default();
+                } else {
+                    let cap = duration_ms(MAX_COOLDOWN).max(settings.cooldown);
+                    self.cooldown = self.cooldown_or(settings).saturating_mul(2).min(cap);
+                    self.open(now, "the probe after the cool-down failed too".into());
+                }
+            }
+            // A request that was admitted before the breaker opened, or another
+            // process's probe: its outcome does not change the verdict.
+            Phase::Open { .. } | Phase::HalfOpen { .. } => {}
+        }
+        // Past a cool-down the next admission decides who probes, so only a rejection counts.
+        match self.admit(now) {
+            Admit::Reject(rejection) => Some(rejection),
+            Admit::Pass | Admit::Probe => None,
+        }
+    }
+
+    fn open(&mut self, now: u64, reason: String) {
+        self.phase = Phase::Open { until: now.saturating_add(self.cooldown) };
+        self.reason = reason;
+    }
+
+    fn cooldown_or(&self, settings: &Settings) -> u64 {
+        if self.cooldown == 0 { settings.cooldown } else { self.cooldown }
+    }
+
+    fn rejection(&self, retry_at: u64, prober: Option<u32>) -> Rejection {
+        Rejection { retry_at, prober, reason: self.reason.clone() }
+    }
+
+    /// Why the window says the origin is down, if it does.
+    fn verdict(&self, settings: &Settings) -> Option<String> {
+        let n = self.window.len();
+        if n < MIN_OUTCOMES {
+            return None;
+        }
+        let ok = self.window.iter().filter(|s| s.ok).count();
+        if ok * 100 < usize::from(settings.min_success) * n {
+            return Some(format!(
+                "{} of the last {n} requests failed, below --breaker-min-success {}%",
+                n - ok,
+                settings.min_success
+            ));
+        }
+        let p95 = p95(self.window.iter().map(|s| s.latency));
+        if p95 > settings.max_p95 {
+            return Some(format!(
+                "p95 latency of the last {n} requests is {}, above --breaker-max-p95 {}",
+                crate::policy::human(Duration::from_millis(p95)),
+                crate::policy::human(Duration::from_millis(settings.max_p95))
+            ));
+        }
+        None
+    }
+}
+
+/// The nearest-rank 95th percentile: with up to 20 values, the largest.
+pub fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
+    let mut sorted: Vec<u64> = latencies.collect();
+    sorted.sort_unstable();
+    let rank = (sorted.len() * 95).div_ceil(100);
+    sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0)
+}
+
+/// Whether an outcome counts against the origin: no HTTP answer (network
+/// failures and timeouts), 5xx and 408. Any other answer means the origin is
+/// up, a 404 included; a redirect loop or an oversized body got answers too.
+pub fn counts_as_failure(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Success { .. } => false,
+        Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
+        Outcome::Failed(failure) => {
+            !matches!(failure, Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+        }
+    }
+}
+
+/// A duration in whole milliseconds, saturating.
+pub fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advice::Advice;
+    use crate::policy::Verdict;
+
+    const PID: u32 = 100;
+    const OTHER: u32 = 200;
+
+    fn settings() -> Settings {
+        Settings { window: 10, min_success: 60, max_p95: 5_000, cooldown: 30_000 }
+    }
+
+    fn ok(latency: u64) -> Sample {
+        Sample { ok: true, latency }
+    }
+
+    fn failed() -> Sample {
+        Sample { ok: false, latency: 3 }
+    }
+
+    /// A breaker that five failures at t=1000 opened (open until 31 000).
+    fn opened() -> Breaker {
+        let mut breaker = Breaker::default();
+        for _ in 0..5 {
+            breaker.record(1_000, PID, failed(), &settings());
+        }
+        assert_eq!(breaker.phase, Phase::Open { until: 31_000 });
+        breaker
+    }
+
+    #[test]
+    fn it_needs_five_outcomes_to_judge() {
+        let mut breaker = Breaker::default();
+        for i in 0..4 {
+            assert_eq!(breaker.record(i, PID, failed(), &settings()), None, "outcome {i}");
+        }
+        assert_eq!(breaker.phase, Phase::Closed);
+        let rejection = breaker.record(4, PID, failed(), &settings());
+        assert_eq!(breaker.phase, Phase::Open { until: 30_004 });
+        assert_eq!(rejection.map(|r| r.retry_at), Some(30_004));
+        assert!(breaker.reason.contains("5 of the last 5 requests failed"), "{}", breaker.reason);
+    }
+
+    #[test]
+    fn the_success_rate_rule() {
+        // 6 of 10 succeeded: 60% is not below 60%.
+        let mut breaker = Breaker::default();
+        for i in 0..10 {
+            breaker.record(i, PID, if i % 5 < 3 { ok(1) } else { failed() }, &settings());
+        }
+        assert_eq!(breaker.phase, Phase::Closed);
+        // One more failure pushes the oldest success out: 5 of 10.
+        breaker.record(10, PID, failed(), &settings());
+        assert_eq!(breaker.phase, Phase::Open { until: 30_010 });
+
+        // The window is a sliding one: old failures age out.
+        let mut breaker = Breaker::default();
+        let script = [[true; 5].as_slice(), &[false; 3], &[true; 12]].concat();
+        for (i, good) in (0..).zip(script) {
+            breaker.record(i, PID, if good { ok(1) } else { failed() }, &settings());
+        }
+        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.window.len(), 10);
+        assert!(breaker.window.iter().all(|s| s.ok));
+
+        // --breaker-min-success 0 never opens on failures.
+        let lenient = Settings { min_success: 0, ..settings() };
+        let mut breaker = Breaker::default();
+        for i in 0..20 {
+            breaker.record(i, PID, failed(), &lenient);
+        }
+        assert_eq!(breaker.phase, Phase::Closed);
+    }
+
+    #[test]
+    fn the_p95_rule() {
+        let mut breaker = Breaker::default();
+        for i in 0..9 {
+            breaker.record(i, PID, ok(100), &settings());
+        }
+        breaker.record(9, PID, ok(5_000), &settings());
+        assert_eq!(breaker.phase, Phase::Closed, "5s is not above 5s");
+        breaker.record(10, PID, ok(5_001), &settings());
+        assert_eq!(breaker.phase, Phase::Open { until: 30_010 });
+        assert!(breaker.reason.contains("p95 latency"), "{}", breaker.reason);
+
+        // Slow answers alone, fewer than five, do not open it.
+        let mut breaker = Breaker::default();
+        for i in 0..4 {
+            breaker.record(i, PID, ok(60_000), &settings());
+        }
+        assert_eq!(breaker.phase, Phase::Closed);
+    }
+
+    #[test]
+    fn p95_is_nearest_rank() {
+        assert_eq!(p95([].into_iter()), 0);
+        assert_eq!(p95([7].into_iter()), 7);
+        assert_eq!(p95((1..=10).rev()), 10);
+        assert_eq!(p95(1..=20), 19);
+        assert_eq!(p95(1..=100), 95);
+    }
+
+    #[test]
+    fn open_rejects_until_the_cooldown_ends_then_one_probe_wins() {
+        let mut breaker = opened();
+        let Admit::Reject(rejection) = breaker.admit(30_999) else { panic!("still open") };
+        assert_eq!((rejection.retry_at, rejection.prober), (31_000, None));
+        assert_eq!(breaker.admit(31_000), Admit::Probe);
+        breaker.start_probe(PID, 31_000, &settings());
+        assert_eq!(breaker.phase, Phase::HalfOpen { pid: PID, lease_until: 61_000 });
+        // Everyone else is turned away while the probe is out.
+        let Admit::Reject(rejection) = breaker.admit(31_001) else { panic!("a probe is in flight") };
+        assert_eq!((rejection.retry_at, rejection.prober), (61_000, Some(PID)));
+    }
+
+    #[test]
+    fn a_good_probe_closes_it_and_clears_the_window() {
+        let mut breaker = opened();
+        breaker.start_probe(PID, 31_000, &settings());
+        assert_eq!(breaker.record(31_050, PID, ok(50), &settings()), None);
+        assert_eq!(breaker, Breaker::default());
+        assert_eq!(breaker.admit(31_051), Admit::Pass);
+    }
+
+    #[test]
+    fn a_bad_probe_reopens_it_with_the_cooldown_doubled_up_to_ten_minutes() {
+        let mut breaker = opened();
+        let mut now = 31_000;
+        let mut cooldowns = Vec::new();
+        for _ in 0..7 {
+            assert_eq!(breaker.admit(now), Admit::Probe);
+            breaker.start_probe(PID, now, &settings());
+            let rejection = breaker.record(now, PID, failed(), &settings());
+            cooldowns.push(breaker.cooldown);
+            let Phase::Open { until } = breaker.phase else { panic!("re-opened") };
+            assert_eq!(rejection.map(|r| r.retry_at), Some(until));
+            assert_eq!(until, now + breaker.cooldown);
+            now = until;
+        }
+        assert_eq!(cooldowns, [60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000]);
+        // A success after all that starts again from the flag's cool-down.
+        breaker.start_probe(PID, now, &settings());
+        breaker.record(now, PID, ok(1), &settings());
+        assert_eq!(breaker.cooldown, 0);
+    }
+
+    #[test]
+    fn a_cooldown_longer_than_the_cap_is_kept() {
+        let long = Settings { cooldown: 900_000, ..settings() };
+        let mut breaker = Breaker::default();
+        for _ in 0..5 {
+            breaker.record(0, PID, failed(), &long);
+        }
+        breaker.start_probe(PID, 900_000, &long);
+        breaker.record(900_000, PID, failed(), &long);
+        assert_eq!(breaker.cooldown, 900_000);
+    }
+
+    #[test]
+    fn a_killed_probers_lease_expires_after_one_cooldown() {
+        let mut breaker = opened();
+        breaker.start_probe(PID, 31_000, &settings());
+        // PID was killed and never reports. Until its lease ends, nobody goes.
+        assert!(matches!(breaker.admit(60_999), Admit::Reject(_)));
+        assert_eq!(breaker.admit(61_000), Admit::Probe);
+        breaker.start_probe(OTHER, 61_000, &settings());
+        // A late report of the first prober changes nothing; the new one's does.
+        assert!(breaker.record(61_001, PID, ok(1), &settings()).is_some());
+        assert_eq!(breaker.phase, Phase::HalfOpen { pid: OTHER, lease_until: 91_000 });
+        assert_eq!(breaker.record(61_002, OTHER, ok(1), &settings()), None);
+        assert_eq!(breaker.phase, Phase::Closed);
+    }
+
+    #[test]
+    fn outcomes_that_arrive_while_open_change_nothing() {
+        let mut breaker = opened();
+        let before = breaker.clone();
+        let rejection = breaker.record(2_000, OTHER, ok(1), &settings());
+        assert_eq!(breaker, before);
+        assert_eq!(rejection.map(|r| r.retry_at), Some(31_000));
+    }
+
+    #[test]
+    fn what_counts_as_a_failure() {
+        let status = |code| Outcome::Status { code, advice: Advice::default() };
+        for code in [408, 500, 501, 502, 503, 504, 599] {
+            assert!(counts_as_failure(&status(code)), "{code}");
+        }
+        for code in [301, 400, 401, 403, 404, 409, 429] {
+            assert!(!counts_as_failure(&status(code)), "{code}: the origin answered");
+        }
+        for verdict in [Verdict::Met, Verdict::NotMet, Verdict::FailWhen, Verdict::NotJson] {
+            assert!(!counts_as_failure(&Outcome::Success { verdict, advice: Advice::default() }));
+        }
+        for failure in [Failure::Refused, Failure::Dns, Failure::ConnectTimeout, Failure::Timeout, Failure::Reset] {
+            assert!(counts_as_failure(&Outcome::Failed(failure)), "{failure}");
+        }
+        for failure in [Failure::Truncated, Failure::Malformed, Failure::Tls] {
+            assert!(counts_as_failure(&Outcome::Failed(failure)), "{failure}: no usable answer");
+        }
+        for failure in [Failure::TooManyRedirects, Failure::BadRedirect, Failure::BodyTooLarge] {
+            assert!(!counts_as_failure(&Outcome::Failed(failure)), "{failure}: the origin answered");
+        }
+    }
+}

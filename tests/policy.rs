@@ -1,0 +1,629 @@
+//! Table tests of the retry policy, [`Policy::decide`], as a pure function:
+//! (description, policy tweak, outcome, attempt) -> expected action. No sockets,
+//! no sleeping, no clock: time is plain durations and jitter comes from a seeded rng.
+
+use std::time::Duration;
+
+use Failure::*;
+use Verdict::*;
+use WaitReason::{Backoff, Interval, RateLimitReset, RetryAfter};
+use poll::advice::Advice;
+use poll::policy::{Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Policy, Stop, Verdict, WaitReason};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// A change to the base policy; non-capturing closures coerce to it, so each row stays one line.
+type Tweak = fn(&mut Policy);
+
+type Row = (&'static str, Tweak, Outcome, Attempt, Action);
+
+const SEED: u64 = 0x5eed;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// The defaults, but with exact backoff so rows can name the delay:
+/// interval 1s, backoff 200ms doubling to 30s, 6 retries, idempotent.
+fn base() -> Policy {
+    Policy { jitter: Jitter::None, ..Policy::default() }
+}
+
+fn same(_: &mut Policy) {}
+
+fn non_idempotent(p: &mut Policy) {
+    p.idempotent = false;
+}
+
+fn non_idempotent_forced(p: &mut Policy) {
+    p.idempotent = false;
+    p.retry_non_idempotent = true;
+}
+
+// Outcomes.
+
+fn ok(verdict: Verdict) -> Outcome {
+    Outcome::Success { verdict, advice: Advice::default() }
+}
+
+fn ok_advised(verdict: Verdict, advice: Advice) -> Outcome {
+    Outcome::Success { verdict, advice }
+}
+
+fn status(code: u16) -> Outcome {
+    Outcome::Status { code, advice: Advice::default() }
+}
+
+fn status_advised(code: u16, advice: Advice) -> Outcome {
+    Outcome::Status { code, advice }
+}
+
+fn failed(failure: Failure) -> Outcome {
+    Outcome::Failed(failure)
+}
+
+// Advice.
+
+fn retry_after(wait: Duration) -> Advice {
+    Advice { retry_after: Some(wait), ..Advice::default() }
+}
+
+fn reset(wait: Duration) -> Advice {
+    Advice { reset: Some(wait), ..Advice::default() }
+}
+
+fn quota(remaining: u64, reset: Duration) -> Advice {
+    Advice { remaining: Some(remaining), reset: Some(reset), retry_after: None }
+}
+
+// Attempts.
+
+/// After `failures` consecutive transient failures, no deadline.
+fn after(failures: u32) -> Attempt {
+    Attempt { number: failures + 1, failures, remaining: None }
+}
+
+/// The first attempt, with `remaining` left before the deadline.
+fn left(remaining: Duration) -> Attempt {
+    Attempt { number: 1, failures: 0, remaining: Some(remaining) }
+}
+
+/// After `failures` consecutive failures, with `remaining` left.
+fn after_left(failures: u32, remaining: Duration) -> Attempt {
+    Attempt { number: failures + 1, failures, remaining: Some(remaining) }
+}
+
+// Actions.
+
+fn poll(after: Duration, reason: WaitReason) -> Action {
+    Action::Poll { after, reason }
+}
+
+fn retry(after: Duration, reason: WaitReason) -> Action {
+    Action::Retry { after, reason }
+}
+
+/// Retry after the base policy's exact backoff for retry `n`: min(200ms * 2^(n-1), 30s).
+fn backoff(n: u32) -> Action {
+    let d = ms(200).saturating_mul(2u32.saturating_pow(n - 1)).min(secs(30));
+    retry(d, WaitReason::Backoff)
+}
+
+fn permanent(cause: &str) -> Action {
+    Action::Stop(Stop::Permanent { cause: cause.into() })
+}
+
+fn budget_spent(failures: u32, cause: &str) -> Action {
+    Action::Stop(Stop::BudgetSpent { failures, cause: cause.into() })
+}
+
+fn not_retryable(cause: &str) -> Action {
+    Action::Stop(Stop::NotRetryable { cause: cause.into() })
+}
+
+fn deadline(wait: Duration, reason: WaitReason, remaining: Duration, cause: &str) -> Action {
+    Action::Stop(Stop::Deadline { wait, reason, remaining, cause: cause.into() })
+}
+
+fn too_long(wait: Duration, reason: WaitReason, cause: &str) -> Action {
+    Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause.into() })
+}
+
+fn check(rows: &[Row]) {
+    for (description, tweak, outcome, attempt, want) in rows {
+        let mut policy = base();
+        tweak(&mut policy);
+        let mut rng = StdRng::seed_from_u64(SEED);
+        let got = policy.decide(outcome, attempt, &mut rng);
+        assert_eq!(&got, want, "{description}: {outcome:?} {attempt:?} with {policy:?}");
+    }
+}
+
+const NOT_MET: &str = "condition not met yet";
+const NOT_JSON: &str = "2xx body is not JSON";
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn every_verdict_of_a_2xx() {
+    check(&[
+        ("met is done", same, ok(Met), after(0), Action::Done),
+        ("fail-when stops", same, ok(FailWhen), after(0), Action::FailWhen),
+        ("not met polls after the interval", same, ok(NotMet), after(0), poll(secs(1), Interval)),
+        ("not met after failures still polls after the interval", same, ok(NotMet), after(5), poll(secs(1), Interval)),
+        ("not met with a zero interval", |p| p.interval = Duration::ZERO, ok(NotMet), after(0), poll(Duration::ZERO, Interval)),
+        ("not JSON is a transient failure", same, ok(NotJson), after(0), backoff(1)),
+        ("not JSON backs off like any failure", same, ok(NotJson), after(3), backoff(4)),
+        ("met even with the deadline reached", same, ok(Met), left(Duration::ZERO), Action::Done),
+        ("fail-when even with the deadline reached", same, ok(FailWhen), left(Duration::ZERO), Action::FailWhen),
+        ("met even with the budget spent", same, ok(Met), after(100), Action::Done),
+        ("met is done for a POST", non_idempotent, ok(Met), after(0), Action::Done),
+        ("fail-when for a POST", non_idempotent, ok(FailWhen), after(0), Action::FailWhen),
+        ("a POST not met yet is polled again", non_idempotent, ok(NotMet), after(0), poll(secs(1), Interval)),
+        ("met ignores the server's advice", same, ok_advised(Met, retry_after(secs(60))), after(0), Action::Done),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn every_status_class() {
+    let transient = [408, 429, 500, 502, 503, 504, 505, 507, 520, 599];
+    for code in transient {
+        check(&[(
+            "transient status is retried with backoff",
+            same,
+            status(code),
+            after(0),
+            backoff(1),
+        )]);
+    }
+    let permanent_codes =
+        [300, 301, 302, 303, 304, 307, 308, 400, 401, 402, 403, 404, 405, 406, 409, 410, 413, 418, 422, 451, 501];
+    for code in permanent_codes {
+        let cause = format!("HTTP {code}");
+        let want = permanent(&cause);
+        check(&[("permanent status stops", same, status(code), after(0), want.clone())]);
+        check(&[("permanent status stops with any budget left", |p| p.retries = 100, status(code), after(0), want)]);
+    }
+    check(&[
+        ("retry-on makes 404 transient", |p| p.retry_on = vec![404, 409], status(404), after(0), backoff(1)),
+        ("retry-on makes 409 transient", |p| p.retry_on = vec![404, 409], status(409), after(2), backoff(3)),
+        ("retry-on makes 501 transient", |p| p.retry_on = vec![501], status(501), after(0), backoff(1)),
+        ("retry-on leaves other codes permanent", |p| p.retry_on = vec![409], status(404), after(0), permanent("HTTP 404")),
+        ("retry-on statuses spend the budget", |p| p.retry_on = vec![404], status(404), after(6), budget_spent(7, "HTTP 404")),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn every_failure_variant() {
+    let transient = [
+        (Refused, "connection refused"),
+        (Dns, "host name did not resolve"),
+        (ConnectTimeout, "connect timed out"),
+        (Timeout, "request timed out"),
+        (Reset, "connection reset"),
+        (Truncated, "body truncated"),
+        (Malformed, "malformed reply"),
+    ];
+    for (failure, cause) in transient {
+        check(&[
+            ("transient failure is retried", same, failed(failure), after(0), backoff(1)),
+            ("transient failure backs off", same, failed(failure), after(4), backoff(5)),
+            ("transient failure spends the budget", same, failed(failure), after(6), budget_spent(7, cause)),
+        ]);
+    }
+    let permanent_failures = [
+        (Tls, "TLS handshake failed"),
+        (TooManyRedirects, "too many redirects"),
+        (BadRedirect, "redirect cannot be followed"),
+        (BodyTooLarge, "body larger than --max-body"),
+    ];
+    for (failure, cause) in permanent_failures {
+        check(&[
+            ("permanent failure stops", same, failed(failure), after(0), permanent(cause)),
+            ("permanent failure stops for a POST too", non_idempotent_forced, failed(failure), after(0), permanent(cause)),
+            ("permanent failure stops before the budget", same, failed(failure), after(6), permanent(cause)),
+        ]);
+    }
+}
+
+#[test]
+fn backoff_doubles_to_the_cap_without_jitter() {
+    // d = min(200ms * 2^(n-1), 30s), written out rather than recomputed.
+    let schedule_ms = [200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000, 30_000, 30_000];
+    let policy = Policy { retries: 100, ..base() };
+    let mut rng = StdRng::seed_from_u64(SEED);
+    for (n, want) in (1..).zip(schedule_ms) {
+        assert_eq!(policy.backoff_delay(n, &mut rng), ms(want), "backoff_delay({n})");
+        let action = policy.decide(&status(503), &after(n - 1), &mut rng);
+        assert_eq!(action, retry(ms(want), Backoff), "retry {n} after {} failures", n - 1);
+    }
+    // Other bases: 1s doubling to 5s.
+    let policy = Policy { backoff: secs(1), backoff_max: secs(5), ..base() };
+    for (n, want) in (1..).zip([1, 2, 4, 5, 5, 5]) {
+        assert_eq!(policy.backoff_delay(n, &mut rng), secs(want), "1s base, retry {n}");
+    }
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn jitter_stays_within_its_range() {
+    for seed in 0..200 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for n in 1..=12 {
+            let d = ms(200).saturating_mul(1 << (n - 1)).min(secs(30));
+            let full = Policy { jitter: Jitter::Full, ..base() }.backoff_delay(n, &mut rng);
+            assert!(full <= d, "full jitter, seed {seed}, retry {n}: {full:?} > {d:?}");
+            let equal = Policy { jitter: Jitter::Equal, ..base() }.backoff_delay(n, &mut rng);
+            assert!(d / 2 <= equal && equal <= d, "equal jitter, seed {seed}, retry {n}: {equal:?} not in [{:?}, {d:?}]", d / 2);
+            // The jittered delay reaches decide() unchanged, with its reason.
+            let mut fresh = StdRng::seed_from_u64(seed);
+            let direct = Policy { jitter: Jitter::Full, ..base() }.backoff_delay(n, &mut fresh);
+            let mut fresh = StdRng::seed_from_u64(seed);
+            let decided = Policy { jitter: Jitter::Full, retries: 100, ..base() }.decide(&failed(Reset), &after(n - 1), &mut fresh);
+            assert_eq!(decided, retry(direct, Backoff), "decide passes the jittered delay, seed {seed}, retry {n}");
+        }
+    }
+}
+
+#[test]
+fn jitter_spreads_over_its_range() {
+    // Not a statistics test: only that jitter is not stuck at one end.
+    let d = secs(30);
+    let policy = |jitter| Policy { jitter, backoff: d, backoff_max: d, ..base() };
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let full: Vec<_> = (0..1000).map(|_| policy(Jitter::Full).backoff_delay(1, &mut rng)).collect();
+    let equal: Vec<_> = (0..1000).map(|_| policy(Jitter::Equal).backoff_delay(1, &mut rng)).collect();
+    assert!(full.iter().any(|x| *x < d / 10) && full.iter().any(|x| *x > d * 9 / 10), "full jitter covers [0, d]");
+    assert!(
+        equal.iter().any(|x| *x < d * 11 / 20) && equal.iter().any(|x| *x > d * 19 / 20),
+        "equal jitter covers [d/2, d]"
+    );
+}
+
+#[test]
+fn jitter_is_exact_for_a_seed() {
+    // One uniform draw u in [0, 1] per retry: full = d*u, equal = d/2 + (d/2)*u.
+    for (jitter, name) in [(Jitter::Full, "full"), (Jitter::Equal, "equal")] {
+        let policy = Policy { jitter, retries: 100, ..base() };
+        let mut draws = StdRng::seed_from_u64(SEED);
+        let mut rng = StdRng::seed_from_u64(SEED);
+        for n in 1..=12u32 {
+            let d = ms(200).saturating_mul(1 << (n - 1)).min(secs(30));
+            let u: f64 = draws.random_range(0.0..=1.0);
+            let want = match jitter {
+                Jitter::Full => d.mul_f64(u),
+                _ => d / 2 + (d / 2).mul_f64(u),
+            };
+            let action = policy.decide(&status(502), &after(n - 1), &mut rng);
+            assert_eq!(action, retry(want, Backoff), "{name} jitter, seed {SEED}, retry {n}");
+        }
+    }
+}
+
+#[test]
+fn jitter_is_deterministic_per_seed() {
+    let sequence = |jitter, seed| {
+        let policy = Policy { jitter, ..base() };
+        let mut rng = StdRng::seed_from_u64(seed);
+        (1..=12).map(|n| policy.backoff_delay(n, &mut rng)).collect::<Vec<_>>()
+    };
+    for jitter in [Jitter::Full, Jitter::Equal] {
+        assert_eq!(sequence(jitter, 1), sequence(jitter, 1), "{jitter:?}: same seed, same delays");
+        assert_ne!(sequence(jitter, 1), sequence(jitter, 2), "{jitter:?}: another seed, other delays");
+    }
+    // No jitter draws nothing worth noticing: every seed gives the exact schedule.
+    assert_eq!(sequence(Jitter::None, 1), sequence(Jitter::None, 2));
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn backoff_never_overflows() {
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let huge = Duration::MAX;
+    let century = Duration::from_secs(100 * 365 * 24 * 3600);
+    let rows: [(&str, Policy, u32, Duration); 17] = [
+        ("retry 0 is the base delay", base(), 0, ms(200)),
+        ("retry 33 (2^32) is capped", base(), 33, secs(30)),
+        ("retry 40 is capped", base(), 40, secs(30)),
+        ("retry 1000 is capped", base(), 1000, secs(30)),
+        ("retry u32::MAX is capped", base(), u32::MAX, secs(30)),
+        ("a huge backoff is capped at once", Policy { backoff: huge, ..base() }, 1, secs(30)),
+        ("a huge backoff doubled is capped", Policy { backoff: huge, ..base() }, 2, secs(30)),
+        ("a huge backoff at retry u32::MAX is capped", Policy { backoff: huge, ..base() }, u32::MAX, secs(30)),
+        ("a huge cap is reached without overflow", Policy { backoff: huge, backoff_max: huge, ..base() }, 2, huge),
+        ("a century cap at retry u32::MAX", Policy { backoff: secs(1), backoff_max: century, ..base() }, u32::MAX, century),
+        ("a zero backoff stays zero", Policy { backoff: Duration::ZERO, ..base() }, u32::MAX, Duration::ZERO),
+        ("a zero cap", Policy { backoff: Duration::ZERO, backoff_max: Duration::ZERO, ..base() }, 40, Duration::ZERO),
+        // Past 2^32 the doubling stays exact: 1ns * 2^33 and 2^39, under a 1h cap.
+        ("retry 34 of 1ns is 2^33 ns", Policy { backoff: Duration::from_nanos(1), backoff_max: secs(3600), ..base() }, 34, Duration::from_nanos(1 << 33)),
+        ("retry 40 of 1ns is 2^39 ns", Policy { backoff: Duration::from_nanos(1), backoff_max: secs(3600), ..base() }, 40, Duration::from_nanos(1 << 39)),
+        ("retry 43 of 1ns reaches the 1h cap", Policy { backoff: Duration::from_nanos(1), backoff_max: secs(3600), ..base() }, 43, secs(3600)),
+        ("a 1ns backoff reaches the default cap", Policy { backoff: Duration::from_nanos(1), ..base() }, 1000, secs(30)),
+        ("a backoff above its cap is capped", Policy { backoff: secs(60), ..base() }, 1, secs(30)),
+    ];
+    for (description, policy, n, want) in rows {
+        assert_eq!(policy.backoff_delay(n, &mut rng), want, "{description}");
+        for jitter in [Jitter::Full, Jitter::Equal] {
+            let got = Policy { jitter, ..policy.clone() }.backoff_delay(n, &mut rng);
+            assert!(got <= want, "{description}, {jitter:?} jitter: {got:?} > {want:?}");
+        }
+    }
+    // Through decide(): a failure count at the top of u32 neither panics nor wraps.
+    check(&[
+        ("failures near u32::MAX with an endless budget", |p| p.retries = u32::MAX, failed(Reset), after(u32::MAX - 1), retry(secs(30), Backoff)),
+        ("failures at u32::MAX saturate instead of wrapping", |p| p.retries = u32::MAX, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None }, retry(secs(30), Backoff)),
+        ("failures at u32::MAX spend a finite budget", same, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None }, budget_spent(u32::MAX, "connection reset")),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn budget_tolerates_exactly_retries_failures() {
+    for retries in [1, 2, 3, 6, 10] {
+        let tweak: Tweak = match retries {
+            1 => |p| p.retries = 1,
+            2 => |p| p.retries = 2,
+            3 => |p| p.retries = 3,
+            6 => |p| p.retries = 6,
+            _ => |p| p.retries = 10,
+        };
+        check(&[
+            ("the first failure is retried", tweak, failed(Refused), after(0), backoff(1)),
+            ("failure N is retried", tweak, failed(Refused), after(retries - 1), backoff(retries)),
+            ("failure N+1 gives up", tweak, failed(Refused), after(retries), budget_spent(retries + 1, "connection refused")),
+            ("a 503 spends it alike", tweak, status(503), after(retries), budget_spent(retries + 1, "HTTP 503")),
+            ("a 429 spends it alike", tweak, status(429), after(retries), budget_spent(retries + 1, "HTTP 429")),
+            ("not JSON spends it alike", tweak, ok(NotJson), after(retries), budget_spent(retries + 1, NOT_JSON)),
+            ("server advice does not refill it", tweak, status_advised(503, retry_after(secs(1))), after(retries), budget_spent(retries + 1, "HTTP 503")),
+        ]);
+    }
+    check(&[
+        ("retries=0 gives up on the first failure", |p| p.retries = 0, failed(Timeout), after(0), budget_spent(1, "request timed out")),
+        ("retries=0 gives up on the first 503", |p| p.retries = 0, status(503), after(0), budget_spent(1, "HTTP 503")),
+        ("retries=0 still polls a healthy 2xx", |p| p.retries = 0, ok(NotMet), after(0), poll(secs(1), Interval)),
+        ("retries=0 still stops permanently on 404", |p| p.retries = 0, status(404), after(0), permanent("HTTP 404")),
+        ("the default budget is 6", same, failed(Reset), after(5), backoff(6)),
+        ("the default budget is 6, not 7", same, failed(Reset), after(6), budget_spent(7, "connection reset")),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn non_idempotent_requests_are_resent_only_when_surely_unprocessed() {
+    check(&[
+        // Surely not processed: re-sent.
+        ("POST refused is retried", non_idempotent, failed(Refused), after(0), backoff(1)),
+        ("POST dns failure is retried", non_idempotent, failed(Dns), after(1), backoff(2)),
+        ("POST connect timeout is retried", non_idempotent, failed(ConnectTimeout), after(2), backoff(3)),
+        ("POST 429 is retried", non_idempotent, status(429), after(0), backoff(1)),
+        ("POST 429 honours Retry-After", non_idempotent, status_advised(429, retry_after(secs(3))), after(0), retry(secs(3), RetryAfter)),
+        ("POST connect failures still spend the budget", non_idempotent, failed(Refused), after(6), budget_spent(7, "connection refused")),
+        // May have been processed: not re-sent, whatever the budget.
+        ("POST 500 is not re-sent", non_idempotent, status(500), after(0), not_retryable("HTTP 500")),
+        ("POST 502 is not re-sent", non_idempotent, status(502), after(0), not_retryable("HTTP 502")),
+        ("POST 503 is not re-sent", non_idempotent, status(503), after(0), not_retryable("HTTP 503")),
+        ("POST 503 with Retry-After is not re-sent", non_idempotent, status_advised(503, retry_after(secs(1))), after(0), not_retryable("HTTP 503")),
+        ("POST 504 is not re-sent", non_idempotent, status(504), after(0), not_retryable("HTTP 504")),
+        ("POST 408 is not re-sent", non_idempotent, status(408), after(0), not_retryable("HTTP 408")),
+        ("POST timeout is not re-sent", non_idempotent, failed(Timeout), after(0), not_retryable("request timed out")),
+        ("POST reset is not re-sent", non_idempotent, failed(Reset), after(0), not_retryable("connection reset")),
+        ("POST truncated is not re-sent", non_idempotent, failed(Truncated), after(0), not_retryable("body truncated")),
+        ("POST malformed is not re-sent", non_idempotent, failed(Malformed), after(0), not_retryable("malformed reply")),
+        ("POST not JSON is not re-sent", non_idempotent, ok(NotJson), after(0), not_retryable(NOT_JSON)),
+        ("POST retry-on 404 is not re-sent", |p| { p.idempotent = false; p.retry_on = vec![404] }, status(404), after(0), not_retryable("HTTP 404")),
+        ("not re-sent wins over a spent budget", |p| { p.idempotent = false; p.retries = 0 }, status(503), after(0), not_retryable("HTTP 503")),
+        // --retry-non-idempotent: retried like GET.
+        ("forced POST 500 is retried", non_idempotent_forced, status(500), after(0), backoff(1)),
+        ("forced POST 502 is retried", non_idempotent_forced, status(502), after(1), backoff(2)),
+        ("forced POST 503 is retried", non_idempotent_forced, status(503), after(0), backoff(1)),
+        ("forced POST 503 honours Retry-After", non_idempotent_forced, status_advised(503, retry_after(secs(4))), after(0), retry(secs(4), RetryAfter)),
+        ("forced POST timeout is retried", non_idempotent_forced, failed(Timeout), after(0), backoff(1)),
+        ("forced POST reset is retried", non_idempotent_forced, failed(Reset), after(0), backoff(1)),
+        ("forced POST truncated is retried", non_idempotent_forced, failed(Truncated), after(0), backoff(1)),
+        ("forced POST malformed is retried", non_idempotent_forced, failed(Malformed), after(0), backoff(1)),
+        ("forced POST not JSON is retried", non_idempotent_forced, ok(NotJson), after(0), backoff(1)),
+        ("forced POST refused is retried", non_idempotent_forced, failed(Refused), after(0), backoff(1)),
+        ("forced POST still spends the budget", non_idempotent_forced, status(503), after(6), budget_spent(7, "HTTP 503")),
+        // Permanent stays permanent.
+        ("POST 404 is permanent", non_idempotent, status(404), after(0), permanent("HTTP 404")),
+        ("POST 501 is permanent", non_idempotent, status(501), after(0), permanent("HTTP 501")),
+        ("POST TLS failure is permanent", non_idempotent, failed(Tls), after(0), permanent("TLS handshake failed")),
+        ("forced POST 400 is permanent", non_idempotent_forced, status(400), after(0), permanent("HTTP 400")),
+        ("forced POST body too large is permanent", non_idempotent_forced, failed(BodyTooLarge), after(0), permanent("body larger than --max-body")),
+        // retry_non_idempotent alone changes nothing for GET.
+        ("GET with the flag retries as ever", |p| p.retry_non_idempotent = true, status(503), after(0), backoff(1)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn server_advice_wins_over_backoff() {
+    check(&[
+        // Retry-After on retried statuses.
+        ("503 Retry-After longer than backoff", same, status_advised(503, retry_after(secs(5))), after(0), retry(secs(5), RetryAfter)),
+        ("503 Retry-After shorter than backoff", same, status_advised(503, retry_after(ms(50))), after(0), retry(ms(50), RetryAfter)),
+        ("503 Retry-After shorter than a late backoff", same, status_advised(503, retry_after(secs(1))), after(5), retry(secs(1), RetryAfter)),
+        ("503 Retry-After of zero", same, status_advised(503, retry_after(Duration::ZERO)), after(0), retry(Duration::ZERO, RetryAfter)),
+        ("429 Retry-After longer than backoff", same, status_advised(429, retry_after(secs(7))), after(0), retry(secs(7), RetryAfter)),
+        ("429 Retry-After shorter than backoff", same, status_advised(429, retry_after(ms(10))), after(3), retry(ms(10), RetryAfter)),
+        ("429 Retry-After wins over reset", same, status_advised(429, Advice { retry_after: Some(secs(7)), reset: Some(secs(60)), remaining: Some(0) }), after(0), retry(secs(7), RetryAfter)),
+        ("500 Retry-After", same, status_advised(500, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
+        ("502 Retry-After", same, status_advised(502, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
+        ("504 Retry-After", same, status_advised(504, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
+        ("408 Retry-After", same, status_advised(408, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
+        ("retry-on 404 Retry-After", |p| p.retry_on = vec![404], status_advised(404, retry_after(secs(3))), after(0), retry(secs(3), RetryAfter)),
+        // Rate-limit reset: on 429 only.
+        ("429 with only reset waits for it", same, status_advised(429, reset(secs(20))), after(0), retry(secs(20), RateLimitReset)),
+        ("429 with only a short reset waits for it", same, status_advised(429, reset(ms(5))), after(4), retry(ms(5), RateLimitReset)),
+        ("429 with remaining 0 and reset waits for it", same, status_advised(429, quota(0, secs(20))), after(0), retry(secs(20), RateLimitReset)),
+        ("429 without advice backs off", same, status(429), after(2), backoff(3)),
+        ("429 with remaining but no reset backs off", same, status_advised(429, Advice { remaining: Some(0), ..Advice::default() }), after(0), backoff(1)),
+        ("503 with only reset backs off", same, status_advised(503, reset(secs(20))), after(0), backoff(1)),
+        ("503 with remaining 0 and reset backs off", same, status_advised(503, quota(0, secs(20))), after(1), backoff(2)),
+        // Advice never makes a permanent status transient.
+        ("404 Retry-After stays permanent", same, status_advised(404, retry_after(secs(1))), after(0), permanent("HTTP 404")),
+        ("501 Retry-After stays permanent", same, status_advised(501, retry_after(secs(1))), after(0), permanent("HTTP 501")),
+        // A 2xx body that is not JSON yet (202 Accepted, empty body) is retried after its Retry-After.
+        ("not JSON with Retry-After", same, ok_advised(NotJson, retry_after(secs(5))), after(0), retry(secs(5), RetryAfter)),
+        ("not JSON with a short Retry-After", same, ok_advised(NotJson, retry_after(ms(10))), after(2), retry(ms(10), RetryAfter)),
+        ("not JSON with only reset backs off", same, ok_advised(NotJson, reset(secs(20))), after(0), backoff(1)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn server_advice_stretches_polls() {
+    let quiet = Advice::default();
+    check(&[
+        ("no advice polls after the interval", same, ok_advised(NotMet, quiet), after(0), poll(secs(1), Interval)),
+        // 202 Accepted + Retry-After: the async request-reply pattern.
+        ("Retry-After longer than the interval", same, ok_advised(NotMet, retry_after(secs(5))), after(0), poll(secs(5), RetryAfter)),
+        ("Retry-After shorter than the interval is ignored", same, ok_advised(NotMet, retry_after(ms(500))), after(0), poll(secs(1), Interval)),
+        ("Retry-After equal to the interval", same, ok_advised(NotMet, retry_after(secs(1))), after(0), poll(secs(1), Interval)),
+        ("Retry-After against a long interval", |p| p.interval = secs(10), ok_advised(NotMet, retry_after(secs(5))), after(0), poll(secs(10), Interval)),
+        // Remaining quota spread over the time to the reset.
+        ("remaining 0 waits for the reset", same, ok_advised(NotMet, quota(0, secs(30))), after(0), poll(secs(30), RateLimitReset)),
+        ("remaining 0 with a reset sooner than the interval", same, ok_advised(NotMet, quota(0, ms(300))), after(0), poll(secs(1), Interval)),
+        ("remaining 0 without a reset", same, ok_advised(NotMet, Advice { remaining: Some(0), ..quiet }), after(0), poll(secs(1), Interval)),
+        ("a reset without remaining", same, ok_advised(NotMet, reset(secs(30))), after(0), poll(secs(1), Interval)),
+        ("remaining 4 over 40s paces 10s", same, ok_advised(NotMet, quota(4, secs(40))), after(0), poll(secs(10), RateLimitReset)),
+        ("remaining 4 over 40s under a 15s interval", |p| p.interval = secs(15), ok_advised(NotMet, quota(4, secs(40))), after(0), poll(secs(15), Interval)),
+        ("remaining 3 over 1s paces 333ms", |p| p.interval = ms(100), ok_advised(NotMet, quota(3, secs(1))), after(0), poll(Duration::from_nanos(333_333_333), RateLimitReset)),
+        ("a huge remaining quota", same, ok_advised(NotMet, quota(u64::MAX, secs(40))), after(0), poll(secs(1), Interval)),
+        ("pacing longer than Retry-After wins", same, ok_advised(NotMet, Advice { retry_after: Some(secs(8)), ..quota(4, secs(40)) }), after(0), poll(secs(10), RateLimitReset)),
+        ("Retry-After longer than pacing wins", same, ok_advised(NotMet, Advice { retry_after: Some(secs(12)), ..quota(4, secs(40)) }), after(0), poll(secs(12), RetryAfter)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn no_wait_runs_past_the_deadline() {
+    check(&[
+        // Polls.
+        ("a poll due exactly at the deadline stops", same, ok(NotMet), left(secs(1)), deadline(secs(1), Interval, secs(1), NOT_MET)),
+        ("a poll due after the deadline stops", same, ok(NotMet), left(ms(999)), deadline(secs(1), Interval, ms(999), NOT_MET)),
+        ("a poll due before the deadline proceeds", same, ok(NotMet), left(ms(1001)), poll(secs(1), Interval)),
+        ("no time left stops even a zero interval", |p| p.interval = Duration::ZERO, ok(NotMet), left(Duration::ZERO), deadline(Duration::ZERO, Interval, Duration::ZERO, NOT_MET)),
+        ("a zero interval with 1ns left proceeds", |p| p.interval = Duration::ZERO, ok(NotMet), left(Duration::from_nanos(1)), poll(Duration::ZERO, Interval)),
+        ("an advised poll past the deadline stops", same, ok_advised(NotMet, retry_after(secs(5))), left(secs(5)), deadline(secs(5), RetryAfter, secs(5), NOT_MET)),
+        ("a rate-limited poll past the deadline stops", same, ok_advised(NotMet, quota(0, secs(30))), left(secs(10)), deadline(secs(30), RateLimitReset, secs(10), NOT_MET)),
+        ("an advised poll before the deadline proceeds", same, ok_advised(NotMet, retry_after(secs(5))), left(secs(6)), poll(secs(5), RetryAfter)),
+        // Backoff retries.
+        ("a backoff due at the deadline stops", same, status(503), after_left(2, ms(800)), deadline(ms(800), Backoff, ms(800), "HTTP 503")),
+        ("a backoff due before the deadline proceeds", same, status(503), after_left(2, ms(801)), backoff(3)),
+        ("a failure with no time left stops", same, failed(Reset), after_left(0, Duration::ZERO), deadline(ms(200), Backoff, Duration::ZERO, "connection reset")),
+        ("not JSON past the deadline stops", same, ok(NotJson), after_left(0, ms(100)), deadline(ms(200), Backoff, ms(100), NOT_JSON)),
+        // Server-advised retries.
+        ("Retry-After past the deadline stops", same, status_advised(503, retry_after(secs(10))), left(secs(10)), deadline(secs(10), RetryAfter, secs(10), "HTTP 503")),
+        ("Retry-After before the deadline proceeds", same, status_advised(503, retry_after(secs(10))), left(secs(11)), retry(secs(10), RetryAfter)),
+        ("a 429 reset past the deadline stops", same, status_advised(429, reset(secs(20))), left(secs(5)), deadline(secs(20), RateLimitReset, secs(5), "HTTP 429")),
+        ("a 429 reset before the deadline proceeds", same, status_advised(429, reset(secs(20))), left(secs(21)), retry(secs(20), RateLimitReset)),
+        // What stops first when several would.
+        ("a permanent status stops as permanent with no time left", same, status(404), left(Duration::ZERO), permanent("HTTP 404")),
+        ("a spent budget stops as spent with no time left", same, failed(Reset), after_left(6, Duration::ZERO), budget_spent(7, "connection reset")),
+        ("a POST that may not be re-sent stops so with no time left", non_idempotent, status(503), left(Duration::ZERO), not_retryable("HTTP 503")),
+        // The deadline, not MAX_ADVISED_WAIT, bounds advice when there is one.
+        ("a day-long Retry-After inside a longer deadline", same, status_advised(503, retry_after(MAX_ADVISED_WAIT + secs(1))), left(MAX_ADVISED_WAIT * 2), retry(MAX_ADVISED_WAIT + secs(1), RetryAfter)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn absurd_advice_without_a_deadline_gives_up() {
+    const ABSURD: Duration = Duration::from_secs(MAX_ADVISED_WAIT.as_secs() + 1);
+    let absurd = ABSURD;
+    check(&[
+        ("Retry-After at the limit is waited for", same, status_advised(503, retry_after(MAX_ADVISED_WAIT)), after(0), retry(MAX_ADVISED_WAIT, RetryAfter)),
+        ("Retry-After past the limit gives up", same, status_advised(503, retry_after(absurd)), after(0), too_long(absurd, RetryAfter, "HTTP 503")),
+        ("a 429 Retry-After past the limit gives up", same, status_advised(429, retry_after(absurd)), after(0), too_long(absurd, RetryAfter, "HTTP 429")),
+        ("a 429 reset past the limit gives up", same, status_advised(429, reset(absurd)), after(0), too_long(absurd, RateLimitReset, "HTTP 429")),
+        ("a 429 reset at the limit is waited for", same, status_advised(429, reset(MAX_ADVISED_WAIT)), after(0), retry(MAX_ADVISED_WAIT, RateLimitReset)),
+        ("a 2xx Retry-After past the limit gives up", same, ok_advised(NotMet, retry_after(absurd)), after(0), too_long(absurd, RetryAfter, NOT_MET)),
+        ("a 2xx Retry-After at the limit is waited for", same, ok_advised(NotMet, retry_after(MAX_ADVISED_WAIT)), after(0), poll(MAX_ADVISED_WAIT, RetryAfter)),
+        ("a 2xx quota reset past the limit gives up", same, ok_advised(NotMet, quota(0, absurd)), after(0), too_long(absurd, RateLimitReset, NOT_MET)),
+        ("not JSON with a Retry-After past the limit gives up", same, ok_advised(NotJson, retry_after(absurd)), after(0), too_long(absurd, RetryAfter, NOT_JSON)),
+        // The user's own long waits are not the server's advice.
+        ("a two-day interval is the user's choice", |p| p.interval = secs(2 * 86_400), ok(NotMet), after(0), poll(secs(2 * 86_400), Interval)),
+        ("a two-day backoff is the user's choice", |p| { p.backoff = secs(2 * 86_400); p.backoff_max = secs(2 * 86_400) }, status(503), after(0), retry(secs(2 * 86_400), Backoff)),
+        ("a long interval beats a shorter absurd advice", |p| p.interval = ABSURD * 2, ok_advised(NotMet, retry_after(absurd)), after(0), poll(absurd * 2, Interval)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn stops_say_which_flag_would_help() {
+    let cases: [(Stop, &[&str]); 6] = [
+        (Stop::Permanent { cause: "HTTP 404".into() }, &["HTTP 404", "not retryable"]),
+        (Stop::BudgetSpent { failures: 7, cause: "HTTP 503".into() }, &["7 consecutive failures", "HTTP 503", "--retries"]),
+        (Stop::NotRetryable { cause: "HTTP 502".into() }, &["HTTP 502", "--retry-non-idempotent"]),
+        (Stop::WaitTooLong { wait: secs(2 * 86_400), reason: RetryAfter, cause: "HTTP 503".into() }, &["HTTP 503", "2days", "Retry-After"]),
+        (Stop::Deadline { wait: secs(5), reason: RetryAfter, remaining: secs(2), cause: "HTTP 503".into() }, &["5.0s", "2.0s", "Retry-After", "HTTP 503", "--timeout"]),
+        (Stop::Deadline { wait: ms(200), reason: Interval, remaining: Duration::ZERO, cause: NOT_MET.into() }, &["deadline", NOT_MET, "--timeout"]),
+    ];
+    for (stop, needles) in cases {
+        let text = stop.to_string();
+        for needle in needles {
+            assert!(text.contains(needle), "{stop:?} displays {text:?}, which lacks {needle:?}");
+        }
+        assert_eq!(text, stop.describe(None), "Display is describe(None)");
+        let detailed = stop.describe(Some("certificate expired"));
+        assert!(detailed.contains("certificate expired"), "describe(Some) adds the detail: {detailed:?}");
+    }
+    // The stops decide() produces carry the hints too.
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let Action::Stop(stop) = Policy { idempotent: false, ..base() }.decide(&status(502), &after(0), &mut rng) else {
+        panic!("a POST's 502 stops");
+    };
+    assert!(stop.to_string().contains("--retry-non-idempotent"), "{stop}");
+    let Action::Stop(stop) = base().decide(&ok(NotMet), &left(ms(10)), &mut rng) else {
+        panic!("a poll past the deadline stops");
+    };
+    assert!(stop.to_string().contains("--timeout"), "{stop}");
+}
+
+#[test]
+fn names_are_stable() {
+    // `--log-format json` field values: a promise to scripts.
+    let reasons = [
+        (Interval, "interval"),
+        (Backoff, "backoff"),
+        (RetryAfter, "retry_after"),
+        (RateLimitReset, "rate_limit_reset"),
+    ];
+    for (reason, name) in reasons {
+        assert_eq!(reason.name(), name);
+    }
+    let kinds = [
+        (Refused, "connect"),
+        (Dns, "dns"),
+        (ConnectTimeout, "connect"),
+        (Timeout, "timeout"),
+        (Reset, "reset"),
+        (Truncated, "truncated"),
+        (Malformed, "malformed"),
+        (Tls, "tls"),
+        (TooManyRedirects, "redirects"),
+        (BadRedirect, "redirects"),
+        (BodyTooLarge, "body_too_large"),
+    ];
+    for (failure, kind) in kinds {
+        assert_eq!(failure.kind(), kind, "{failure:?}");
+    }
+}
+
+#[test]
+fn defaults_match_the_contract() {
+    let policy = Policy::default();
+    assert_eq!(policy.interval, secs(1));
+    assert_eq!(policy.backoff, ms(200));
+    assert_eq!(policy.backoff_max, secs(30));
+    assert_eq!(policy.jitter, Jitter::Equal);
+    assert_eq!(policy.retries, 6);
+    assert!(policy.retry_on.is_empty());
+    assert!(policy.idempotent && !policy.retry_non_idempotent);
+}

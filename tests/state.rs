@@ -1,0 +1,456 @@
+//! End-to-end tests of `--rate`, `--state`, the circuit breaker and
+//! `--fallback`, with real `poll` processes side by side and one after another
+//! against the scripted loopback server.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::server::{Reply, Server};
+
+const PENDING: &str = r#"{"done":false}"#;
+const DONE: &str = r#"{"done":true}"#;
+
+/// These tests time processes against each other: one at a time, so that
+/// they do not share two cores with each other's processes.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The binary with a clean environment: no proxies, no colour settings.
+fn poll(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_poll"));
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "NO_COLOR"] {
+        cmd.env_remove(var).env_remove(var.to_ascii_lowercase());
+    }
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    poll(args).output().expect("run poll")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A child that is killed if the test fails before it is waited for.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(args: &[&str]) -> Running {
+        Running(Some(poll(args).spawn().expect("spawn poll")))
+    }
+
+    fn wait(mut self) -> Output {
+        self.0.take().expect("not waited yet").wait_with_output().expect("wait for poll")
+    }
+
+    fn kill_9(mut self) {
+        if let Some(mut child) = self.0.take() {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A fresh folder for one test's state file, under cargo's temp dir for tests.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create the test folder");
+        Folder(path)
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The state file, parsed; panics when it is not a version-1 state file.
+fn read_state(path: &str) -> Value {
+    let bytes = std::fs::read(path).expect("the state file exists");
+    let value: Value = serde_json::from_slice(&bytes).expect("the state file is JSON");
+    assert_eq!(value["version"], 1, "{value}");
+    assert!(value["origins"].is_object(), "{value}");
+    value
+}
+
+/// Most requests the server saw in any one-second window.
+fn busiest_second(server: &Server) -> usize {
+    let at: Vec<Instant> = server.requests().iter().map(|r| r.at).collect();
+    at.iter()
+        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Opens the breaker of `server`'s origin in `state`: five quick 503s, exit 6.
+fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
+    let url = server.url("/");
+    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
+    args.extend_from_slice(extra);
+    args.push(&url);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
+}
+
+#[test]
+fn eight_processes_share_one_rate_budget() {
+    let _serial = serial();
+    let folder = Folder::new("rate8");
+    let state = folder.file("api.state");
+    // 409 is retried (--retry-on) and is an answer, so the breaker stays closed: five requests each.
+    let server = Server::start(vec![Reply::status(409)]);
+    let url = server.url("/jobs");
+    let args =
+        ["--state", &state, "--rate", "10/s", "--retry-on", "409", "--retries", "4", "--backoff", "0", "-q", &url];
+    let started = Instant::now();
+    let children: Vec<Running> = (0..8).map(|_| Running::spawn(&args)).collect();
+    for child in children {
+        let out = child.wait();
+        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    }
+    let took = started.elapsed();
+    assert_eq!(server.hits(), 40);
+    assert!(took >= Duration::from_millis(3_800), "40 requests at 10/s took only {took:?}");
+    let busiest = busiest_second(&server);
+    assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
+    let value = read_state(&state);
+    assert!(value["origins"][server.url("").trim_end_matches('/')]["next_slot_ms"].as_u64().is_some_and(|n| n > 0));
+}
+
+#[test]
+fn rate_alone_spaces_one_processs_requests() {
+    let _serial = serial();
+    let server =
+        Server::start(vec![Reply::json(200, PENDING); 4].into_iter().chain([Reply::json(200, DONE)]).collect());
+    let out = run(&["--rate", "5/s", "-i", "0", "--until", ".done", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(180), "requests {gap:?} apart at --rate 5/s");
+    }
+    let span = requests[4].at.duration_since(requests[0].at);
+    assert!(span >= Duration::from_millis(780), "5 requests at 5/s in {span:?}");
+}
+
+#[test]
+fn a_rate_slot_past_the_deadline_stops_at_once_with_exit_1() {
+    let _serial = serial();
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let started = Instant::now();
+    let out = run(&["--rate", "1/10s", "-i", "0", "--timeout", "3s", "--until", ".done", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(2), "it waited for a slot it could not use");
+    assert_eq!(server.hits(), 1);
+    let err = stderr(&out);
+    assert!(err.contains("--rate") && err.contains("deadline"), "{err}");
+}
+
+#[test]
+fn a_breaker_opened_by_one_process_turns_the_next_away_without_a_request() {
+    let _serial = serial();
+    let folder = Folder::new("breaker");
+    let state = folder.file("api.state");
+    let server = Server::start(vec![Reply::status(503)]);
+    let origin = server.url("").trim_end_matches('/').to_string();
+    open_breaker(&server, &state, &[]);
+
+    let out = run(&["--state", &state, &server.url("/other")]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "an open breaker sends nothing");
+    let err = stderr(&out);
+    assert!(err.contains(&format!("circuit open for {origin}")), "{err}");
+    assert!(err.contains("5 of the last 5 requests failed"), "{err}");
+    // The time it will try again: RFC 3339, and how far ahead (30s by default).
+    assert!(err.contains("Z (in 30s)") || err.contains("Z (in 29s)"), "{err}");
+
+    let out = run(&["--state", &state, "--log-format", "json", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(6));
+    let done: Value = stderr(&out).lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    assert_eq!((done["exit_code"].as_u64(), done["reason"].as_str()), (Some(6), Some("circuit_open")), "{done}");
+    assert_eq!(server.hits(), 5);
+
+    let value = read_state(&state);
+    assert_eq!(value["origins"][&origin]["breaker"]["state"], "open", "{value}");
+}
+
+#[test]
+fn exactly_one_of_eight_processes_probes_after_the_cooldown() {
+    let _serial = serial();
+    let folder = Folder::new("probe");
+    let state = folder.file("api.state");
+    // Five quick 503s open the breaker; the probe's 503 is slow, so the others arrive while it is out.
+    let mut script = vec![Reply::status(503); 5];
+    script.push(Reply::status(503).delay(Duration::from_millis(300)));
+    let server = Server::start(script);
+    open_breaker(&server, &state, &["--breaker-cooldown", "1s"]);
+    std::thread::sleep(Duration::from_millis(1_100));
+
+    let url = server.url("/");
+    let args = ["--state", &state, "--breaker-cooldown", "1s", &url];
+    let children: Vec<Running> = (0..8).map(|_| Running::spawn(&args)).collect();
+    let outs: Vec<Output> = children.into_iter().map(Running::wait).collect();
+    assert_eq!(server.hits(), 6, "exactly one probe");
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(6), "{}", stderr(out));
+    }
+    // The prober saw its probe fail: open again, for twice the cool-down.
+    let probers: Vec<String> =
+        outs.iter().map(stderr).filter(|e| e.contains("the probe after the cool-down failed too")).collect();
+    assert_eq!(probers.len(), 1, "{probers:?}");
+    assert!(probers[0].contains("(in 2s)"), "{}", probers[0]);
+    let value = read_state(&state);
+    let breaker = &value["origins"][server.url("").trim_end_matches('/')]["breaker"];
+    assert_eq!((breaker["state"].as_str(), breaker["cooldown_ms"].as_u64()), (Some("open"), Some(2_000)), "{breaker}");
+}
+
+#[test]
+fn a_good_probe_closes_the_breaker() {
+    let _serial = serial();
+    let folder = Folder::new("close");
+    let state = folder.file("api.state");
+    let mut script = vec![Reply::status(503); 5];
+    script.push(Reply::json(200, DONE));
+    let server = Server::start(script);
+    open_breaker(&server, &state, &["--breaker-cooldown", "500ms"]);
+    let out = run(&["--state", &state, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(6), "still cooling down: {}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(600));
+    for _ in 0..2 {
+        let out = run(&["--state", &state, "--breaker-cooldown", "500ms", &server.url("/")]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), DONE);
+    }
+    assert_eq!(server.hits(), 7);
+    let value = read_state(&state);
+    let breaker = &value["origins"][server.url("").trim_end_matches('/')]["breaker"];
+    assert_eq!(breaker["state"], "closed", "{breaker}");
+    assert_eq!(breaker["window"].as_array().map(Vec::len), Some(1), "cleared by the probe, then one outcome");
+}
+
+#[test]
+fn a_corrupt_state_file_is_set_aside_and_the_run_succeeds() {
+    let _serial = serial();
+    let folder = Folder::new("corrupt");
+    let state = folder.file("api.state");
+    std::fs::write(&state, b"garbage{").expect("write");
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let out = run(&["--state", &state, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    let err = stderr(&out);
+    assert!(err.contains("warning") && err.contains("api.state.corrupt"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert_eq!(std::fs::read(folder.file("api.state.corrupt")).ok(), Some(b"garbage{".to_vec()));
+    read_state(&state);
+
+    // A file from a future poll is set aside too, not misread.
+    std::fs::write(&state, br#"{"version":2,"origins":{}}"#).expect("write");
+    let out = run(&["--state", &state, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unknown version 2"), "{}", stderr(&out));
+    assert!(Path::new(&folder.file("api.state.corrupt.1")).exists());
+    read_state(&state);
+}
+
+#[test]
+fn kill_9_mid_run_leaves_a_state_file_the_next_process_reads() {
+    let _serial = serial();
+    let folder = Folder::new("kill");
+    let state = folder.file("api.state");
+    let server =
+        Server::routes(vec![("/slow", vec![Reply::json(200, PENDING)]), ("/ready", vec![Reply::json(200, DONE)])]);
+
+    // Killed in a long interval wait.
+    let slow = server.url("/slow");
+    let child = Running::spawn(&["--state", &state, "--rate", "10/s", "--until", ".done", "-i", "30s", &slow]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)), "the first request arrives");
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill_9();
+    read_state(&state);
+
+    // Killed at random points of a busy run that reads and writes the file around every request.
+    for round in 0..5 {
+        let child = Running::spawn(&["--state", &state, "--until", ".done", "-i", "0", &slow]);
+        std::thread::sleep(Duration::from_millis(150 + 37 * round));
+        child.kill_9();
+        read_state(&state);
+    }
+
+    let out = run(&["--state", &state, "--rate", "10/s", &server.url("/ready")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(stderr(&out), "", "nothing was set aside");
+    assert!(!Path::new(&folder.file("api.state.corrupt")).exists());
+}
+
+#[test]
+fn fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged() {
+    let _serial = serial();
+    let folder = Folder::new("fallback");
+    let state = folder.file("api.state");
+    let fallback = r#"{"status":"unknown"}"#;
+
+    // 5: retries spent.
+    let server = Server::start(vec![Reply::status(503)]);
+    let out = run(&["--retries", "0", "--fallback", fallback, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(stdout(&out), fallback);
+
+    // 6: an open breaker; the fallback from @file, into -o.
+    let server = Server::start(vec![Reply::status(503)]);
+    open_breaker(&server, &state, &[]);
+    let file = folder.file("fallback.json");
+    std::fs::write(&file, b"[1, 2]").expect("write");
+    let at_file = format!("@{file}");
+    let output = folder.file("out.json");
+    let out = run(&["--state", &state, "--fallback", &at_file, "-o", &output, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(std::fs::read(&output).ok(), Some(b"[1, 2]".to_vec()));
+
+    // 1: the deadline.
+    let pending = Server::start(vec![Reply::json(200, PENDING)]);
+    let out = run(&["--until", ".done", "-i", "5s", "--timeout", "1s", "--fallback", fallback, &pending.url("/")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), fallback);
+
+    // Not on 3 (nor on 0 or 4): a permanent answer is an answer.
+    let missing = Server::start(vec![Reply::status(404)]);
+    let out = run(&["--fallback", fallback, &missing.url("/")]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+
+    // A fallback that is not JSON is a usage error, found before anything is sent.
+    for bad in ["{nope", "@/no/such/file"] {
+        let out = run(&["--fallback", bad, &missing.url("/")]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--fallback"), "{}", stderr(&out));
+    }
+    assert_eq!(missing.hits(), 1);
+}
+
+#[test]
+fn fallback_last_prints_the_last_good_body_of_this_url() {
+    let _serial = serial();
+    let folder = Folder::new("last");
+    let state = folder.file("api.state");
+    let server = Server::routes(vec![
+        ("/a", vec![Reply::json(200, r#"{"v":1}"#), Reply::status(503)]),
+        ("/b", vec![Reply::json(200, r#"{"v":2}"#), Reply::status(503)]),
+    ]);
+    let a = server.url("/a?token=s3cret");
+    // Only runs that say --fallback last keep their body.
+    let out = run(&["--state", &state, &server.url("/b")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&["--state", &state, "--fallback", "last", &a]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"{"v":1}"#);
+    let text = std::fs::read_to_string(&state).unwrap_or_default();
+    assert!(!text.contains(r#"{\"v\":2}"#), "a run without --fallback last kept its body: {text}");
+    assert!(!text.contains("s3cret"), "a secret in the URL reached the state file: {text}");
+
+    let out = run(&["--state", &state, "--fallback", "last", "--retries", "0", &a]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"{"v":1}"#);
+
+    // Nothing kept for /b: nothing printed, the exit code as ever.
+    let out = run(&["--state", &state, "--fallback", "last", "--retries", "0", &server.url("/b")]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+
+    let out = run(&["--fallback", "last", &a]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--state"), "{}", stderr(&out));
+}
+
+#[test]
+fn server_advice_is_honoured_by_the_next_process_too() {
+    let _serial = serial();
+    let folder = Folder::new("advice");
+    let state = folder.file("api.state");
+    let server = Server::start(vec![Reply::status(429).header("Retry-After", "2"), Reply::json(200, DONE)]);
+    let url = server.url("/");
+    let first = Running::spawn(&["--state", &state, &url]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(300));
+    let second = Running::spawn(&["--state", &state, "-v", &url]);
+    let (first, second) = (first.wait(), second.wait());
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(stderr(&second).contains("Retry-After or rate-limit reset, kept in --state"), "{}", stderr(&second));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for later in &requests[1..] {
+        let after = later.at.duration_since(requests[0].at);
+        assert!(after >= Duration::from_millis(1_900), "a request {after:?} after Retry-After: 2");
+    }
+}
+
+#[test]
+fn a_403_with_no_quota_left_waits_for_the_reset_like_429() {
+    let _serial = serial();
+    let limited = Reply::json(403, r#"{"message":"API rate limit exceeded"}"#)
+        .header("X-RateLimit-Remaining", "0")
+        .header("X-RateLimit-Reset", "1");
+    let server = Server::start(vec![limited, Reply::json(200, DONE)]);
+    let out = run(&["--json", "{}", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "a rate-limited POST is safe to re-send: {}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let gap = requests[1].at.duration_since(requests[0].at);
+    assert!(gap >= Duration::from_millis(950), "retried {gap:?} after a reset of 1s");
+}
+
+#[test]
+fn state_flag_errors_are_usage_errors_before_anything_is_sent() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let url = server.url("/");
+    for args in [
+        &["--state", "/no/such/folder/api.state", &url][..],
+        &["--state", env!("CARGO_TARGET_TMPDIR"), &url],
+        &["--state", "s.json", "--breaker-window", "4", &url],
+        &["--state", "s.json", "--breaker-min-success", "60.5", &url],
+        &["--state", "s.json", "--breaker-cooldown", "0", &url],
+        &["--breaker-cooldown", "1s", &url],
+        &["--rate", "10", &url],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(server.hits(), 0);
+}
