@@ -4,7 +4,7 @@
     python3 benches/bench.py            # full run, prints a Markdown table
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
 
-Needs: Debian's hyperfine, wrk, curl and jq (`apt-get install hyperfine wrk curl jq`);
+Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). Only 127.0.0.1 is contacted.
 The alternatives are interleaved round by round so that machine noise hits all alike.
 """
@@ -97,7 +97,13 @@ def one_shot(server, runs):
 
 
 def peak_rss(cmd, rounds=5):
-    return statistics.median(run_rusage(cmd)[2].ru_maxrss for _ in range(rounds))
+    """Peak RSS in KiB, measured by GNU time: a child forked from Python would report
+    Python's own size, since ru_maxrss survives exec."""
+    samples = []
+    for _ in range(rounds):
+        out = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+        samples.append(int(out.stderr.strip().splitlines()[-1]))
+    return statistics.median(samples)
 
 
 def memory(server):
@@ -109,7 +115,7 @@ def memory(server):
     }
     for n in (1000, 10000):
         server.reset(n)
-        results[f"poll {n} polls"] = run_rusage(polls(n))[2].ru_maxrss
+        results[f"poll {n} polls"] = peak_rss(polls(n), rounds=1)
     return results
 
 
@@ -164,9 +170,9 @@ def main():
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rounds, polls, runs = (1, 500, 30) if args.quick else (5, 2000, 300)
-    for tool in ("hyperfine", "wrk", "curl", "jq"):
+    for tool in ("hyperfine", "wrk", "curl", "jq", "/usr/bin/time"):
         if not shutil.which(tool):
-            sys.exit(f"bench: `{tool}` is missing: apt-get install hyperfine wrk curl jq")
+            sys.exit(f"bench: `{tool}` is missing: apt-get install hyperfine wrk curl jq time")
     build()
     hurl_file = None
     if shutil.which("hurl"):

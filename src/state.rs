@@ -411,13 +411,13 @@ impl Store {
     }
 
     /// Atomic replace: a temp file in the same folder, then rename over `FILE`.
+    /// No fsync: the rename alone keeps a killed process from leaving half a
+    /// file, and it keeps the lock short; after a power cut an empty or torn
+    /// file is just a fresh state (or set aside).
     fn write(&self, bytes: &[u8]) -> io::Result<()> {
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = self.path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        let written = File::create(&temp).and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        });
+        let written = File::create(&temp).and_then(|mut file| file.write_all(bytes));
         let renamed = written.and_then(|()| fs::rename(&temp, &self.path));
         if renamed.is_err() {
             let _ = fs::remove_file(&temp);
