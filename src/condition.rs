@@ -83,6 +83,11 @@ impl Filter {
         &self.source
     }
 
+    /// The source for messages: a long filter by its first 60 characters.
+    pub fn short_source(&self) -> String {
+        crate::output::shorten(&self.source)
+    }
+
     /// jq truthiness of the first output: anything but `false` and `null`.
     /// No output at all is "not met". A runtime error is returned as its message.
     pub fn holds(&self, input: &Input) -> Result<bool, String> {
@@ -115,8 +120,8 @@ impl Filter {
             Some(Ok(v)) => Ok(Some(v)),
             // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
             Some(Err(exception)) => match exception.get_err() {
-                Ok(error) => Err(format!("jq error in `{}`: {error}", self.source)),
-                Err(_) => Err(format!("jq error in `{}`: halt and break are not supported here", self.source)),
+                Ok(error) => Err(format!("jq error in `{}`: {error}", self.short_source())),
+                Err(_) => Err(format!("jq error in `{}`: halt and break are not supported here", self.short_source())),
             },
         }
     }

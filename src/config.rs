@@ -296,10 +296,7 @@ fn read_cacert(path: &Path) -> Result<Vec<u8>, Error> {
 
 fn compile(flag: &str, source: &str) -> Result<Filter, Error> {
     // Quote a long filter by its start only: the error line stays one readable line.
-    let shown = match source.char_indices().nth(60) {
-        Some((cut, _)) => format!("{}…", &source[..cut]),
-        None => source.to_string(),
-    };
+    let shown = crate::output::shorten(source);
     Filter::compile(source).map_err(|e| usage(flag, format!("`{shown}` does not compile: {e}")))
 }
 

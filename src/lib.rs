@@ -2,9 +2,10 @@
 //!
 //! The run is one loop on one thread: wait for the turn (breaker, server
 //! advice, `--rate`; see [`state`]) -> fetch -> judge the body ->
-//! [`policy::Policy::decide`] -> tell the shared state -> wait. Handing each request to another thread
-//! cost more than the request itself on loopback (about 100 µs against 18 µs),
-//! so signals reach an attempt in flight through [`wait::Waiter`] instead.
+//! [`policy::Policy::decide`] -> tell the shared state -> wait. Handing each
+//! request to another thread cost more than the request itself on loopback
+//! (about 100 µs against 18 µs), so signals reach an attempt in flight
+//! through [`wait::Waiter`] instead.
 #![forbid(unsafe_code)]
 
 pub mod advice;

@@ -126,6 +126,9 @@ impl Reporter {
     pub fn in_flight(&mut self, number: u32, _elapsed: Duration) {
         self.attempts = number;
         self.in_flight.store(number, Ordering::SeqCst);
+        if self.bar.is_hidden() {
+            return; // Nothing to draw: tight polling pays for no formatting.
+        }
         self.set_wait(None);
         let last = if self.last.is_empty() { String::new() } else { format!(" · last: {}", self.last) };
         self.bar.set_message(format!("attempt {number}{last} · sending request"));
@@ -149,6 +152,9 @@ impl Reporter {
     /// An attempt finished and the policy decided.
     pub fn attempt(&mut self, report: &AttemptReport) {
         self.attempts = report.number;
+        if self.bar.is_hidden() && self.style.verbose == 0 && !self.is_json() {
+            return;
+        }
         self.last = describe(report);
         if self.is_json() {
             self.event(&attempt_event(report, &self.method, &self.url, self.started.elapsed()));
@@ -330,7 +336,7 @@ fn describe(report: &AttemptReport) -> String {
         (Ok(reply), _) => reply.status.to_string(),
     };
     if let Some(shown) = shown {
-        text.push_str(&format!(" · {}", truncate(shown, 60)));
+        text.push_str(&format!(" · {}", shorten(shown)));
     }
     text
 }
@@ -407,8 +413,10 @@ fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
+/// `text` cut to its first 60 characters, so that a long value (a `--show`
+/// output, a 4 KiB filter) keeps its line readable.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(60) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }

@@ -428,3 +428,20 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
 }
+
+#[test]
+fn deep_operator_chains_in_a_filter_do_not_crash() {
+    // Regression: 900 chained operators overflowed the 8 MiB main stack (SIGABRT).
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    for chain in [" -".repeat(2000), "not|".repeat(1000), ". | ".repeat(1000)] {
+        let filter = format!("{chain}1");
+        let out = poll().args(["--until", &filter, "--timeout", "10s", &server.url("/")]).output().unwrap();
+        assert!(matches!(out.status.code(), Some(0)), "{}: {}", &filter[..20], stderr(&out));
+    }
+    // One byte over the 4 KiB limit: a usage error, and nothing is sent.
+    let hits = server.hits();
+    let out = poll().args(["--until", &format!("{}1", " -".repeat(2048)), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("the limit is 4096"), "{}", stderr(&out));
+    assert_eq!(server.hits(), hits);
+}

@@ -12,7 +12,8 @@ use poll::condition::{Conditions, Filter, Input};
 /// Like poll's own main thread (see src/main.rs): jaq recurses.
 const STACK_SIZE: usize = 256 << 20;
 
-const UNBOUNDED: &[&str] = &["def", "repeat", "range", "recurse", "while", "until", "limit", "walk", "..", "env", "input"];
+const UNBOUNDED: &[&str] =
+    &["def", "repeat", "range", "recurse", "while", "until", "limit", "walk", "..", "env", "input"];
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data).into_owned();
