@@ -18,16 +18,16 @@ const LIMITS: &str = "Rate limits and shared state";
 const EXAMPLES: &str = "\
 Examples:
   Wait for a job, fail fast if it fails, give up after 10 minutes:
-    poll --until '.status==\"done\"' --fail-when '.status==\"failed\"' --timeout 10m https://api.example.com/jobs/42
+    poll --until '.status==\"done\"' --fail-when '.status==\"failed\"' --timeout 10m \"$JOB_URL\"
 
   Wait until a service is healthy (any 2xx), retrying 503s and refused connections:
     poll --timeout 2m --interval 2s http://localhost:8080/healthz
 
   Start a job with POST and read its result with jq:
-    poll --json '{\"name\":\"build\"}' --until '.ready' https://api.example.com/builds | jq .artifact
+    poll --json '{\"name\":\"build\"}' --until '.ready' https://ci.example.com/builds | jq .artifact
 
   Let parallel CI jobs share one rate budget and circuit breaker, with a fallback body:
-    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' https://api.example.com/status
+    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' \"$STATUS_URL\"
 
 Exit codes:
   0  condition met (without --until: a 2xx arrived)
@@ -103,7 +103,7 @@ pub struct Cli {
     #[arg(short = 'k', long, help_heading = REQUEST)]
     pub insecure: bool,
 
-    /// Extra CA certificates to trust (PEM file)
+    /// CA certificates (PEM) to trust instead of the built-in roots, as curl's --cacert
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
     pub cacert: Option<PathBuf>,
 

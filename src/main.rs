@@ -83,15 +83,21 @@ fn real_main() -> ExitCode {
 /// the line stays one line and names the flag.
 fn one_line(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
-    if let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) =
-        (error.get(ContextKind::InvalidArg), error.get(ContextKind::InvalidValue))
+    if let (ErrorKind::ValueValidation, Some(ContextValue::String(flag)), Some(ContextValue::String(value))) =
+        (error.kind(), error.get(ContextKind::InvalidArg), error.get(ContextKind::InvalidValue))
     {
         let why = std::error::Error::source(error).map(|e| format!(": {e}")).unwrap_or_default();
         return format!("invalid value '{}' for '{flag}'{}", escape_controls(value), escape_controls(&why));
     }
     let rendered = error.render().to_string();
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = escape_controls(lines.next().unwrap_or("invalid arguments").trim_start_matches("error: "));
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).peekable();
+    let mut first = escape_controls(lines.next().unwrap_or("invalid arguments").trim_start_matches("error: "));
+    // "the following required arguments were not provided:" lists them on the next lines.
+    while first.ends_with(':')
+        && let Some(item) = lines.next_if(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+    {
+        first = format!("{first} {}", escape_controls(item));
+    }
     match lines.find_map(|l| l.strip_prefix("tip: ")) {
         Some(tip) => format!("{first} ({tip})"),
         None => first,

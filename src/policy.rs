@@ -242,6 +242,9 @@ impl Stop {
         };
         match self {
             Stop::Permanent { cause } => format!("{}: not retryable", with_detail(cause)),
+            Stop::BudgetSpent { failures: 1, cause } => {
+                format!("gave up after 1 failure: {} (raise --retries to tolerate more)", with_detail(cause))
+            }
             Stop::BudgetSpent { failures, cause } => format!(
                 "gave up after {failures} consecutive failures; last: {} (raise --retries to tolerate more)",
                 with_detail(cause)

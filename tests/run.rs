@@ -445,3 +445,20 @@ fn deep_operator_chains_in_a_filter_do_not_crash() {
     assert!(stderr(&out).contains("the limit is 4096"), "{}", stderr(&out));
     assert_eq!(server.hits(), hits);
 }
+
+#[test]
+fn flag_errors_are_one_line_that_names_what_is_wrong() {
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "the following required arguments were not provided: <URL>"),
+        (&["--until"], "a value is required for '--until <JQ>'"),
+        (&["--intervl", "3", "http://127.0.0.1:9/"], "(a similar argument exists: '--interval')"),
+        (&["-H", "X: a\rb", "http://127.0.0.1:9/"], r"invalid value 'X: a\rb' for '--header <HEADER>'"),
+    ];
+    for (args, wanted) in cases {
+        let out = poll().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.starts_with("poll: error: ") && err.contains(wanted), "{args:?}: {err:?}");
+    }
+}
