@@ -634,6 +634,23 @@ fn deflate_bodies_are_decoded() {
 }
 
 #[test]
+fn brotli_bodies_are_decoded() {
+    // Made once with Python's `brotli.compress`: no brotli encoder is among the dependencies.
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/done.json.br");
+    let compressed = std::fs::read(fixture).unwrap();
+    let body = format!(r#"{{"status": "done", "encoding": "br", "pad": "{}"}}"#, "x".repeat(200));
+    let server = Server::start(vec![
+        Reply::status(200)
+            .header("Content-Type", "application/json")
+            .header("Content-Encoding", "br")
+            .body(compressed),
+    ]);
+    poll().args(["--until", r#".encoding == "br""#, &server.url("/")]).assert().code(0).stdout(body).stderr("");
+    // The decoded size counts for --max-body: 247 bytes decoded, 59 on the wire.
+    poll().args(["--max-body", "100", &server.url("/")]).assert().code(3).stdout("");
+}
+
+#[test]
 fn max_body_applies_to_the_decoded_size() {
     // 8 MiB of zeros is a few KiB compressed: well under the limit on the wire, far over it decoded.
     let zeros = vec![0u8; 8 << 20];
