@@ -87,24 +87,19 @@ fn one_line(error: &clap::Error) -> String {
         (error.kind(), error.get(ContextKind::InvalidArg), error.get(ContextKind::InvalidValue))
     {
         let why = std::error::Error::source(error).map(|e| format!(": {e}")).unwrap_or_default();
-        return format!("invalid value '{}' for '{flag}'{}", escape_controls(value), escape_controls(&why));
+        return format!("invalid value '{}' for '{flag}'{}", output::printable(value), output::printable(&why));
     }
     let rendered = error.render().to_string();
     let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).peekable();
-    let mut first = escape_controls(lines.next().unwrap_or("invalid arguments").trim_start_matches("error: "));
+    let mut first = output::printable(lines.next().unwrap_or("invalid arguments").trim_start_matches("error: "));
     // "the following required arguments were not provided:" lists them on the next lines.
     while first.ends_with(':')
         && let Some(item) = lines.next_if(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
     {
-        first = format!("{first} {}", escape_controls(item));
+        first = format!("{first} {}", output::printable(item));
     }
     match lines.find_map(|l| l.strip_prefix("tip: ")) {
         Some(tip) => format!("{first} ({tip})"),
         None => first,
     }
-}
-
-/// Control characters as escapes (`\r`, `\u{1b}`), everything else as is.
-fn escape_controls(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }

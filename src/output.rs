@@ -167,7 +167,12 @@ impl Reporter {
                 && let Ok(reply) = &report.probe.result
             {
                 for (name, value) in &reply.headers {
-                    self.line(&format!("< {name}: {}", redact_header(name, value)));
+                    let value = if name.eq_ignore_ascii_case("location") {
+                        redact_url(value)
+                    } else {
+                        redact_header(name, value).to_string()
+                    };
+                    self.line(&format!("< {name}: {}", printable(&value)));
                 }
             }
         }
@@ -191,7 +196,7 @@ impl Reporter {
             self.event(&json!({ "event": "warning", "ts": now_rfc3339(), "message": message }));
         } else if !self.style.quiet {
             let prefix = self.paint("warning:", "33");
-            self.line(&format!("poll: {prefix} {message}"));
+            self.line(&format!("poll: {prefix} {}", printable(message)));
         }
     }
 
@@ -272,7 +277,14 @@ fn paint(text: &str, code: &str, color: bool) -> String {
 }
 
 fn error_line(error: &Error, color: bool) -> String {
-    format!("poll: {} {error}", paint("error:", "31", color))
+    format!("poll: {} {}", paint("error:", "31", color), printable(&error.to_string()))
+}
+
+/// Text from outside (a body, a header, a typed flag) with its control
+/// characters escaped (`\u{1b}`, `\r`): it can neither break a line apart
+/// nor send escape sequences to the terminal.
+pub fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 /// The final `--log-format json` object.
@@ -336,7 +348,7 @@ fn describe(report: &AttemptReport) -> String {
         (Ok(reply), _) => reply.status.to_string(),
     };
     if let Some(shown) = shown {
-        text.push_str(&format!(" · {}", shorten(shown)));
+        text.push_str(&format!(" · {}", printable(&shorten(shown))));
     }
     text
 }

@@ -462,3 +462,16 @@ fn flag_errors_are_one_line_that_names_what_is_wrong() {
         assert!(err.starts_with("poll: error: ") && err.contains(wanted), "{args:?}: {err:?}");
     }
 }
+
+#[test]
+fn text_from_the_server_cannot_reach_the_terminal_raw() {
+    // An escape sequence inside a JSON string (\u001b) decodes to a real ESC.
+    let body = r#"{"p":"\u001b[2J\u001b[31mowned","n":"x"}"#;
+    let server = Server::start(vec![Reply::json(200, body), Reply::json(200, r#"{"p":"done","n":1}"#)]);
+    let out =
+        poll().args(["-v", "--show", ".p", "--until", ".n + 1 > 1", "-i", "0", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}'), "raw ESC on stderr: {err:?}");
+    assert!(err.contains(r"\u{1b}[31mowned"), "shown escaped: {err}");
+}
