@@ -68,6 +68,9 @@ pub struct Reporter {
     attempts: u32,
     /// The attempt in flight, for a signal that ends the run from the signal thread.
     in_flight: Arc<AtomicU32>,
+    /// `--log-format json` warnings not yet printed: they ride on the next
+    /// object, so that stderr holds exactly one object per attempt plus one.
+    pending_warnings: Vec<String>,
     /// The last outcome in words, for the progress line.
     last: String,
 }
@@ -94,6 +97,7 @@ impl Reporter {
             started: Instant::now(),
             attempts: 0,
             in_flight: Arc::new(AtomicU32::new(0)),
+            pending_warnings: Vec::new(),
             last: String::new(),
         }
     }
@@ -157,7 +161,7 @@ impl Reporter {
         }
         self.last = describe(report);
         if self.is_json() {
-            self.event(&attempt_event(report, &self.method, &self.url, self.started.elapsed()));
+            self.event(attempt_event(report, &self.method, &self.url, self.started.elapsed()));
             return;
         }
         if self.style.verbose >= 1 {
@@ -193,7 +197,7 @@ impl Reporter {
     /// A warning, such as a jq runtime error; shown once by the caller's choice.
     pub fn warn(&mut self, message: &str) {
         if self.is_json() {
-            self.event(&json!({ "event": "warning", "ts": now_rfc3339(), "message": message }));
+            self.pending_warnings.push(message.to_string());
         } else if !self.style.quiet {
             let prefix = self.paint("warning:", "33");
             self.line(&format!("poll: {prefix} {}", printable(message)));
@@ -209,7 +213,7 @@ impl Reporter {
                 Ok(_) => (0, "done", None),
                 Err(e) => (e.exit_code(), e.reason(), Some(e.to_string())),
             };
-            self.event(&done_event(self.attempts, elapsed, code, reason, message));
+            self.event(done_event(self.attempts, elapsed, code, reason, message));
             return;
         }
         let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
@@ -267,7 +271,10 @@ impl Reporter {
         });
     }
 
-    fn event(&self, value: &Value) {
+    fn event(&mut self, mut value: Value) {
+        if !self.pending_warnings.is_empty() {
+            value["warnings"] = json!(std::mem::take(&mut self.pending_warnings));
+        }
         let _ = writeln!(io::stderr().lock(), "{value}");
     }
 }

@@ -99,3 +99,20 @@ fn the_final_object_carries_the_exit_code_and_reason_of_a_failure() {
     assert_eq!(events[1]["reason"], "gave_up");
     assert!(events[1]["message"].as_str().unwrap().contains("not JSON"));
 }
+
+#[test]
+fn warnings_ride_on_the_next_object_so_each_attempt_stays_one_line() {
+    let server = Server::start(vec![Reply::json(200, r#"{"n":"x"}"#), Reply::json(200, r#"{"n":1}"#)]);
+    let out = assert_cmd::cargo::cargo_bin_cmd!("poll")
+        .args(["--log-format", "json", "--until", ".n + 1 > 1", "-i", "0", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let events = parse_events(&out.stderr);
+    assert_eq!(events.len(), 3, "2 attempts + done: {events:#?}");
+    assert_eq!(events[0]["condition"], "error");
+    let warnings = events[0]["warnings"].as_array().expect("warnings on the first attempt");
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].as_str().unwrap().contains("jq error"), "{warnings:?}");
+    assert!(events[1].get("warnings").is_none() && events[2].get("warnings").is_none());
+}
