@@ -39,6 +39,10 @@ use crate::wait::Waiter;
 
 pub use crate::error::Signal;
 
+/// How long after the deadline an attempt still in flight is ended from the
+/// watchdog thread; a request's own timeout ends it at the deadline.
+const DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
 /// What one attempt produced.
 pub struct Probe {
     pub result: Result<Reply, Fault>,
@@ -65,8 +69,13 @@ impl Probe {
 
 /// Runs the poll loop to its end. `Ok` holds the final body (exit 0).
 pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
-    let waiter = Waiter::install(reporter.interrupt_handle())
-        .map_err(|e| Error::Permanent(format!("cannot install signal handlers: {e}")))?;
+    let ender = reporter.end_handle();
+    let on_signal = {
+        let ender = ender.clone();
+        move |signal| ender.end(Error::Interrupted { signal, attempts: ender.attempts() })
+    };
+    let waiter =
+        Waiter::install(on_signal).map_err(|e| Error::Permanent(format!("cannot install signal handlers: {e}")))?;
     let request_timeout = config.request.request_timeout;
     let url = config.request.url.clone();
     let limits = &config.limits;
@@ -78,6 +87,16 @@ pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
 
     let started = Instant::now();
     let deadline = config.timeout.map(|timeout| started + timeout);
+    if let Some(deadline) = deadline {
+        // Requests end at the deadline by their own timeouts; this catches a filter that never does.
+        let end = move || {
+            let attempt = ender.attempts();
+            ender.end(Error::Deadline(format!(
+                "deadline reached while attempt {attempt} was still being judged (does a jq filter loop forever?)"
+            )))
+        };
+        waiter.watch(deadline + DEADLINE_GRACE, end).map_err(|e| Error::Permanent(format!("cannot start: {e}")))?;
+    }
     let time_left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let mut rng = rand::rng();
     let mut failures = 0;

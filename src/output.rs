@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::Probe;
 use crate::config::RequestSpec;
-use crate::error::{Error, Signal};
+use crate::error::Error;
 use crate::policy::{Action, Outcome, Stop, Verdict, WaitReason, human};
 use crate::state::Why;
 
@@ -229,31 +229,15 @@ impl Reporter {
         (!self.is_json()).then(|| error_line(error, self.color))
     }
 
-    /// What the signal thread calls when SIGINT or SIGTERM arrives while an
-    /// attempt is in flight: the same ending `main` would print, then exit.
-    pub fn interrupt_handle(&self) -> impl Fn(Signal) + Send + 'static {
-        let bar = self.bar.clone();
-        let in_flight = Arc::clone(&self.in_flight);
-        let (json, color, started) = (self.is_json(), self.color, Instant::now());
-        move |signal| {
-            let error = Error::Interrupted { signal, attempts: in_flight.load(Ordering::SeqCst) };
-            bar.finish_and_clear();
-            let line = if json {
-                let elapsed = started.elapsed();
-                let event = done_event(
-                    in_flight.load(Ordering::SeqCst),
-                    elapsed,
-                    error.exit_code(),
-                    error.reason(),
-                    Some(error.to_string()),
-                );
-                event.to_string()
-            } else {
-                error_line(&error, color)
-            };
-            let _ = writeln!(io::stderr().lock(), "{line}");
-            // The main thread is blocked in a request or a filter; it cannot be asked to return.
-            std::process::exit(error.exit_code().into());
+    /// What another thread needs to end the run while the main thread is
+    /// blocked in an attempt (a request, a jq filter) and cannot return.
+    pub fn end_handle(&self) -> EndHandle {
+        EndHandle {
+            bar: self.bar.clone(),
+            in_flight: Arc::clone(&self.in_flight),
+            json: self.is_json(),
+            color: self.color,
+            started: Instant::now(),
         }
     }
 
@@ -305,6 +289,36 @@ fn done_event(attempts: u32, elapsed: Duration, exit_code: u8, reason: &str, mes
         "reason": reason,
         "message": message,
     })
+}
+
+/// Ends the run from another thread with the same last line `main` would print.
+#[derive(Clone)]
+pub struct EndHandle {
+    bar: ProgressBar,
+    in_flight: Arc<AtomicU32>,
+    json: bool,
+    color: bool,
+    started: Instant,
+}
+
+impl EndHandle {
+    /// The attempt in flight.
+    pub fn attempts(&self) -> u32 {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Clears the progress line, prints the ending and exits with its code.
+    pub fn end(&self, error: Error) -> ! {
+        self.bar.finish_and_clear();
+        let line = if self.json {
+            let message = Some(error.to_string());
+            done_event(self.attempts(), self.started.elapsed(), error.exit_code(), error.reason(), message).to_string()
+        } else {
+            error_line(&error, self.color)
+        };
+        let _ = writeln!(io::stderr().lock(), "{line}");
+        std::process::exit(error.exit_code().into());
+    }
 }
 
 /// A wait between attempts, as the progress line shows it.

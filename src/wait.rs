@@ -43,6 +43,20 @@ impl Waiter {
         Ok(Waiter { signals, busy })
     }
 
+    /// Calls `end` if an attempt is still in flight at `when`: the deadline
+    /// bounds requests through their timeouts, but nothing else stops a jq
+    /// filter that never finishes.
+    pub fn watch(&self, when: Instant, end: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        let attempt_in_flight = Arc::clone(&self.busy);
+        std::thread::Builder::new().name("deadline".into()).spawn(move || {
+            std::thread::sleep(when.saturating_duration_since(Instant::now()));
+            if attempt_in_flight.load(Ordering::SeqCst) {
+                end();
+            }
+        })?;
+        Ok(())
+    }
+
     /// Runs one attempt. A signal that arrived before it starts is returned
     /// instead; one that arrives during it ends the process (see `install`).
     pub fn attempt<T>(&self, work: impl FnOnce() -> T) -> Result<T, Signal> {

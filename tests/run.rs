@@ -477,3 +477,15 @@ fn text_from_the_server_cannot_reach_the_terminal_raw() {
     assert!(!err.contains('\u{1b}'), "raw ESC on stderr: {err:?}");
     assert!(err.contains(r"\u{1b}[31mowned"), "shown escaped: {err}");
 }
+
+#[test]
+fn a_filter_that_never_finishes_still_ends_at_the_deadline() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll().args(["--until", "last(repeat(1))", "--timeout", "1s", &server.url("/")]).output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(10), "{took:?}");
+    assert!(stderr(&out).contains("does a jq filter loop forever?"), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"");
+}
