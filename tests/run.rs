@@ -489,3 +489,19 @@ fn a_filter_that_never_finishes_still_ends_at_the_deadline() {
     assert!(stderr(&out).contains("does a jq filter loop forever?"), "{}", stderr(&out));
     assert_eq!(out.stdout, b"");
 }
+
+#[test]
+fn a_server_that_silently_closes_keep_alive_connections_costs_no_failed_attempt() {
+    // The pooled connection is checked before reuse: no reset, no retry, no backoff.
+    // (20 ms between polls lets the server's close land before the check, even on a busy machine.)
+    let server = Server::start(vec![
+        Reply::json(200, PENDING).then_hang_up(),
+        Reply::json(200, PENDING).then_hang_up(),
+        Reply::json(200, DONE).then_hang_up(),
+    ]);
+    let out = poll().args(["-v", "--until", r#".status=="done""#, "-i", "20ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 3);
+    assert_eq!(server.connections(), 3);
+    assert!(!stderr(&out).contains("retry"), "{}", stderr(&out));
+}

@@ -107,12 +107,22 @@ pub struct Reply {
     body: Vec<u8>,
     delay: Duration,
     chunked: bool,
+    /// Close the connection after this reply without saying so (no `Connection: close`).
+    hang_up: bool,
     kind: Kind,
 }
 
 impl Reply {
     fn of(kind: Kind, status: u16) -> Reply {
-        Reply { status, headers: Vec::new(), body: Vec::new(), delay: Duration::ZERO, chunked: false, kind }
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            delay: Duration::ZERO,
+            chunked: false,
+            hang_up: false,
+            kind,
+        }
     }
 
     /// `code` with an empty body (`Content-Length: 0`; none at all for 1xx/204/304).
@@ -128,6 +138,13 @@ impl Reply {
     /// `code` with `body` and `Content-Type: text/plain`.
     pub fn text(code: u16, body: &str) -> Reply {
         Reply::status(code).header("Content-Type", "text/plain; charset=utf-8").body(body)
+    }
+
+    /// Closes the connection right after this reply, without `Connection: close`:
+    /// a rude keep-alive server the client must notice before it reuses the socket.
+    pub fn then_hang_up(mut self) -> Reply {
+        self.hang_up = true;
+        self
     }
 
     /// `code` (301/302/303/307/308) with `Location: location`.
@@ -738,7 +755,7 @@ fn serve<T: Transport>(t: T, sh: &Shared) -> (End, T) {
                 if write_normal(t, &reply, head_only, close).is_err() {
                     return (End::Drop, rd.into_inner());
                 }
-                if close {
+                if close || reply.hang_up {
                     return (End::Graceful, rd.into_inner());
                 }
             }
