@@ -124,7 +124,7 @@ impl Config {
         };
 
         if let Some(file) = &cli.output {
-            check_output_path(file)?;
+            check_file_path("--output", file)?;
         }
 
         let limits = check_limits(&cli.limits, stdin)?;
@@ -303,16 +303,7 @@ fn compile(flag: &str, source: &str) -> Result<Filter, Error> {
 /// The rate-limit, shared-state and fallback flags.
 fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> {
     if let Some(state) = &cli.state {
-        let folder = match state.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !folder.is_dir() {
-            return Err(usage("--state", format!("folder `{}` does not exist", folder.display())));
-        }
-        if state.is_dir() {
-            return Err(usage("--state", format!("`{}` is a folder; name a file in it", state.display())));
-        }
+        check_file_path("--state", state)?;
     }
     let window = usize::try_from(cli.breaker_window).unwrap_or(usize::MAX);
     if !(breaker::MIN_OUTCOMES..=1000).contains(&window) {
@@ -356,16 +347,17 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> 
     })
 }
 
-fn check_output_path(file: &Path) -> Result<(), Error> {
+/// A file `poll` will write (`-o`, `--state`): its folder must exist and it must not be a folder.
+fn check_file_path(flag: &str, file: &Path) -> Result<(), Error> {
     let folder = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     if !folder.is_dir() {
-        return Err(usage("--output", format!("folder `{}` does not exist", folder.display())));
+        return Err(usage(flag, format!("folder `{}` does not exist", folder.display())));
     }
     if file.is_dir() {
-        return Err(usage("--output", format!("`{}` is a folder", file.display())));
+        return Err(usage(flag, format!("`{}` is a folder; name a file in it", file.display())));
     }
     Ok(())
 }

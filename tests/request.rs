@@ -640,10 +640,7 @@ fn brotli_bodies_are_decoded() {
     let compressed = std::fs::read(fixture).unwrap();
     let body = format!(r#"{{"status": "done", "encoding": "br", "pad": "{}"}}"#, "x".repeat(200));
     let server = Server::start(vec![
-        Reply::status(200)
-            .header("Content-Type", "application/json")
-            .header("Content-Encoding", "br")
-            .body(compressed),
+        Reply::status(200).header("Content-Type", "application/json").header("Content-Encoding", "br").body(compressed),
     ]);
     poll().args(["--until", r#".encoding == "br""#, &server.url("/")]).assert().code(0).stdout(body).stderr("");
     // The decoded size counts for --max-body: 247 bytes decoded, 59 on the wire.
