@@ -36,7 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'poll' -ScriptBlock {
             [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Timeout of one whole attempt, from connect to the last body byte')
             [CompletionResult]::new('--max-redirs', '--max-redirs', [CompletionResultType]::ParameterName, 'Redirects followed; 0 follows none')
             [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error')
-            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'CA certificates (PEM) to trust instead of the built-in roots, as curl''s --cacert')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Extra CA certificates (PEM) to trust, besides the built-in roots')
             [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Done when this jq filter''s first output is truthy on a 2xx JSON body')
             [CompletionResult]::new('--fail-when', '--fail-when', [CompletionResultType]::ParameterName, 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Wait between polls while the condition is not met yet')

@@ -33,7 +33,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand --request-timeout 'Timeout of one whole attempt, from connect to the last body byte'
             cand --max-redirs 'Redirects followed; 0 follows none'
             cand --max-body 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error'
-            cand --cacert 'CA certificates (PEM) to trust instead of the built-in roots, as curl''s --cacert'
+            cand --cacert 'Extra CA certificates (PEM) to trust, besides the built-in roots'
             cand --until 'Done when this jq filter''s first output is truthy on a 2xx JSON body'
             cand --fail-when 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)'
             cand -i 'Wait between polls while the condition is not met yet'

@@ -8,7 +8,7 @@ complete -c poll -l connect-timeout -d 'Connect timeout of one attempt' -r
 complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from connect to the last body byte' -r
 complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
 complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
-complete -c poll -l cacert -d 'CA certificates (PEM) to trust instead of the built-in roots, as curl\'s --cacert' -r -F
+complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots' -r -F
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r

@@ -103,7 +103,7 @@ pub struct Cli {
     #[arg(short = 'k', long, help_heading = REQUEST)]
     pub insecure: bool,
 
-    /// CA certificates (PEM) to trust instead of the built-in roots, as curl's --cacert
+    /// Extra CA certificates (PEM) to trust, besides the built-in roots
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
     pub cacert: Option<PathBuf>,
 

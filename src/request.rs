@@ -53,14 +53,7 @@ impl Client {
     pub fn new(spec: RequestSpec) -> Result<Client, String> {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         if let Some(pem) = &spec.cacert {
-            // As curl's --cacert, the bundle replaces the built-in roots.
-            let roots: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(pem)
-                .filter_map(|item| match item {
-                    Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
-                    _ => None,
-                })
-                .collect();
-            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&roots));
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
         }
         let config = ureq::Agent::config_builder()
             // 4xx and 5xx are answers the policy reads, not errors.
@@ -179,6 +172,20 @@ impl Client {
         let body = if deflated { inflate(&raw, limit)? } else { raw };
         Ok(Reply { status, headers, body })
     }
+}
+
+/// `--cacert` adds to the built-in roots, as the contract says: an internal API
+/// signed by a private CA may still redirect to a public host (a presigned
+/// download URL, say). ureq takes one list, so the Mozilla roots ureq uses by
+/// default come along from `webpki-root-certs`, the same list as certificates.
+fn trusted_roots(pem: &[u8]) -> Vec<ureq::tls::Certificate<'static>> {
+    let extra = ureq::tls::parse_pem(pem).filter_map(|item| match item {
+        Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
+        _ => None,
+    });
+    let builtin =
+        webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|der| ureq::tls::Certificate::from_der(der.as_ref()));
+    extra.chain(builtin).collect()
 }
 
 /// Answers IP literals at once and leaves names to ureq's resolver. With a
@@ -352,6 +359,20 @@ mod tests {
         for (location, want) in rows {
             assert_eq!(resolve(&base, location).as_deref(), want, "{location}");
         }
+    }
+
+    #[test]
+    fn cacert_adds_to_the_builtin_roots() {
+        let Ok(pem) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
+            panic!("test fixture")
+        };
+        let roots = trusted_roots(&pem);
+        assert_eq!(roots.len(), 1 + webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
+        assert!(roots.len() > 100, "the Mozilla roots come along");
+        let Some(Ok(ureq::tls::PemItem::Certificate(ours))) = ureq::tls::parse_pem(&pem).next() else {
+            panic!("fixture holds a certificate")
+        };
+        assert_eq!(roots[0].der(), ours.der());
     }
 
     #[test]
