@@ -109,7 +109,7 @@ pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
         }
         let remaining = time_left();
         let budget = remaining.map_or(request_timeout, |left| left.min(request_timeout));
-        reporter.in_flight(number, started.elapsed());
+        reporter.in_flight(number);
         let interrupted = |signal| Error::Interrupted { signal, attempts: number };
         let probe = waiter
             .attempt(|| {

@@ -42,7 +42,8 @@ fn real_main() -> ExitCode {
     let config = match Config::from_cli(cli, &mut std::io::stdin()) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("poll: error: {e}");
+            // Before any output is set up: a plain line, with what the user typed escaped.
+            eprintln!("poll: error: {}", output::printable(&e.to_string()));
             return ExitCode::from(e.exit_code());
         }
     };

@@ -127,7 +127,7 @@ impl Reporter {
     }
 
     /// A request is on its way.
-    pub fn in_flight(&mut self, number: u32, _elapsed: Duration) {
+    pub fn in_flight(&mut self, number: u32) {
         self.attempts = number;
         self.in_flight.store(number, Ordering::SeqCst);
         if self.bar.is_hidden() {
