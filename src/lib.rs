@@ -83,7 +83,7 @@ pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
     let keep_last = limits.fallback == Some(Fallback::Last);
     reporter.start(&config.request);
     let conditions = config.conditions;
-    let client = Client::new(config.request).map_err(Error::Usage)?;
+    let client = Client::new(config.request);
 
     let started = Instant::now();
     let deadline = config.timeout.map(|timeout| started + timeout);

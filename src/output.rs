@@ -65,8 +65,8 @@ pub struct Reporter {
     method: String,
     url: String,
     started: Instant,
-    attempts: u32,
-    /// The attempt in flight, for a signal that ends the run from the signal thread.
+    /// The attempt in flight or last made; shared with the threads that may end
+    /// the run while it is in flight (see [`EndHandle`]).
     in_flight: Arc<AtomicU32>,
     /// `--log-format json` warnings not yet printed: they ride on the next
     /// object, so that stderr holds exactly one object per attempt plus one.
@@ -95,11 +95,15 @@ impl Reporter {
             method: String::new(),
             url: String::new(),
             started: Instant::now(),
-            attempts: 0,
             in_flight: Arc::new(AtomicU32::new(0)),
             pending_warnings: Vec::new(),
             last: String::new(),
         }
+    }
+
+    /// The attempt in flight or last made.
+    fn attempts(&self) -> u32 {
+        self.in_flight.load(Ordering::SeqCst)
     }
 
     /// Whether error lines may be coloured.
@@ -128,7 +132,6 @@ impl Reporter {
 
     /// A request is on its way.
     pub fn in_flight(&mut self, number: u32) {
-        self.attempts = number;
         self.in_flight.store(number, Ordering::SeqCst);
         if self.bar.is_hidden() {
             return; // Nothing to draw: tight polling pays for no formatting.
@@ -155,7 +158,6 @@ impl Reporter {
 
     /// An attempt finished and the policy decided.
     pub fn attempt(&mut self, report: &AttemptReport) {
-        self.attempts = report.number;
         if self.bar.is_hidden() && self.style.verbose == 0 && !self.is_json() {
             return;
         }
@@ -213,14 +215,15 @@ impl Reporter {
                 Ok(_) => (0, "done", None),
                 Err(e) => (e.exit_code(), e.reason(), Some(e.to_string())),
             };
-            self.event(done_event(self.attempts, elapsed, code, reason, message));
+            self.event(done_event(self.attempts(), elapsed, code, reason, message));
             return;
         }
         let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
         if show_summary && let Ok(_) | Err(Error::FailWhen(_)) = result {
-            let plural = if self.attempts == 1 { "" } else { "s" };
+            let attempts = self.attempts();
+            let plural = if attempts == 1 { "" } else { "s" };
             let what = if result.is_ok() { "done" } else { "--fail-when matched" };
-            self.line(&format!("poll: {what} after {} attempt{plural} in {}", self.attempts, human(elapsed)));
+            self.line(&format!("poll: {what} after {attempts} attempt{plural} in {}", human(elapsed)));
         }
     }
 

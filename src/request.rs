@@ -50,7 +50,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(spec: RequestSpec) -> Result<Client, String> {
+    pub fn new(spec: RequestSpec) -> Client {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         if let Some(pem) = &spec.cacert {
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
@@ -70,7 +70,7 @@ impl Client {
             .build();
         let connector = ureq::unversioned::transport::DefaultConnector::new();
         let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
-        Ok(Client { agent, spec })
+        Client { agent, spec }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
