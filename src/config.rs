@@ -195,38 +195,51 @@ fn usage(flag: &str, message: impl std::fmt::Display) -> Error {
 /// (as in curl) so it never travels in the URL or shows in logs.
 fn check_url(raw: &str) -> Result<(String, Option<String>), Error> {
     let bad = |why: &str| Error::Usage(format!("invalid URL `{}`: {why}", redact_userinfo(raw)));
-    let Some((scheme, rest)) = raw.split_once("://") else {
+    let Some(parts) = UrlParts::split(raw) else {
         return Err(bad("it needs a scheme, e.g. http://host/path or https://host/path"));
     };
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+    if !parts.scheme.eq_ignore_ascii_case("http") && !parts.scheme.eq_ignore_ascii_case("https") {
         return Err(bad("only http:// and https:// are supported"));
     }
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    let (credentials, host) = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => (Some(percent_decode(userinfo)), host),
-        None => (None, authority),
-    };
-    let url = format!("{scheme}://{host}{path}");
+    let credentials = parts.userinfo.map(percent_decode);
+    // A fragment never goes on the wire; drop it as curl does.
+    let path = parts.rest.split('#').next().unwrap_or_default();
+    let url = format!("{}://{}{path}", parts.scheme, parts.host);
     let uri: ureq::http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
     if uri.host().is_none_or(str::is_empty) {
         return Err(bad("it has no host"));
     }
-    if path.contains('#') {
-        // A fragment never goes on the wire; drop it as curl does.
-        let without = url.split('#').next().unwrap_or(&url).to_string();
-        return Ok((without, credentials));
-    }
     Ok((url, credentials))
+}
+
+/// A URL cut at its authority: `scheme://[userinfo@]host` and the rest.
+struct UrlParts<'a> {
+    scheme: &'a str,
+    userinfo: Option<&'a str>,
+    host: &'a str,
+    /// Path, query and fragment.
+    rest: &'a str,
+}
+
+impl<'a> UrlParts<'a> {
+    fn split(url: &'a str) -> Option<UrlParts<'a>> {
+        let (scheme, after) = url.split_once("://")?;
+        let (authority, rest) = after.split_at(after.find(['/', '?', '#']).unwrap_or(after.len()));
+        let (userinfo, host) = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => (Some(userinfo), host),
+            None => (None, authority),
+        };
+        Some(UrlParts { scheme, userinfo, host, rest })
+    }
 }
 
 /// The URL with any `user:password@` replaced, for messages.
 pub fn redact_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://<redacted>@{host}{}", &rest[authority_end..]),
-        None => url.to_string(),
+    match UrlParts::split(url) {
+        Some(parts) if parts.userinfo.is_some() => {
+            format!("{}://<redacted>@{}{}", parts.scheme, parts.host, parts.rest)
+        }
+        _ => url.to_string(),
     }
 }
 
