@@ -243,7 +243,7 @@ fn is_redirect(status: u16) -> bool {
 }
 
 /// (scheme, host, port) with the scheme's default port filled in.
-fn origin(uri: &Uri) -> (String, String, u16) {
+pub fn origin(uri: &Uri) -> (String, String, u16) {
     let scheme = uri.scheme_str().unwrap_or("").to_ascii_lowercase();
     let default_port = if scheme == "https" { 443 } else { 80 };
     let host = uri.host().unwrap_or("").to_ascii_lowercase();

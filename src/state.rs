@@ -180,9 +180,7 @@ impl Origin {
 /// so `http://H/a` and `http://h:80/b` share one bucket and one breaker.
 pub fn origin_of(url: &str) -> String {
     let Ok(uri) = url.parse::<ureq::http::Uri>() else { return url.to_string() };
-    let scheme = uri.scheme_str().unwrap_or("http").to_ascii_lowercase();
-    let host = uri.host().unwrap_or_default().to_ascii_lowercase();
-    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let (scheme, host, port) = crate::request::origin(&uri);
     format!("{scheme}://{host}:{port}")
 }
 
