@@ -23,7 +23,7 @@ _poll() {
 
     case "${cmd}" in
         poll)
-            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --until --fail-when --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --verbose --quiet --log-format --show --color --rate --state --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
+            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --idempotency-key --idempotency-header --until --fail-when --stable --any --submit --status-url --location-trusted --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --print --verbose --quiet --log-format --show --color --ci --rate --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -93,11 +93,27 @@ _poll() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --idempotency-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idempotency-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --until)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --fail-when)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stable)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --status-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -141,6 +157,10 @@ _poll() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --print)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -153,12 +173,24 @@ _poll() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
+                --ci)
+                    COMPREPLY=($(compgen -W "github none" -- "${cur}"))
+                    return 0
+                    ;;
                 --rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --state)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
                     return 0
                     ;;
                 --breaker-window)

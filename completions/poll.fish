@@ -8,9 +8,13 @@ complete -c poll -l connect-timeout -d 'Connect timeout of one attempt' -r
 complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from connect to the last body byte' -r
 complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
 complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
-complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots' -r -F
+complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots (for --state rediss:// too)' -r -F
+complete -c poll -l idempotency-key -d 'Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe to retry; auto makes a random UUID v4 once per run' -r
+complete -c poll -l idempotency-header -d 'The name of the idempotency header, for APIs that use another' -r
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
+complete -c poll -l stable -d 'Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart' -r
+complete -c poll -l status-url -d 'Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a URL or path, e.g. \'"/jobs/\\(.id)"\'' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
 complete -c poll -l timeout -d 'Overall deadline for the whole run; 0 means none' -r
 complete -c poll -l retries -d 'Consecutive transient failures tolerated; resets on every healthy 2xx' -r
@@ -21,20 +25,29 @@ full\t''
 none\t''"
 complete -c poll -l retry-on -d 'Also retry these statuses, e.g. 404,409' -r
 complete -c poll -s o -l output -d 'Write the final body to FILE (atomically) instead of stdout' -r -F
+complete -c poll -l print -d 'Print this jq filter\'s outputs on the final body instead of the body: strings raw, others as JSON' -r
 complete -c poll -l log-format -d 'stderr format: text, or json for one NDJSON object per attempt plus a final one' -r -f -a "text\t''
 json\t''"
 complete -c poll -l show -d 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress' -r
 complete -c poll -l color -d 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c poll -l ci -d 'Messages as CI workflow commands: github (annotations, -v groups), or none [default: github when GITHUB_ACTIONS=true]' -r -f -a "github\t''
+none\t''"
 complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state' -r
-complete -c poll -l state -d 'Per-origin state shared by every poll naming FILE: rate budget, server advice, circuit breaker, last good body' -r -F
+complete -c poll -l state -d 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis+unix:///PATH' -r
+complete -c poll -l state-key -d 'The key of the shared state instead of the origin, e.g. one per API token [default: the origin]' -r
+complete -c poll -l state-fail -d 'When the state store cannot be reached within 1s: open warns and goes on with this process\'s own limits, closed exits 6' -r -f -a "open\t''
+closed\t''"
 complete -c poll -l breaker-window -d 'Outcomes the circuit breaker remembers per origin (5 to 1000)' -r
 complete -c poll -l breaker-min-success -d 'Open the breaker when the success rate over the window (at least 5 outcomes) falls below this' -r
 complete -c poll -l breaker-max-p95 -d 'Open the breaker when the window\'s p95 latency exceeds this' -r
 complete -c poll -l breaker-cooldown -d 'How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m' -r
 complete -c poll -l fallback -d 'Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)' -r
 complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
+complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
+complete -c poll -l submit -d 'The request starts an operation: send it once, then poll the status URL its reply names with GET'
+complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to a status URL on another origin'
 complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
 complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'
 complete -c poll -s q -l quiet -d 'Print only the final error line'

@@ -8,8 +8,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 /// The job's answers, in order; the last one repeats.
 const SCRIPT: &[(&str, &str, &str)] = &[
     ("200 OK", "", r#"{"id":42,"status":"pending","progress":10}"#),
@@ -51,27 +49,16 @@ fn main() -> ExitCode {
         &url,
     ];
     eprintln!("demo: job API on {url}; running: {}\n", shell_words(&args));
-    let cli = poll::cli::Cli::parse_from(args);
-    let config = match poll::config::Config::from_cli(cli, &mut std::io::empty()) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("poll: error: {e}");
-            return ExitCode::from(e.exit_code());
-        }
+    // The same two calls as poll's own main: the ending holds the body, the error line and the exit code.
+    let ending = match poll::configure(args.map(Into::into), &mut std::io::empty()) {
+        Ok(config) => poll::run(config),
+        Err(ending) => ending,
     };
-    let mut reporter = poll::output::Reporter::new(config.output.style);
-    let result = poll::run(config, &mut reporter);
-    reporter.finish(&result);
-    match result {
-        Ok(body) => {
-            println!("{}", String::from_utf8_lossy(&body));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("poll: error: {e}");
-            ExitCode::from(e.exit_code())
-        }
+    println!("{}", String::from_utf8_lossy(&ending.stdout));
+    if let Some(line) = &ending.error_line {
+        eprintln!("{line}");
     }
+    ExitCode::from(ending.code)
 }
 
 /// Answers every request, on any connection, with the next step of the script.

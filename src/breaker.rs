@@ -1,6 +1,7 @@
 //! The per-origin circuit breaker: closed -> open -> half-open -> closed (or
 //! open again, with the cool-down doubled). Pure: time is epoch milliseconds
-//! passed in, the caller (the `--state` file) keeps the value between runs.
+//! passed in, the caller (the `--state` file) keeps the value between runs;
+//! the serde attributes are the file's format.
 //!
 //! It is separate from the retry policy on purpose: `decide` handles one
 //! request's retries, the breaker guards the origin for every process.
@@ -8,13 +9,23 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
+use crate::clock;
 use crate::policy::{Failure, Outcome};
+use crate::text::human;
 
 /// The breaker judges nothing on fewer outcomes than this.
-pub const MIN_OUTCOMES: usize = 5;
+pub(crate) const MIN_OUTCOMES: usize = 5;
 
 /// How long a cool-down may grow by doubling (unless `--breaker-cooldown` is longer).
-pub const MAX_COOLDOWN: Duration = Duration::from_secs(600);
+pub(crate) const MAX_COOLDOWN: Duration = Duration::from_secs(600);
+
+// The defaults of the `--breaker-*` flags: `cli.rs` shows these, `Settings::default` uses them.
+pub(crate) const WINDOW: u32 = 10;
+pub(crate) const MIN_SUCCESS: u8 = 60;
+pub(crate) const MAX_P95: Duration = Duration::from_secs(5);
+pub(crate) const COOLDOWN: Duration = Duration::from_secs(30);
 
 /// The `--breaker-*` flags, validated; durations in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,40 +42,59 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { window: 10, min_success: 60, max_p95: 5_000, cooldown: 30_000 }
+        Settings {
+            window: WINDOW as usize,
+            min_success: MIN_SUCCESS,
+            max_p95: clock::ms(MAX_P95),
+            cooldown: clock::ms(COOLDOWN),
+        }
     }
 }
 
 /// One outcome in the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
     pub ok: bool,
     /// Latency in milliseconds.
+    #[serde(rename = "ms")]
     pub latency: u64,
 }
 
 /// Where the breaker stands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub enum Phase {
     /// Requests go.
     #[default]
     Closed,
     /// Nothing goes until `until`; then the first caller probes.
-    Open { until: u64 },
+    Open {
+        #[serde(rename = "until_ms")]
+        until: u64,
+    },
     /// Process `pid` is probing; nobody else goes until its lease ends
     /// (one cool-down), so a prober that was killed does not wedge the breaker.
-    HalfOpen { pid: u32, lease_until: u64 },
+    HalfOpen {
+        #[serde(rename = "probe_pid")]
+        pid: u32,
+        #[serde(rename = "lease_until_ms")]
+        lease_until: u64,
+    },
 }
 
 /// One origin's breaker.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Breaker {
+    #[serde(flatten)]
     pub phase: Phase,
     /// The last outcomes, oldest first.
+    #[serde(default)]
     pub window: VecDeque<Sample>,
     /// The cool-down of the current (or last) opening, in ms; 0 until it first opens.
+    #[serde(rename = "cooldown_ms", default)]
     pub cooldown: u64,
     /// Why it last opened, for the processes it turns away.
+    #[serde(default)]
     pub reason: String,
 }
 
@@ -130,7 +160,7 @@ impl Breaker {
                     // The origin is back: start afresh.
                     *self = Breaker::default();
                 } else {
-                    let cap = duration_ms(MAX_COOLDOWN).max(settings.cooldown);
+                    let cap = clock::ms(MAX_COOLDOWN).max(settings.cooldown);
                     self.cooldown = self.cooldown_or(settings).saturating_mul(2).min(cap);
                     self.open(now, "the probe after the cool-down failed too".into());
                 }
@@ -177,8 +207,8 @@ impl Breaker {
         if p95 > settings.max_p95 {
             return Some(format!(
                 "p95 latency of the last {n} requests is {}, above --breaker-max-p95 {}",
-                crate::policy::human(Duration::from_millis(p95)),
-                crate::policy::human(Duration::from_millis(settings.max_p95))
+                human(Duration::from_millis(p95)),
+                human(Duration::from_millis(settings.max_p95))
             ));
         }
         None
@@ -186,7 +216,7 @@ impl Breaker {
 }
 
 /// The nearest-rank 95th percentile: with up to 20 values, the largest.
-pub fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
+pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
     let mut sorted: Vec<u64> = latencies.collect();
     sorted.sort_unstable();
     let rank = (sorted.len() * 95).div_ceil(100);
@@ -196,19 +226,14 @@ pub fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
 /// Whether an outcome counts against the origin: no HTTP answer (network
 /// failures and timeouts), 5xx and 408. Any other answer means the origin is
 /// up, a 404 included; a redirect loop or an oversized body got answers too.
-pub fn counts_as_failure(outcome: &Outcome) -> bool {
+pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
     match outcome {
-        Outcome::Success { .. } => false,
+        Outcome::Success { .. } | Outcome::Submitted { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => {
             !matches!(failure, Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
         }
     }
-}
-
-/// A duration in whole milliseconds, saturating.
-pub fn duration_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// The bucket of one origin: when the next request may go.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Bucket {
     /// Epoch milliseconds of the next free slot; in the past means "now".
     pub next_free: u64,
@@ -27,7 +30,7 @@ impl Bucket {
 
 /// The spacing of `--rate` in whole milliseconds, rounded up so that the rate
 /// is never exceeded (`3/s` is 334 ms apart, not 333); at least 1 ms.
-pub fn spacing_ms(spacing: Duration) -> u64 {
+pub(crate) fn spacing_ms(spacing: Duration) -> u64 {
     u64::try_from(spacing.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX).max(1)
 }
 

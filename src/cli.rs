@@ -1,16 +1,20 @@
 //! The command line: clap's derive model of every flag, with value parsers
-//! that reject bad input before anything is sent. `config.rs` turns it into a `Config`.
+//! that reject bad input before anything is sent. Nothing else imports clap
+//! types: `config.rs` turns a [`Cli`] into a `Config`.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser, ValueEnum};
+use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
-use crate::output::{ColorChoice, LogFormat};
-use crate::parse;
+use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED};
+use crate::error::EXIT_CODES;
+use crate::text::printable;
+use crate::{breaker, parse, policy, request};
 
 const REQUEST: &str = "Request";
 const CONDITION: &str = "Condition";
+const SUBMIT: &str = "Submit and wait";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
@@ -23,21 +27,27 @@ Examples:
   Wait until a service is healthy (any 2xx), retrying 503s and refused connections:
     poll --timeout 2m --interval 2s http://localhost:8080/healthz
 
-  Start a job with POST and read its result with jq:
-    poll --json '{\"name\":\"build\"}' --until '.ready' https://ci.example.com/builds | jq .artifact
+  Wait for three services at once, each healthy three polls in a row:
+    poll --stable 3 --timeout 2m http://localhost:5432/health http://localhost:6379/health http://localhost:8080/healthz
+
+  Start a job with POST, wait for it, and print its id (safe to retry with a key):
+    ID=$(poll --submit --json '{\"name\":\"build\"}' --idempotency-key auto --print .id https://ci.example.com/builds)
 
   Let parallel CI jobs share one rate budget and circuit breaker, with a fallback body:
-    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' \"$STATUS_URL\"
+    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' \"$STATUS_URL\"";
 
-Exit codes:
-  0  condition met (without --until: a 2xx arrived)
-  1  deadline: --timeout passed, or would pass before the next attempt
-  2  usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent
-  3  permanent failure: a non-retryable status or error
-  4  --fail-when matched
-  5  gave up: --retries spent, or a POST/PATCH that may not be re-sent
-  6  circuit open: the breaker for this origin is open (only with --state)
-  130/143  interrupted by SIGINT / SIGTERM";
+/// The help text after the flags: examples, the built-in conditions of
+/// `--submit`, and the exit codes, from the one table in `error.rs`.
+pub(crate) fn after_long_help() -> String {
+    let codes: String = EXIT_CODES.iter().map(|(code, meaning)| format!("\n  {code:<3}  {meaning}")).collect();
+    format!(
+        "{EXAMPLES}\n\n\
+         Built-in conditions of --submit (--until and --fail-when replace them one by one):\n  \
+         done:   {BUILTIN_DONE}\n          or the status URL answers a non-202 2xx without a JSON body\n  \
+         failed: {BUILTIN_FAILED}\n\n\
+         Exit codes:{codes}"
+    )
+}
 
 /// Poll an HTTP endpoint until a jq condition holds on its JSON body.
 #[derive(Debug, Parser)]
@@ -49,178 +59,360 @@ Exit codes:
         poll sends one request, built from curl-like flags, and repeats it until --until holds on the \
         JSON body of a 2xx response. Transient failures (connection errors, timeouts, 408, 429, 5xx) are \
         retried with exponential backoff and jitter; the server's Retry-After and rate-limit headers win \
-        over the backoff. The final body goes to stdout; the exit code tells what happened.",
-    after_help = "Use --help for examples and the exit codes.",
-    after_long_help = EXAMPLES,
+        over the backoff. Several URLs are polled at once, with one deadline. The final body goes to \
+        stdout; the exit code tells what happened.",
+    after_help = "Use --help for examples, the built-in conditions of --submit and the exit codes.",
+    after_long_help = after_long_help(),
     max_term_width = 100
 )]
 pub struct Cli {
-    /// The URL to poll (http:// or https://)
-    #[arg(value_name = "URL")]
-    pub url: String,
+    /// The URLs to poll (http:// or https://), all at once
+    #[arg(value_name = "URL", required = true, num_args = 1..)]
+    pub(crate) urls: Vec<String>,
 
     /// HTTP method [default: GET, or POST when a body is given]
     #[arg(short = 'X', long = "request", value_name = "METHOD", help_heading = REQUEST)]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
 
     /// Extra header 'Name: value'; repeatable
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header, help_heading = REQUEST)]
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
 
     /// Request body; @FILE reads a file, @- reads stdin
     #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "json", help_heading = REQUEST)]
-    pub data: Option<String>,
+    pub(crate) data: Option<String>,
 
     /// JSON request body (validated), with Content-Type and Accept set to application/json; @FILE and @- too
     #[arg(long, value_name = "JSON", help_heading = REQUEST)]
-    pub json: Option<String>,
+    pub(crate) json: Option<String>,
 
     /// Basic authentication, USER[:PASSWORD]
     #[arg(short = 'u', long, value_name = "USER[:PASS]", help_heading = REQUEST)]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
 
     /// User-Agent header [default: poll/<version>]
     #[arg(short = 'A', long, value_name = "UA", help_heading = REQUEST)]
-    pub user_agent: Option<String>,
+    pub(crate) user_agent: Option<String>,
 
     /// Connect timeout of one attempt
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, help_heading = REQUEST)]
-    pub connect_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(request::CONNECT_TIMEOUT), value_parser = parse_duration, help_heading = REQUEST)]
+    pub(crate) connect_timeout: humantime::Duration,
 
     /// Timeout of one whole attempt, from connect to the last body byte
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, help_heading = REQUEST)]
-    pub request_timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(request::REQUEST_TIMEOUT), value_parser = parse_duration, help_heading = REQUEST)]
+    pub(crate) request_timeout: humantime::Duration,
 
     /// Redirects followed; 0 follows none
-    #[arg(long, value_name = "N", default_value_t = 10, help_heading = REQUEST)]
-    pub max_redirs: u32,
+    #[arg(long, value_name = "N", default_value_t = request::MAX_REDIRECTS, help_heading = REQUEST)]
+    pub(crate) max_redirs: u32,
 
     /// Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error
-    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size, help_heading = REQUEST)]
-    pub max_body: u64,
+    #[arg(long, value_name = "SIZE", default_value_t = Size(request::MAX_BODY), value_parser = parse_size, help_heading = REQUEST)]
+    pub(crate) max_body: Size,
 
     /// Accept any TLS certificate
     #[arg(short = 'k', long, help_heading = REQUEST)]
-    pub insecure: bool,
+    pub(crate) insecure: bool,
 
-    /// Extra CA certificates (PEM) to trust, besides the built-in roots
+    /// Extra CA certificates (PEM) to trust, besides the built-in roots (for --state rediss:// too)
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
-    pub cacert: Option<PathBuf>,
+    pub(crate) cacert: Option<std::path::PathBuf>,
+
+    /// Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe
+    /// to retry; auto makes a random UUID v4 once per run
+    #[arg(long, value_name = "KEY|auto", help_heading = REQUEST)]
+    pub(crate) idempotency_key: Option<String>,
+
+    /// The name of the idempotency header, for APIs that use another
+    #[arg(long, value_name = "NAME", default_value = "Idempotency-Key", requires = "idempotency_key", help_heading = REQUEST)]
+    pub(crate) idempotency_header: String,
 
     /// Done when this jq filter's first output is truthy on a 2xx JSON body
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
-    pub until: Option<String>,
+    pub(crate) until: Option<String>,
 
     /// Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
-    pub fail_when: Option<String>,
+    pub(crate) fail_when: Option<String>,
+
+    /// Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart
+    #[arg(long, value_name = "N", default_value_t = policy::STABLE, value_parser = clap::value_parser!(u32).range(1..), help_heading = CONDITION)]
+    pub(crate) stable: u32,
+
+    /// Done as soon as one URL is done; the others are abandoned [default: all must be done]
+    #[arg(long, help_heading = CONDITION)]
+    pub(crate) any: bool,
+
+    /// The request starts an operation: send it once, then poll the status URL its reply names with GET
+    #[arg(long, help_heading = SUBMIT)]
+    pub(crate) submit: bool,
+
+    /// Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a
+    /// URL or path, e.g. '"/jobs/\(.id)"'
+    #[arg(long, value_name = "JQ", requires = "submit", help_heading = SUBMIT)]
+    pub(crate) status_url: Option<String>,
+
+    /// Also send Authorization, Cookie and -u to a status URL on another origin
+    #[arg(long, requires = "submit", help_heading = SUBMIT)]
+    pub(crate) location_trusted: bool,
 
     /// Wait between polls while the condition is not met yet
-    #[arg(short = 'i', long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, help_heading = SCHEDULE)]
-    pub interval: Duration,
+    #[arg(short = 'i', long, value_name = "DURATION", default_value_t = shown(policy::INTERVAL), value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) interval: humantime::Duration,
 
     /// Overall deadline for the whole run; 0 means none
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, help_heading = SCHEDULE)]
-    pub timeout: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(policy::TIMEOUT), value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) timeout: humantime::Duration,
 
     /// Consecutive transient failures tolerated; resets on every healthy 2xx
-    #[arg(long, value_name = "N", default_value_t = 6, help_heading = SCHEDULE)]
-    pub retries: u32,
+    #[arg(long, value_name = "N", default_value_t = policy::RETRIES, help_heading = SCHEDULE)]
+    pub(crate) retries: u32,
 
     /// First retry delay; doubles on each consecutive failure
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_duration, help_heading = SCHEDULE)]
-    pub backoff: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(policy::BACKOFF), value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) backoff: humantime::Duration,
 
     /// Retry delay cap
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, help_heading = SCHEDULE)]
-    pub backoff_max: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(policy::BACKOFF_MAX), value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) backoff_max: humantime::Duration,
 
     /// Randomise retry delays: equal = [d/2, d], full = [0, d], none = d
     #[arg(long, value_name = "MODE", value_enum, default_value_t = JitterArg::Equal, help_heading = SCHEDULE)]
-    pub jitter: JitterArg,
+    pub(crate) jitter: JitterArg,
 
     /// Also retry these statuses, e.g. 404,409
     #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = SCHEDULE)]
-    pub retry_on: Vec<u16>,
+    pub(crate) retry_on: Vec<u16>,
 
     /// Retry POST and PATCH like GET, even when the request may have been processed
     #[arg(long, help_heading = SCHEDULE)]
-    pub retry_non_idempotent: bool,
+    pub(crate) retry_non_idempotent: bool,
 
     /// Write the final body to FILE (atomically) instead of stdout
     #[arg(short = 'o', long, value_name = "FILE", help_heading = OUTPUT)]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<std::path::PathBuf>,
+
+    /// Print this jq filter's outputs on the final body instead of the body: strings raw, others as JSON
+    #[arg(long, value_name = "JQ", help_heading = OUTPUT)]
+    pub(crate) print: Option<String>,
 
     /// One line per attempt on stderr; -vv adds response headers
     #[arg(short = 'v', long, action = ArgAction::Count, conflicts_with = "quiet", help_heading = OUTPUT)]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
 
     /// Print only the final error line
     #[arg(short = 'q', long, help_heading = OUTPUT)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// stderr format: text, or json for one NDJSON object per attempt plus a final one
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = OUTPUT)]
-    pub log_format: LogFormat,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormatArg::Text, help_heading = OUTPUT)]
+    pub(crate) log_format: LogFormatArg,
 
     /// A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress
     #[arg(long, value_name = "JQ", help_heading = OUTPUT)]
-    pub show: Option<String>,
+    pub(crate) show: Option<String>,
 
     /// Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never
-    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto, help_heading = OUTPUT)]
-    pub color: ColorChoice,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorArg::Auto, help_heading = OUTPUT)]
+    pub(crate) color: ColorArg,
+
+    /// Messages as CI workflow commands: github (annotations, -v groups), or none [default: github when
+    /// GITHUB_ACTIONS=true]
+    #[arg(long, value_name = "CI", value_enum, help_heading = OUTPUT)]
+    pub(crate) ci: Option<CiArg>,
 
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub(crate) limits: LimitArgs,
 }
 
 /// The flags under "Rate limits and shared state".
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state
     #[arg(long, value_name = "N/DURATION", value_parser = parse_rate, help_heading = LIMITS)]
-    pub rate: Option<Duration>,
+    pub(crate) rate: Option<Duration>,
 
-    /// Per-origin state shared by every poll naming FILE: rate budget, server advice, circuit breaker, last good body
-    #[arg(long, value_name = "FILE", help_heading = LIMITS)]
-    pub state: Option<PathBuf>,
+    /// State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE,
+    /// or redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis+unix:///PATH
+    #[arg(long, value_name = "FILE|URL", help_heading = LIMITS)]
+    pub(crate) state: Option<String>,
+
+    /// The key of the shared state instead of the origin, e.g. one per API token [default: the origin]
+    #[arg(long, value_name = "KEY", requires = "state", help_heading = LIMITS)]
+    pub(crate) state_key: Option<String>,
+
+    /// When the state store cannot be reached within 1s: open warns and goes on with this process's own limits,
+    /// closed exits 6
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = StateFailArg::Open, requires = "state", help_heading = LIMITS)]
+    pub(crate) state_fail: StateFailArg,
 
     /// Outcomes the circuit breaker remembers per origin (5 to 1000)
-    #[arg(long, value_name = "N", default_value_t = 10, requires = "state", help_heading = LIMITS)]
-    pub breaker_window: u32,
+    #[arg(long, value_name = "N", default_value_t = breaker::WINDOW, requires = "state", help_heading = LIMITS)]
+    pub(crate) breaker_window: u32,
 
     /// Open the breaker when the success rate over the window (at least 5 outcomes) falls below this
     #[arg(long, value_name = "PCT", default_value = "60%", value_parser = parse_percent, requires = "state", help_heading = LIMITS)]
-    pub breaker_min_success: u8,
+    pub(crate) breaker_min_success: u8,
 
     /// Open the breaker when the window's p95 latency exceeds this
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
-    pub breaker_max_p95: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(breaker::MAX_P95), value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
+    pub(crate) breaker_max_p95: humantime::Duration,
 
     /// How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
-    pub breaker_cooldown: Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = shown(breaker::COOLDOWN), value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
+    pub(crate) breaker_cooldown: humantime::Duration,
 
     /// Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)
     #[arg(long, value_name = "JSON|@FILE|last", help_heading = LIMITS)]
-    pub fallback: Option<String>,
+    pub(crate) fallback: Option<String>,
 }
 
 /// `--jitter`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum JitterArg {
+pub(crate) enum JitterArg {
     Equal,
     Full,
     None,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    parse::duration(text)
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormatArg {
+    Text,
+    Json,
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    parse::size(text)
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+/// `--ci`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CiArg {
+    Github,
+    None,
+}
+
+/// `--state-fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StateFailArg {
+    Open,
+    Closed,
+}
+
+/// The generated files `poll --generate KIND` writes to stdout (a hidden
+/// flag, outside the model above so that no completion script offers it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+    Elvish,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub(crate) enum Asked {
+    Run(Box<Cli>),
+    Generate(Generate),
+}
+
+/// Parses the command line.
+pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Asked, clap::Error> {
+    let generate = clap::Arg::new("generate")
+        .long("generate")
+        .value_name("KIND")
+        .value_parser(clap::builder::EnumValueParser::<Generate>::new())
+        .exclusive(true)
+        .hide(true);
+    let command =
+        command().arg(generate).mut_arg("urls", |urls| urls.required(false).required_unless_present("generate"));
+    let mut matches = command.try_get_matches_from(args)?;
+    if let Some(kind) = matches.remove_one::<Generate>("generate") {
+        return Ok(Asked::Generate(kind));
+    }
+    Cli::from_arg_matches_mut(&mut matches).map(|cli| Asked::Run(Box::new(cli)))
+}
+
+/// clap's error as one line, built from its parts (not from the rendered
+/// text): what is wrong, the flag, the value (escaped, so a value with a CR
+/// stays one line) and clap's suggestion.
+pub(crate) fn one_line(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(printable(s)),
+        Some(ContextValue::Strings(v)) => Some(v.iter().map(|s| printable(s)).collect::<Vec<_>>().join(", ")),
+        Some(ContextValue::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+    let value = text(ContextKind::InvalidValue).unwrap_or_default();
+    let mut line = match error.kind() {
+        ErrorKind::InvalidValue if value.is_empty() => format!("a value is required for '{arg}' but none was supplied"),
+        ErrorKind::InvalidValue => match text(ContextKind::ValidValue) {
+            Some(valid) => format!("invalid value '{value}' for '{arg}' [possible values: {valid}]"),
+            None => format!("invalid value '{value}' for '{arg}'"),
+        },
+        ErrorKind::ValueValidation => {
+            let why = std::error::Error::source(error).map(|e| format!(": {}", printable(&e.to_string())));
+            format!("invalid value '{value}' for '{arg}'{}", why.unwrap_or_default())
+        }
+        ErrorKind::UnknownArgument => format!("unexpected argument '{arg}' found"),
+        ErrorKind::MissingRequiredArgument => format!("the following required arguments were not provided: {arg}"),
+        ErrorKind::ArgumentConflict => match text(ContextKind::PriorArg) {
+            Some(prior) => format!("the argument '{arg}' cannot be used with '{prior}'"),
+            None => format!("the argument '{arg}' cannot be used with one or more of the other arguments"),
+        },
+        ErrorKind::TooManyValues => format!("unexpected value '{value}' for '{arg}' found; no more were expected"),
+        ErrorKind::NoEquals => format!("equal sign is needed when assigning values to '{arg}'"),
+        ErrorKind::WrongNumberOfValues | ErrorKind::TooFewValues => format!("wrong number of values for '{arg}'"),
+        ErrorKind::InvalidUtf8 => "invalid UTF-8 was detected in one or more arguments".to_string(),
+        kind => kind.as_str().unwrap_or("invalid arguments").to_string(),
+    };
+    if let Some(similar) = text(ContextKind::SuggestedArg) {
+        line.push_str(&format!(" (a similar argument exists: '{similar}')"));
+    } else if let Some(similar) = text(ContextKind::SuggestedValue) {
+        line.push_str(&format!(" (a similar value exists: '{similar}')"));
+    }
+    line
+}
+
+/// The clap command, for parsing and for generating completions and the man page.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// A byte size, shown as `--help` shows a default: `16MiB`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size(pub u64);
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            n if n >= 1 << 20 && n % (1 << 20) == 0 => write!(f, "{}MiB", n >> 20),
+            n if n >= 1 << 10 && n % (1 << 10) == 0 => write!(f, "{}KiB", n >> 10),
+            n => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A default duration as `--help` shows it (`1s`, `200ms`, `5m`).
+fn shown(d: Duration) -> humantime::Duration {
+    d.into()
+}
+
+fn parse_duration(text: &str) -> Result<humantime::Duration, String> {
+    parse::duration(text).map(Into::into)
+}
+
+fn parse_size(text: &str) -> Result<Size, String> {
+    parse::size(text).map(Size)
 }
 
 fn parse_header(text: &str) -> Result<(String, String), String> {
@@ -239,11 +431,6 @@ fn parse_percent(text: &str) -> Result<u8, String> {
     parse::percent(text)
 }
 
-/// The clap command, for tests and for generating completions and the man page.
-pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,26 +445,30 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_the_contract() {
+    fn defaults_come_from_the_modules_that_use_them() {
         let Ok(cli) = parse(&["http://127.0.0.1/"]) else { panic!("a bare URL parses") };
-        assert_eq!(cli.connect_timeout, Duration::from_secs(10));
-        assert_eq!(cli.request_timeout, Duration::from_secs(30));
+        assert_eq!(*cli.connect_timeout, Duration::from_secs(10));
+        assert_eq!(*cli.request_timeout, Duration::from_secs(30));
         assert_eq!(cli.max_redirs, 10);
-        assert_eq!(cli.max_body, 16 << 20);
-        assert_eq!(cli.interval, Duration::from_secs(1));
-        assert_eq!(cli.timeout, Duration::from_secs(300));
+        assert_eq!(cli.max_body, Size(16 << 20));
+        assert_eq!(cli.max_body.to_string(), "16MiB");
+        assert_eq!(*cli.interval, Duration::from_secs(1));
+        assert_eq!(*cli.timeout, Duration::from_secs(300));
         assert_eq!(cli.retries, 6);
-        assert_eq!(cli.backoff, Duration::from_millis(200));
-        assert_eq!(cli.backoff_max, Duration::from_secs(30));
+        assert_eq!(*cli.backoff, Duration::from_millis(200));
+        assert_eq!(*cli.backoff_max, Duration::from_secs(30));
         assert_eq!(cli.jitter, JitterArg::Equal);
+        assert_eq!(cli.stable, 1);
         let limits = &cli.limits;
         assert_eq!(limits.rate, None);
         assert_eq!(limits.state, None);
         assert_eq!(limits.breaker_window, 10);
         assert_eq!(limits.breaker_min_success, 60);
-        assert_eq!(limits.breaker_max_p95, Duration::from_secs(5));
-        assert_eq!(limits.breaker_cooldown, Duration::from_secs(30));
+        assert_eq!(limits.breaker_min_success, breaker::MIN_SUCCESS);
+        assert_eq!(*limits.breaker_max_p95, Duration::from_secs(5));
+        assert_eq!(*limits.breaker_cooldown, Duration::from_secs(30));
         assert_eq!(limits.fallback, None);
+        assert_eq!(limits.state_fail, StateFailArg::Open);
     }
 
     #[test]
@@ -300,6 +491,21 @@ mod tests {
     }
 
     #[test]
+    fn several_urls_are_taken_in_order() {
+        let Ok(cli) = parse(&["http://a/", "--any", "http://b/"]) else { panic!("parses") };
+        assert_eq!(cli.urls, ["http://a/", "http://b/"]);
+        assert!(cli.any);
+    }
+
+    #[test]
+    fn the_hidden_generator_is_exclusive_and_absent_from_the_model() {
+        let asked = super::parse(["poll", "--generate", "man"].map(OsString::from));
+        assert!(matches!(asked, Ok(Asked::Generate(Generate::Man))), "{asked:?}");
+        assert!(super::parse(["poll", "--generate", "man", "http://x/"].map(OsString::from)).is_err());
+        assert!(command().get_arguments().all(|arg| arg.get_id() != "generate"));
+    }
+
+    #[test]
     fn bad_values_are_usage_errors() {
         for args in [
             &["--interval", "soon", "http://x/"][..],
@@ -311,6 +517,10 @@ mod tests {
             &["--jitter", "some", "http://x/"],
             &["--rate", "0/s", "http://x/"],
             &["--state", "s", "--breaker-min-success", "101%", "http://x/"],
+            &["--stable", "0", "http://x/"],
+            &["--status-url", ".url", "http://x/"],
+            &["--state-fail", "closed", "http://x/"],
+            &["--ci", "gitlab", "http://x/"],
             &[],
         ] {
             let err = parse(args).err().map(|e| e.exit_code());

@@ -1,12 +1,23 @@
-//! jq filters (`--until`, `--fail-when`, `--show`): compiled once with jaq, then
+//! jq filters (`--until`, `--fail-when`, `--show`, `--print`, `--status-url`,
+//! and the built-in conditions of `--submit`): compiled once with jaq, then
 //! evaluated on each JSON body. Pure: a filter and a value in, a verdict out.
 
 use jaq_core::load::{self, Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
 use jaq_json::Val;
-use serde_core::Deserialize as _;
+use serde::Deserialize as _;
 
-use crate::policy::Verdict;
+use crate::policy::{Phase, Verdict};
+use crate::text::shorten;
+
+/// `--submit`'s built-in done test, as the jq users can copy and adapt: an
+/// Azure/ARM `status` that says it succeeded (any letter case), or a Google
+/// AIP-151 operation that is `done` without an `error`.
+pub const BUILTIN_DONE: &str = r#"any(.status? | strings | ascii_downcase; . == "succeeded" or . == "success" or . == "completed" or . == "done") or (.done? == true and .error? == null)"#;
+
+/// `--submit`'s built-in failure test (exit 4): a `status` that says it failed
+/// or was cancelled, or an AIP-151 operation that is `done` with an `error`.
+pub const BUILTIN_FAILED: &str = r#"any(.status? | strings | ascii_downcase; . == "failed" or . == "failure" or . == "canceled" or . == "cancelled" or . == "error") or (.done? == true and .error? != null)"#;
 
 type Data = JustLut<Val>;
 
@@ -79,13 +90,14 @@ impl Filter {
         Ok(Filter { source: source.to_string(), compiled })
     }
 
+    /// The filter as written.
     pub fn source(&self) -> &str {
         &self.source
     }
 
     /// The source for messages: a long filter by its first 60 characters.
-    pub fn short_source(&self) -> String {
-        crate::output::shorten(&self.source)
+    fn short_source(&self) -> String {
+        shorten(&self.source)
     }
 
     /// jq truthiness of the first output: anything but `false` and `null`.
@@ -102,28 +114,59 @@ impl Filter {
             self.source.trim().strip_prefix('.').filter(|path| {
                 !path.is_empty() && path.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
             });
-        let value = self.first(input)?.map(|v| match v {
-            Val::TStr(bytes) | Val::BStr(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            other => other.to_string(),
-        });
+        let value = self.first(input)?.map(raw);
         Ok(value.map(|value| match label {
             Some(label) => format!("{label} {value}"),
             None => value,
         }))
     }
 
+    /// Every output as a JSON value, for `--print`. A runtime error anywhere fails the whole.
+    pub(crate) fn values(&self, input: &Input) -> Result<Vec<serde_json::Value>, String> {
+        self.outputs(input)?
+            .into_iter()
+            .map(|v| serde_json::from_str(&v.to_string()).map_err(|e| self.error(&e.to_string())))
+            .collect()
+    }
+
+    /// The first output as a string, for `--status-url`; `None` when there is
+    /// no output or it is not a string.
+    pub(crate) fn first_string(&self, input: &Input) -> Result<Option<String>, String> {
+        Ok(self.first(input)?.and_then(|v| match v {
+            Val::TStr(bytes) | Val::BStr(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            _ => None,
+        }))
+    }
+
     fn first(&self, input: &Input) -> Result<Option<Val>, String> {
+        self.run(input).next().transpose()
+    }
+
+    fn outputs(&self, input: &Input) -> Result<Vec<Val>, String> {
+        self.run(input).collect()
+    }
+
+    fn run<'a>(&'a self, input: &Input) -> impl Iterator<Item = Result<Val, String>> + 'a {
         let ctx = Ctx::<Data>::new(&self.compiled.lut, Vars::new([]));
-        let mut outputs = self.compiled.id.run((ctx, input.0.clone()));
-        match outputs.next() {
-            None => Ok(None),
-            Some(Ok(v)) => Ok(Some(v)),
-            // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
-            Some(Err(exception)) => match exception.get_err() {
-                Ok(error) => Err(format!("jq error in `{}`: {error}", self.short_source())),
-                Err(_) => Err(format!("jq error in `{}`: halt and break are not supported here", self.short_source())),
-            },
-        }
+        self.compiled.id.run((ctx, input.0.clone())).map(|output| {
+            output.map_err(|exception| match exception.get_err() {
+                Ok(error) => self.error(&error.to_string()),
+                // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
+                Err(_) => self.error("halt and break are not supported here"),
+            })
+        })
+    }
+
+    fn error(&self, what: &str) -> String {
+        format!("jq error in `{}`: {what}", self.short_source())
+    }
+}
+
+/// A value as `jq -r` prints it: a string raw, anything else as compact JSON.
+fn raw(value: Val) -> String {
+    match value {
+        Val::TStr(bytes) | Val::BStr(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        other => other.to_string(),
     }
 }
 
@@ -163,6 +206,9 @@ pub struct Conditions {
     pub until: Option<Filter>,
     pub fail_when: Option<Filter>,
     pub show: Option<Filter>,
+    /// `--until` is `--submit`'s built-in done test, which also holds for a
+    /// status URL's non-202 2xx without a JSON body (ARM's Location mode).
+    pub builtin_until: bool,
 }
 
 /// What the filters said of one 2xx body.
@@ -176,6 +222,22 @@ pub struct Judgement {
 }
 
 impl Conditions {
+    /// Judges the 2xx reply `status` to a request of `phase`: as [`Conditions::judge`],
+    /// but a status URL's 202 is never done (the operation is still running),
+    /// and with the built-in done test a status URL's non-202 2xx that is not
+    /// JSON is done.
+    pub(crate) fn judge_reply(&self, phase: Phase, status: u16, body: &[u8]) -> Judgement {
+        let mut judgement = self.judge(body);
+        if phase == Phase::Wait {
+            judgement.verdict = match judgement.verdict {
+                Verdict::Met | Verdict::NotJson if status == 202 => Verdict::NotMet,
+                Verdict::NotJson if self.builtin_until => Verdict::Met,
+                verdict => verdict,
+            };
+        }
+        judgement
+    }
+
     /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,
     /// any 2xx is done and the body need not be JSON.
     pub fn judge(&self, body: &[u8]) -> Judgement {

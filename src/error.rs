@@ -1,52 +1,72 @@
-//! The one error type of a run and the exit-code table of `../shared/contract.md`, in one place.
+//! The one error type of a run and the exit-code table, in one place: the
+//! help text, the man page and README's table are all made from
+//! [`EXIT_CODES`] (or checked against it by a test).
 
 use std::fmt;
 
+/// Every exit code `poll` uses, with what it means.
+pub const EXIT_CODES: [(u8, &str); 9] = [
+    (0, "condition met (without --until: a 2xx arrived)"),
+    (1, "deadline: --timeout passed, or would pass before the next attempt could start"),
+    (2, "usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent"),
+    (3, "permanent failure: a non-retryable status or error"),
+    (4, "--fail-when matched"),
+    (5, "gave up on transient failures: --retries spent, or a non-idempotent request that may not be retried"),
+    (
+        6,
+        "circuit open: the breaker for this origin is open (only with --state), or the state store is unreachable under --state-fail closed",
+    ),
+    (130, "interrupted by SIGINT (Ctrl-C)"),
+    (143, "terminated by SIGTERM"),
+];
+
 /// Why a run did not end with its condition met.
 ///
-/// Each variant is one row of the contract's exit-code table, so the mapping
-/// in [`Error::exit_code`] cannot drift from it.
-#[derive(Debug)]
-pub enum Error {
+/// Each variant is one row of [`EXIT_CODES`], so [`Error::exit_code`] cannot
+/// drift from it (a test checks every row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Error {
     /// Exit 1: `--timeout` passed, or would pass before the next attempt could start.
     Deadline(String),
     /// Exit 2: a bad flag, URL, duration, header, body or filter; nothing was sent.
     Usage(String),
     /// Exit 3: a non-retryable status or error.
     Permanent(String),
-    /// Exit 4: `--fail-when` matched; the body is still printed.
-    FailWhen(Vec<u8>),
+    /// Exit 4: `--fail-when` matched (the body is still printed).
+    FailWhen(String),
     /// Exit 5: the retry budget is spent, or a non-idempotent request may not be retried.
     GaveUp(String),
     /// Exit 6: the circuit breaker for this origin is open.
     CircuitOpen(String),
+    /// Exit 6: the state store cannot be reached and `--state-fail closed` says stop.
+    StateUnreachable(String),
     /// Exit 130 / 143: a signal ended the run.
     Interrupted { signal: Signal, attempts: u32 },
 }
 
 /// The signals that end a run early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     Interrupt,
     Terminate,
 }
 
 impl Error {
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Error::Deadline(_) => 1,
             Error::Usage(_) => 2,
             Error::Permanent(_) => 3,
             Error::FailWhen(_) => 4,
             Error::GaveUp(_) => 5,
-            Error::CircuitOpen(_) => 6,
+            Error::CircuitOpen(_) | Error::StateUnreachable(_) => 6,
             Error::Interrupted { signal: Signal::Interrupt, .. } => 130,
             Error::Interrupted { signal: Signal::Terminate, .. } => 143,
         }
     }
 
     /// A short machine-readable name of the ending, for `--log-format json`.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Error::Deadline(_) => "deadline",
             Error::Usage(_) => "usage",
@@ -54,8 +74,34 @@ impl Error {
             Error::FailWhen(_) => "fail_when",
             Error::GaveUp(_) => "gave_up",
             Error::CircuitOpen(_) => "circuit_open",
+            Error::StateUnreachable(_) => "state_unreachable",
             Error::Interrupted { signal: Signal::Interrupt, .. } => "interrupted",
             Error::Interrupted { signal: Signal::Terminate, .. } => "terminated",
+        }
+    }
+
+    /// Whether `--fallback` stands in for the body: on exit 1, 5 and 6,
+    /// when there is no answer to give. A permanent failure is an answer.
+    pub(crate) fn takes_fallback(&self) -> bool {
+        matches!(self, Error::Deadline(_) | Error::GaveUp(_) | Error::CircuitOpen(_) | Error::StateUnreachable(_))
+    }
+
+    /// Whether the run still prints the final body (exit 4 does).
+    pub(crate) fn keeps_body(&self) -> bool {
+        matches!(self, Error::FailWhen(_))
+    }
+
+    /// How bad an ending is when several URLs failed under `--any` (higher
+    /// wins): a signal, then `--fail-when`, permanent, circuit open, gave up, deadline.
+    pub(crate) fn severity(&self) -> u8 {
+        match self {
+            Error::Interrupted { .. } => 7,
+            Error::Usage(_) => 6,
+            Error::FailWhen(_) => 5,
+            Error::Permanent(_) => 4,
+            Error::CircuitOpen(_) | Error::StateUnreachable(_) => 3,
+            Error::GaveUp(_) => 2,
+            Error::Deadline(_) => 1,
         }
     }
 }
@@ -66,16 +112,16 @@ impl fmt::Display for Error {
             Error::Deadline(why)
             | Error::Usage(why)
             | Error::Permanent(why)
+            | Error::FailWhen(why)
             | Error::GaveUp(why)
-            | Error::CircuitOpen(why) => f.write_str(why),
-            Error::FailWhen(_) => f.write_str("--fail-when matched"),
+            | Error::CircuitOpen(why)
+            | Error::StateUnreachable(why) => f.write_str(why),
             Error::Interrupted { signal, attempts } => {
                 let name = match signal {
                     Signal::Interrupt => "interrupted",
                     Signal::Terminate => "terminated",
                 };
-                let plural = if *attempts == 1 { "" } else { "s" };
-                write!(f, "{name} after {attempts} attempt{plural}")
+                write!(f, "{name} after {}", crate::text::count(*attempts, "attempt"))
             }
         }
     }
@@ -87,20 +133,50 @@ impl std::error::Error for Error {}
 mod tests {
     use super::*;
 
+    fn every_ending() -> [Error; 9] {
+        [
+            Error::Deadline(String::new()),
+            Error::Usage(String::new()),
+            Error::Permanent(String::new()),
+            Error::FailWhen(String::new()),
+            Error::GaveUp(String::new()),
+            Error::CircuitOpen(String::new()),
+            Error::StateUnreachable(String::new()),
+            Error::Interrupted { signal: Signal::Interrupt, attempts: 1 },
+            Error::Interrupted { signal: Signal::Terminate, attempts: 2 },
+        ]
+    }
+
     #[test]
-    fn exit_codes_match_the_contract_table() {
-        let rows = [
-            (Error::Deadline(String::new()), 1),
-            (Error::Usage(String::new()), 2),
-            (Error::Permanent(String::new()), 3),
-            (Error::FailWhen(Vec::new()), 4),
-            (Error::GaveUp(String::new()), 5),
-            (Error::CircuitOpen(String::new()), 6),
-            (Error::Interrupted { signal: Signal::Interrupt, attempts: 1 }, 130),
-            (Error::Interrupted { signal: Signal::Terminate, attempts: 2 }, 143),
-        ];
+    fn exit_codes_match_the_table() {
+        let table: Vec<u8> = EXIT_CODES.iter().map(|(code, _)| *code).collect();
+        for error in every_ending() {
+            assert!(table.contains(&error.exit_code()), "{error:?} exits with a code the table lacks");
+        }
+        let mut used: Vec<u8> = every_ending().iter().map(Error::exit_code).collect();
+        used.extend([0]);
+        for code in table {
+            assert!(used.contains(&code), "the table lists {code}, which no ending uses");
+        }
+        let rows = [(Error::Deadline(String::new()), 1), (Error::GaveUp(String::new()), 5)];
         for (error, code) in rows {
             assert_eq!(error.exit_code(), code, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn fallback_stands_in_on_1_5_and_6_only() {
+        for error in every_ending() {
+            assert_eq!(error.takes_fallback(), matches!(error.exit_code(), 1 | 5 | 6), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn the_most_severe_ending_follows_the_documented_order() {
+        let order = [143, 4, 3, 6, 5, 1];
+        let rank = |code: u8| every_ending().into_iter().find(|e| e.exit_code() == code).map(|e| e.severity());
+        for pair in order.windows(2) {
+            assert!(rank(pair[0]) > rank(pair[1]), "{} should outrank {}", pair[0], pair[1]);
         }
     }
 

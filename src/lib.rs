@@ -1,279 +1,418 @@
-//! `poll`: send one HTTP request until a jq condition holds on its JSON body.
+//! `poll`: send an HTTP request until a jq condition holds on its JSON body.
 //!
-//! The run is one loop on one thread: wait for the turn (breaker, server
-//! advice, `--rate`; see [`state`]) -> fetch -> judge the body ->
-//! [`policy::Policy::decide`] -> tell the shared state -> wait. Handing each
-//! request to another thread cost more than the request itself on loopback
-//! (about 100 µs against 18 µs), so signals reach an attempt in flight
-//! through [`wait::Waiter`] instead.
+//! [`configure`] turns the command line into a checked [`Config`] (or the
+//! ending of a run that never starts: a usage error, `--help`); [`run`] runs
+//! one loop per URL (`target.rs`: turn -> fetch -> judge -> decide -> record
+//! -> wait), each on its own thread, and ends the run in one place: the first
+//! loop that decides it, a signal, or the deadline's watchdog, all arrive
+//! here as messages. The [`Ending`] it returns already holds the fallback,
+//! `-o` and `--print`; `main` prints it.
+//!
+//! Layers only point down: main -> lib -> target -> config -> output ->
+//! state -> request, policy, condition, breaker, bucket -> url, text, parse,
+//! error, advice, clock, file (see the test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
-pub mod breaker;
-pub mod bucket;
-pub mod cli;
+mod breaker;
+mod bucket;
+mod cli;
+mod clock;
 pub mod condition;
-pub mod config;
-pub mod error;
-pub mod fallback;
-pub mod output;
+mod config;
+mod docs;
+mod error;
+mod file;
+mod output;
 pub mod parse;
 pub mod policy;
-pub mod request;
+mod record;
+mod request;
 pub mod state;
-pub mod wait;
+mod target;
+mod text;
+mod url;
+mod wait;
 
-use std::collections::HashSet;
-use std::time::{Duration, Instant, SystemTime};
+use std::ffi::OsString;
+use std::io::{IsTerminal as _, Read};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
-use crate::advice::Advice;
-use crate::breaker::{Rejection, Sample, duration_ms};
-use crate::condition::Judgement;
-use crate::config::{Config, Fallback};
-use crate::error::Error;
-use crate::output::{AttemptReport, Reporter};
-use crate::policy::{Action, Attempt, Failure, Outcome, Stop, WaitReason, human};
-use crate::request::{Client, Fault, Reply};
-use crate::state::{Admission, Shared, epoch_ms, when};
-use crate::wait::Waiter;
+use serde_json::{Value, json};
 
-pub use crate::error::Signal;
+pub use crate::cli::Generate;
+pub use crate::config::Config;
+pub use crate::error::EXIT_CODES;
 
-/// How long after the deadline an attempt still in flight is ended from the
-/// watchdog thread; a request's own timeout ends it at the deadline.
+use crate::cli::Asked;
+use crate::config::{Fallback, StateSpec};
+use crate::error::{Error, Signal};
+use crate::output::{Reporter, Summary, TargetSummary, Voice};
+use crate::state::{FileStore, Shared, Store};
+use crate::target::{Common, TargetEnd};
+use crate::wait::Cancel;
+
+/// jaq parses and evaluates filters recursively; a generous stack lets every
+/// filter that passes the length and nesting limits (see `condition.rs`) run.
+/// It is reserved, not used: untouched pages cost no memory.
+pub const STACK_SIZE: usize = 256 << 20;
+
+/// How long after the deadline an attempt still in flight is abandoned; a
+/// request's own timeout ends it at the deadline, so only a jq filter that
+/// never finishes is still running then.
 const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 
-/// What one attempt produced.
-pub struct Probe {
-    pub result: Result<Reply, Fault>,
-    pub latency: Duration,
-    /// Set for 2xx replies only.
-    pub judgement: Option<Judgement>,
+/// How a run ends: what goes to stdout, the one error line for stderr, the exit code.
+#[derive(Debug)]
+pub struct Ending {
+    pub stdout: Vec<u8>,
+    pub error_line: Option<String>,
+    pub code: u8,
+    /// How a late error line is written; `None` when stderr carries JSON only.
+    voice: Option<Voice>,
 }
 
-impl Probe {
-    /// The plain-data outcome the policy decides on.
-    fn outcome(&self, now: SystemTime) -> Outcome {
-        match (&self.result, &self.judgement) {
-            (Err(fault), _) => Outcome::Failed(fault.failure),
-            (Ok(reply), judgement) => {
-                let advice = Advice::from_headers(reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), now);
-                match judgement {
-                    Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
-                    None => Outcome::Status { code: reply.status, advice },
+impl Ending {
+    fn new(stdout: Vec<u8>, error: Option<&Error>, voice: Voice) -> Ending {
+        let error_line = error.map(|e| voice.error_line(&e.to_string()));
+        Ending { stdout, error_line, code: error.map_or(0, Error::exit_code), voice: Some(voice) }
+    }
+
+    /// stdout could not take the body (a closed pipe is fine and never gets
+    /// here): a run that was to print its answer fails with exit 3; a
+    /// fallback's exit code stands.
+    pub fn stdout_failed(mut self, error: &std::io::Error) -> Ending {
+        if matches!(self.code, 0 | 4) {
+            let error = Error::Permanent(format!("cannot write the body to stdout: {error}"));
+            self.error_line = self.voice.map(|voice| voice.error_line(&error.to_string()));
+            self.code = error.exit_code();
+        }
+        self
+    }
+}
+
+/// The command line, checked; or the ending of a run that never starts
+/// (`--help`, `--version`, `--generate`, a usage error). `stdin` is read
+/// only for `@-`.
+pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read) -> Result<Config, Ending> {
+    let voice = Voice::plain();
+    let cli = match cli::parse(args) {
+        Ok(Asked::Run(cli)) => *cli,
+        Ok(Asked::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
+            let text = e.render();
+            let text = if std::io::stdout().is_terminal() { text.ansi().to_string() } else { text.to_string() };
+            return Err(Ending::new(text.into_bytes(), None, voice));
+        }
+        Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::Usage(cli::one_line(&e))), voice)),
+    };
+    Config::from_cli(cli, stdin).map_err(|e| Ending::new(Vec::new(), Some(&e), voice))
+}
+
+/// What the run's coordinator hears.
+enum Event {
+    Signal(Signal),
+    /// Loop `t` ended.
+    Ended(usize, TargetEnd),
+}
+
+/// Why the run is over.
+enum Over {
+    /// Every URL is done (or, with `--any`, this one).
+    Done,
+    /// This URL's ending ends the run.
+    Failed(usize),
+    Signal(Signal),
+    /// Still running after the deadline.
+    Stuck,
+}
+
+/// Runs every URL's loop to the run's end.
+pub fn run(config: Config) -> Ending {
+    let Config { targets, client, conditions, print, policy, submit, timeout, any, output_file, style, limits } =
+        config;
+    let shown: Vec<(String, String)> =
+        targets.iter().map(|t| (t.request.method.clone(), t.request.url.clone())).collect();
+    let reporter = Reporter::new(style, &shown);
+    let store: Option<Box<dyn Store>> = match &limits.state {
+        Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
+        None => None,
+    };
+    let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    let common = Arc::new(Common {
+        client,
+        conditions,
+        print,
+        policy,
+        submit,
+        keep_last: limits.fallback == Some(Fallback::Last),
+        deadline,
+        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail),
+        reporter,
+        cancel: Cancel::default(),
+    });
+
+    let (events_tx, events) = mpsc::channel();
+    let signals = events_tx.clone();
+    let mut ends: Vec<Option<TargetEnd>> = targets.iter().map(|_| None).collect();
+    let started = wait::listen(move |signal| {
+        let _ = signals.send(Event::Signal(signal));
+    })
+    .map_err(|e| format!("cannot install signal handlers: {e}"))
+    .and_then(|()| {
+        targets.iter().enumerate().try_for_each(|(t, target)| {
+            let (common, target, events) = (Arc::clone(&common), target.clone(), events_tx.clone());
+            let shown = url::redact(&target.request.url);
+            std::thread::Builder::new()
+                .name(format!("poll-{t}"))
+                .stack_size(STACK_SIZE)
+                .spawn(move || {
+                    if let Ok(end) = target::run(&common, t, &target) {
+                        let _ = events.send(Event::Ended(t, end));
+                    }
+                })
+                .map(drop)
+                .map_err(|e| format!("cannot start a thread for {shown}: {e}"))
+        })
+    });
+    let over = match started {
+        Ok(()) => watch(&events, &mut ends, &common.reporter, any, deadline),
+        Err(why) => {
+            let error = Error::Permanent(why);
+            common.cancel.cancel();
+            let line = common.reporter.finish(&summary(&error, None, None));
+            return Ending { stdout: Vec::new(), error_line: line, code: error.exit_code(), voice: None };
+        }
+    };
+    // Loops still running stop at their next wait; one in a request ends with the process.
+    common.cancel.cancel();
+    finish(&common, &targets, ends, over, output_file.as_deref(), &limits.fallback)
+}
+
+/// Waits for the event that ends the run.
+fn watch(
+    events: &mpsc::Receiver<Event>,
+    ends: &mut [Option<TargetEnd>],
+    reporter: &Reporter,
+    any: bool,
+    deadline: Option<Instant>,
+) -> Over {
+    loop {
+        let event = match deadline {
+            Some(deadline) => {
+                let left = (deadline + DEADLINE_GRACE).saturating_duration_since(Instant::now());
+                match events.recv_timeout(left) {
+                    Ok(event) => event,
+                    Err(_) => return Over::Stuck,
+                }
+            }
+            None => match events.recv() {
+                Ok(event) => event,
+                Err(_) => return Over::Stuck,
+            },
+        };
+        match event {
+            Event::Signal(signal) => return Over::Signal(signal),
+            Event::Ended(t, end) => {
+                reporter.ended(t);
+                let done = end.result.is_ok();
+                if let Some(slot) = ends.get_mut(t) {
+                    *slot = Some(end);
+                }
+                let all_ended = ends.iter().all(Option::is_some);
+                match (any, done) {
+                    (true, true) | (false, true) if any || all_ended => return Over::Done,
+                    (false, false) => return Over::Failed(t),
+                    (true, false) if all_ended => {
+                        let worst = ends
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(t, end)| end.as_ref().and_then(|e| e.result.as_ref().err()).map(|e| (t, e)))
+                            .max_by_key(|(t, e)| (e.severity(), std::cmp::Reverse(*t)))
+                            .map_or(t, |(t, _)| t);
+                        return Over::Failed(worst);
+                    }
+                    _ => {}
                 }
             }
         }
     }
 }
 
-/// Runs the poll loop to its end. `Ok` holds the final body (exit 0).
-pub fn run(config: Config, reporter: &mut Reporter) -> Result<Vec<u8>, Error> {
-    let ender = reporter.end_handle();
-    let on_signal = {
-        let ender = ender.clone();
-        move |signal| ender.end(Error::Interrupted { signal, attempts: ender.attempts() })
-    };
-    let waiter =
-        Waiter::install(on_signal).map_err(|e| Error::Permanent(format!("cannot install signal handlers: {e}")))?;
-    let request_timeout = config.request.request_timeout;
-    let url = config.request.url.clone();
-    let limits = &config.limits;
-    let mut shared = Shared::new(limits.state.as_deref(), limits.rate, limits.breaker, &url);
-    let keep_last = limits.fallback == Some(Fallback::Last);
-    reporter.start(&config.request);
-    let conditions = config.conditions;
-    let client = Client::new(config.request);
-
-    let started = Instant::now();
-    let deadline = config.timeout.map(|timeout| started + timeout);
-    if let Some(deadline) = deadline {
-        // Requests end at the deadline by their own timeouts; this catches a filter that never does.
-        let end = move || {
-            let attempt = ender.attempts();
-            ender.end(Error::Deadline(format!(
-                "deadline reached while attempt {attempt} was still being judged (does a jq filter loop forever?)"
+/// The one ending of a run: the error (if any), stdout (the body, `--print`'s
+/// outputs, one line per URL, or the fallback), `-o`, then the reporter's
+/// last word and the error line it renders.
+fn finish(
+    common: &Common,
+    targets: &[config::Target],
+    ends: Vec<Option<TargetEnd>>,
+    over: Over,
+    output_file: Option<&std::path::Path>,
+    fallback: &Option<Fallback>,
+) -> Ending {
+    let reporter = &common.reporter;
+    let several = targets.len() > 1;
+    let mut error = match over {
+        Over::Done => None,
+        Over::Failed(t) => ends.get(t).and_then(|end| end.as_ref()).and_then(|end| end.result.clone().err()),
+        Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: reporter.attempts() }),
+        Over::Stuck => {
+            let stuck = ends.iter().position(Option::is_none).unwrap_or(0);
+            Some(Error::Deadline(format!(
+                "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
+                reporter.attempts_of(stuck)
             )))
-        };
-        waiter.watch(deadline + DEADLINE_GRACE, end).map_err(|e| Error::Permanent(format!("cannot start: {e}")))?;
-    }
-    let time_left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    let mut rng = rand::rng();
-    let mut failures = 0;
-    let mut number = 0;
-    let mut reported_errors = HashSet::new();
-    loop {
-        number += 1;
-        if shared.is_active() {
-            wait_turn(&mut shared, number, time_left(), &waiter, reporter, &url)?;
         }
-        let remaining = time_left();
-        let budget = remaining.map_or(request_timeout, |left| left.min(request_timeout));
-        reporter.in_flight(number);
-        let interrupted = |signal| Error::Interrupted { signal, attempts: number };
-        let probe = waiter
-            .attempt(|| {
-                let sent = Instant::now();
-                let result = client.fetch(budget);
-                let latency = sent.elapsed();
-                let judgement = match &result {
-                    Ok(reply) if (200..300).contains(&reply.status) => Some(conditions.judge(&reply.body)),
-                    _ => None,
-                };
-                Probe { result, latency, judgement }
+    };
+    if several && let Some(Error::Deadline(_)) = &error {
+        error = Some(Error::Deadline(pending(reporter, targets, &ends)));
+    }
+
+    let mut stdout = Vec::new();
+    let mut fell_back = false;
+    if several {
+        for (t, end) in ends.iter().enumerate() {
+            let Some(end) = end else { continue };
+            let code = end.result.as_ref().err().map_or(0, Error::exit_code);
+            if !matches!(code, 0 | 4) {
+                continue;
+            }
+            let url = url::redact(&targets[t].request.url);
+            let mut line = json!({ "url": url, "exit_code": code });
+            match (&end.printed, &end.body) {
+                (Some(printed), _) => line["print"] = Value::Array(printed.clone()),
+                (None, Some(body)) => {
+                    line["body"] = serde_json::from_slice(body)
+                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+                }
+                (None, None) => {}
+            }
+            stdout.extend_from_slice(line.to_string().as_bytes());
+            stdout.push(b'\n');
+        }
+    } else if let Some(Some(end)) = ends.first()
+        && (end.result.is_ok() || end.result.as_ref().err().is_some_and(Error::keeps_body))
+    {
+        stdout = match (&end.printed, &end.body) {
+            (Some(printed), _) => print_lines(printed),
+            (None, Some(body)) => body.clone(),
+            (None, None) => Vec::new(),
+        };
+    } else if let (Some(fallback), Some(e)) = (fallback, &error)
+        && e.takes_fallback()
+    {
+        let body = match fallback {
+            Fallback::Body(body) => Some(body.clone()),
+            Fallback::Last => targets.first().and_then(|target| {
+                let url = url::redact(&target.request.url);
+                common.shared.last_good(&target.key, &url, &|w| reporter.warn(w))
+            }),
+        };
+        if let Some(body) = body {
+            fell_back = true;
+            stdout = match &common.print {
+                None => body,
+                Some(print) => match condition::Input::parse(&body).map(|input| print.values(&input)) {
+                    Some(Ok(values)) => print_lines(&values),
+                    Some(Err(e)) => {
+                        reporter.warn(&format!("--fallback: --print: {e}"));
+                        Vec::new()
+                    }
+                    None => {
+                        reporter.warn("--fallback: --print: the fallback body is not JSON");
+                        Vec::new()
+                    }
+                },
+            };
+        }
+    }
+
+    if let Some(path) = output_file
+        && (!stdout.is_empty() || error.is_none() || error.as_ref().is_some_and(Error::keeps_body))
+    {
+        if let Err(e) = file::replace(path, &stdout, true) {
+            let why = format!("cannot write `{}`: {e}", path.display());
+            if fell_back {
+                // The exit code of a run that printed its --fallback stays what the run said.
+                reporter.warn(&format!("--fallback: {why}"));
+            } else {
+                error = Some(Error::Permanent(why));
+            }
+        }
+        stdout = Vec::new();
+    }
+
+    let operation = targets.first().filter(|_| !several).and_then(|_| reporter.operation(0)).map(|o| url::redact(&o));
+    let target_summaries = several.then(|| {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(t, target)| {
+                let end = ends.get(t).and_then(Option::as_ref);
+                TargetSummary {
+                    url: url::redact(&target.request.url),
+                    exit_code: end.map(|end| end.result.as_ref().err().map_or(0, Error::exit_code)),
+                    reason: end
+                        .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
+                        .to_string(),
+                    attempts: reporter.attempts_of(t),
+                }
             })
-            .map_err(|signal| Error::Interrupted { signal, attempts: number - 1 })?;
+            .collect()
+    });
+    let mut summary = summary_of(error.as_ref(), target_summaries, operation);
+    // A --submit run that a signal ended names where its operation is, to resume the wait.
+    if let (Some(Error::Interrupted { .. }), Some(operation)) = (&error, reporter.operation(0).filter(|_| !several)) {
+        summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
+    }
+    let error_line = reporter.finish(&summary);
+    let code = error.as_ref().map_or(0, Error::exit_code);
+    Ending { stdout, error_line, code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+}
 
-        for error in probe.judgement.iter().flat_map(|j| &j.errors) {
-            if reported_errors.insert(error.clone()) {
-                reporter.warn(error);
-            }
-        }
-        let outcome = probe.outcome(SystemTime::now());
-        let attempt = Attempt { number, failures, remaining: time_left() };
-        let action = config.policy.decide(&outcome, &attempt, &mut rng);
-        reporter.attempt(&AttemptReport {
-            number,
-            probe: &probe,
-            outcome: &outcome,
-            action: &action,
-            elapsed: started.elapsed(),
-        });
-        let rejection = tell(&mut shared, &probe, &outcome, &action, keep_last, reporter)?;
+fn summary(error: &Error, targets: Option<Vec<TargetSummary>>, operation: Option<String>) -> Summary {
+    summary_of(Some(error), targets, operation)
+}
 
-        let body = |probe: Probe| probe.result.map(|reply| reply.body).unwrap_or_default();
-        let after = match action {
-            Action::Done => return Ok(body(probe)),
-            Action::FailWhen => return Err(Error::FailWhen(body(probe))),
-            Action::Stop(stop) => return Err(ending(&stop, &probe, &url)),
-            Action::Poll { after, .. } => {
-                failures = 0;
-                after
-            }
-            Action::Retry { after, .. } => {
-                failures += 1;
-                after
-            }
-        };
-        // The breaker opened (here or in another process): stop now rather than at the next turn.
-        if let Some((rejection, now)) = rejection {
-            return Err(circuit_open(&rejection, shared.origin(), now, &url));
-        }
-        waiter.sleep(after).map_err(interrupted)?;
+fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operation_url: Option<String>) -> Summary {
+    Summary {
+        code: error.map_or(0, Error::exit_code),
+        reason: error.map_or("done", Error::reason),
+        message: error.map(Error::to_string),
+        targets,
+        operation_url,
     }
 }
 
-/// Before attempt `number`: asks the breaker, then waits for the server's
-/// "not before" and the `--rate` slot, never past the deadline.
-fn wait_turn(
-    shared: &mut Shared,
-    number: u32,
-    left: Option<Duration>,
-    waiter: &Waiter,
-    reporter: &mut Reporter,
-    url: &str,
-) -> Result<(), Error> {
-    let now = epoch_ms(SystemTime::now());
-    let deadline = left.map(|left| now.saturating_add(duration_ms(left)));
-    let admission = shared.admit(now, deadline, &mut |w| reporter.warn(w)).map_err(|e| state_error(&e, number > 1))?;
-    match admission {
-        Admission::Go { at, why } => {
-            let wait = Duration::from_millis(at.saturating_sub(now));
-            if !wait.is_zero() {
-                reporter.queued(number, wait, why);
-                waiter.sleep(wait).map_err(|signal| Error::Interrupted { signal, attempts: number - 1 })?;
-            }
-            Ok(())
+/// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
+fn print_lines(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in values {
+        match value {
+            Value::String(text) => out.extend_from_slice(text.as_bytes()),
+            other => out.extend_from_slice(other.to_string().as_bytes()),
         }
-        Admission::Open(rejection) => Err(circuit_open(&rejection, shared.origin(), now, url)),
-        Admission::TooLate { at, why } => Err(Error::Deadline(format!(
-            "deadline: the next attempt would start in {} ({}) but only {} is left (raise --timeout to wait longer) [{}]",
-            human(Duration::from_millis(at.saturating_sub(now))),
-            why.describe(),
-            human(left.unwrap_or_default()),
-            output::redact_url(url)
-        ))),
+        out.push(b'\n');
     }
+    out
 }
 
-/// After an attempt: feeds the breaker and keeps the server's advice the
-/// policy honoured (and, when the run is done, its body for `--fallback last`),
-/// so other runs see them. Returns the breaker's rejection, and when, if it is open now.
-fn tell(
-    shared: &mut Shared,
-    probe: &Probe,
-    outcome: &Outcome,
-    action: &Action,
-    keep_last: bool,
-    reporter: &mut Reporter,
-) -> Result<Option<(Rejection, u64)>, Error> {
-    let now = epoch_ms(SystemTime::now());
-    let not_before = match action {
-        Action::Poll { after, reason: WaitReason::RetryAfter | WaitReason::RateLimitReset }
-        | Action::Retry { after, reason: WaitReason::RetryAfter | WaitReason::RateLimitReset } => {
-            Some(now.saturating_add(duration_ms(*after)))
-        }
-        _ => None,
-    };
-    let good_body = match (action, &probe.result) {
-        (Action::Done, Ok(reply)) if keep_last => Some(reply.body.as_slice()),
-        _ => None,
-    };
-    let sample = Sample { ok: !breaker::counts_as_failure(outcome), latency: duration_ms(probe.latency) };
-    let rejection = shared
-        .record(now, sample, not_before, good_body, &mut |w| reporter.warn(w))
-        .map_err(|e| state_error(&e, true))?;
-    Ok(rejection.map(|rejection| (rejection, now)))
-}
-
-/// Exit 6, naming the origin and when it will be tried again.
-fn circuit_open(rejection: &Rejection, origin: &str, now: u64, url: &str) -> Error {
-    let (why, latest) = match rejection.prober {
-        Some(pid) => (format!("process {pid} is probing it"), " at the latest"),
-        None if rejection.reason.is_empty() => ("the breaker is open".to_string(), ""),
-        None => (rejection.reason.clone(), ""),
-    };
-    Error::CircuitOpen(format!(
-        "circuit open for {origin} ({why}); next try at {}{latest} [{}]",
-        when(rejection.retry_at, now),
-        output::redact_url(url)
-    ))
-}
-
-/// A `--state` file that cannot be locked, read or written: a usage error
-/// while nothing was sent yet, else a permanent failure.
-fn state_error(message: &str, sent: bool) -> Error {
-    let message = format!("--state: {message}");
-    if sent { Error::Permanent(message) } else { Error::Usage(message) }
-}
-
-/// The error for a run the policy stopped, with the detail and a hint a person needs.
-fn ending(stop: &Stop, probe: &Probe, url: &str) -> Error {
-    // The transport's own words help where the class alone does not say enough.
-    let detail = match &probe.result {
-        Err(fault)
-            if matches!(fault.failure, Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect) =>
-        {
-            Some(fault.detail.as_str())
-        }
-        _ => None,
-    };
-    let hint = match (&probe.result, stop) {
-        (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. }) => "",
-        (Err(Fault { failure: Failure::Tls, .. }), _) => {
-            "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
-        }
-        (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
-        // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.
-        (Ok(reply), Stop::Permanent { .. }) if matches!(reply.status, 401 | 403) => {
-            "; check the credentials (-u USER:PASS or -H 'Authorization: ...')"
-        }
-        _ => "",
-    };
-    let message = format!("{} [{}]{hint}", stop.describe(detail), output::redact_url(url));
-    match stop {
-        Stop::Permanent { .. } => Error::Permanent(message),
-        Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Error::GaveUp(message),
-        Stop::Deadline { .. } => Error::Deadline(message),
-    }
+/// A deadline with several URLs names only those still pending, each with its last outcome.
+fn pending(reporter: &Reporter, targets: &[config::Target], ends: &[Option<TargetEnd>]) -> String {
+    let pending: Vec<String> = targets
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
+        .map(|(t, target)| {
+            let last = reporter.last(t).map_or_else(|| "no attempt yet".to_string(), |last| format!("last: {last}"));
+            format!("{} ({last})", url::redact(&target.request.url))
+        })
+        .collect();
+    format!(
+        "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
+        pending.len(),
+        targets.len(),
+        pending.join(", ")
+    )
 }

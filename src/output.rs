@@ -1,33 +1,26 @@
-//! Everything a person or a pipeline sees: the body on stdout (or `-o`), and on
-//! stderr the progress line, `-v` attempt lines, `--log-format json` events and
-//! warnings, with secrets redacted. The error line itself is printed by `main`.
+//! Reporting, and nothing else: the live progress lines, `-v` attempt lines,
+//! `--log-format json` events, warnings, GitHub Actions workflow commands and
+//! the rendering of the final error line, all on stderr and with secrets
+//! redacted. It writes no file and ends no process: `main` prints the line
+//! this module renders, and the body.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::Probe;
-use crate::config::RequestSpec;
-use crate::error::Error;
-use crate::policy::{Action, Outcome, Stop, Verdict, WaitReason, human};
-use crate::state::Why;
-
-/// `--log-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
-}
+use crate::policy::{Action, Outcome, Verdict, WaitReason};
+use crate::record::Record;
+use crate::request::Request;
+use crate::text::{count, human, printable};
+use crate::url;
 
 /// `--color`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ColorChoice {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ColorChoice {
     #[default]
     Auto,
     Always,
@@ -36,298 +29,438 @@ pub enum ColorChoice {
 
 /// How stderr is used for this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Style {
+pub(crate) struct Style {
     pub verbose: u8,
     pub quiet: bool,
-    pub log_format: LogFormat,
+    /// `--log-format json`: NDJSON only.
+    pub json: bool,
     pub color: ColorChoice,
+    /// GitHub Actions workflow commands (`--ci github`, or `GITHUB_ACTIONS=true`).
+    pub github: bool,
     /// The `--timeout`, shown beside the elapsed time.
     pub deadline: Option<Duration>,
 }
 
-/// One attempt, as the run loop saw it.
-pub struct AttemptReport<'a> {
-    pub number: u32,
-    pub probe: &'a Probe,
-    pub outcome: &'a Outcome,
-    pub action: &'a Action,
-    pub elapsed: Duration,
+/// How the final error line and warnings are written: plain or coloured
+/// `poll: error: ...`, or as GitHub workflow commands, which the Actions log
+/// turns into annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Voice {
+    color: bool,
+    github: bool,
 }
 
-/// Writes progress, attempt lines and events to stderr.
-pub struct Reporter {
+impl Voice {
+    /// Before the flags are understood: plain, but a workflow command in GitHub Actions.
+    pub(crate) fn plain() -> Voice {
+        Voice { color: false, github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") }
+    }
+
+    pub(crate) fn error_line(&self, message: &str) -> String {
+        self.line("error", "31", message)
+    }
+
+    fn warning_line(&self, message: &str) -> String {
+        self.line("warning", "33", message)
+    }
+
+    fn line(&self, level: &str, colour: &str, message: &str) -> String {
+        let message = printable(message);
+        if self.github {
+            format!("::{level} title=poll::{}", workflow_escape(&message))
+        } else if self.color {
+            format!("poll: \x1b[{colour}m{level}:\x1b[0m {message}")
+        } else {
+            format!("poll: {level}: {message}")
+        }
+    }
+}
+
+/// A workflow command's message with `%`, CR and LF escaped, as GitHub reads them.
+fn workflow_escape(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// How one URL's loop ended, for the final line and the JSON summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TargetSummary {
+    pub url: String,
+    /// `None` when the run ended before this URL did.
+    pub exit_code: Option<u8>,
+    pub reason: String,
+    pub attempts: u32,
+}
+
+/// The end of the run, as the reporter shows it.
+#[derive(Debug, Clone)]
+pub(crate) struct Summary {
+    pub code: u8,
+    pub reason: &'static str,
+    /// The error line's message; `None` on success.
+    pub message: Option<String>,
+    /// One per URL, when there are several.
+    pub targets: Option<Vec<TargetSummary>>,
+    /// `--submit`: the status URL, redacted.
+    pub operation_url: Option<String>,
+}
+
+/// Writes progress, attempt lines and events to stderr, for every loop of
+/// the run (each loop is a target, numbered from 0).
+pub(crate) struct Reporter {
     style: Style,
+    voice: Voice,
+    is_terminal: bool,
+    multi: MultiProgress,
+    started: Instant,
+    targets: Vec<Target>,
+    /// Everything written from more than one thread goes through here.
+    out: Mutex<Out>,
+}
+
+/// What the reporter knows of one URL's loop.
+struct Target {
+    method: String,
+    /// Redacted.
+    url: String,
     bar: ProgressBar,
     /// The current wait; read by the progress line's live countdown.
     wait: Arc<Mutex<Option<Wait>>>,
-    is_terminal: bool,
-    color: bool,
-    method: String,
-    url: String,
-    started: Instant,
-    /// The attempt in flight or last made; shared with the threads that may end
-    /// the run while it is in flight (see [`EndHandle`]).
-    in_flight: Arc<AtomicU32>,
+    /// The attempt in flight or last made.
+    attempts: AtomicU32,
+    /// The last outcome in words: for the progress line, and for a deadline
+    /// that names what each URL still pending last saw.
+    last: Mutex<String>,
+    /// `--submit`: where the operation is watched, once known.
+    operation: Mutex<Option<String>>,
+}
+
+#[derive(Default)]
+struct Out {
+    /// After [`Reporter::finish`], loops still running write nothing more.
+    closed: bool,
     /// `--log-format json` warnings not yet printed: they ride on the next
     /// object, so that stderr holds exactly one object per attempt plus one.
     pending_warnings: Vec<String>,
-    /// The last outcome in words, for the progress line.
-    last: String,
+    /// GitHub `-v` groups of several URLs, buffered until the URL ends so
+    /// that groups never interleave; `None` once flushed.
+    groups: Vec<Option<Vec<String>>>,
 }
 
 impl Reporter {
-    pub fn new(style: Style) -> Reporter {
+    /// A reporter for loops on `targets` (method, URL).
+    pub(crate) fn new(style: Style, targets: &[(String, String)]) -> Reporter {
         let is_terminal = io::stderr().is_terminal();
         let color = match style.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         };
-        let wait = Arc::new(Mutex::new(None));
-        let live = is_terminal && !style.quiet && style.log_format == LogFormat::Text;
-        let bar = if live { progress_bar(&wait, style.deadline) } else { ProgressBar::hidden() };
+        let live = is_terminal && !style.quiet && !style.json;
+        let multi = if live {
+            MultiProgress::with_draw_target(ProgressDrawTarget::stderr())
+        } else {
+            MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
+        };
+        let several = targets.len() > 1;
+        let targets: Vec<Target> = targets
+            .iter()
+            .map(|(method, url)| {
+                let url = url::redact(url);
+                let wait = Arc::new(Mutex::new(None));
+                let bar = if live {
+                    let prefix = if several { format!("{url} · ") } else { String::new() };
+                    let bar = multi.add(progress_bar(&wait, style.deadline, prefix));
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    bar
+                } else {
+                    ProgressBar::hidden()
+                };
+                Target {
+                    method: method.clone(),
+                    url,
+                    bar,
+                    wait,
+                    attempts: AtomicU32::new(0),
+                    last: Mutex::new(String::new()),
+                    operation: Mutex::new(None),
+                }
+            })
+            .collect();
+        let buffered = style.github && style.verbose >= 1 && several;
+        let out = Out { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Out::default() };
         Reporter {
             style,
-            bar,
-            wait,
+            voice: Voice { color, github: style.github },
             is_terminal,
-            color,
-            method: String::new(),
-            url: String::new(),
+            multi,
             started: Instant::now(),
-            in_flight: Arc::new(AtomicU32::new(0)),
-            pending_warnings: Vec::new(),
-            last: String::new(),
+            targets,
+            out: Mutex::new(out),
         }
     }
 
-    /// The attempt in flight or last made.
-    fn attempts(&self) -> u32 {
-        self.in_flight.load(Ordering::SeqCst)
-    }
-
-    /// Whether error lines may be coloured.
-    pub fn color(&self) -> bool {
-        self.color
+    /// How the final error line is to be written.
+    pub(crate) fn voice(&self) -> Voice {
+        self.voice
     }
 
     /// Whether stderr carries NDJSON only.
-    pub fn is_json(&self) -> bool {
-        self.style.log_format == LogFormat::Json
+    pub(crate) fn is_json(&self) -> bool {
+        self.style.json
     }
 
-    /// Before the first attempt: `-v` shows the request, secrets redacted.
-    pub fn start(&mut self, request: &RequestSpec) {
-        self.method = request.method.clone();
-        self.url = redact_url(&request.url);
-        self.started = Instant::now();
-        if self.style.verbose >= 1 && !self.is_json() {
-            self.line(&format!("> {} {}", self.method, self.url));
-            self.line(&format!("> User-Agent: {}", request.user_agent));
-            for (name, value) in &request.headers {
-                self.line(&format!("> {name}: {}", redact_header(name, value)));
-            }
+    fn several(&self) -> bool {
+        self.targets.len() > 1
+    }
+
+    fn verbose_text(&self) -> bool {
+        self.style.verbose >= 1 && !self.style.json
+    }
+
+    /// Attempts made so far by every loop (the one in flight included).
+    pub(crate) fn attempts(&self) -> u32 {
+        self.targets.iter().map(|t| t.attempts.load(Ordering::SeqCst)).sum()
+    }
+
+    /// Attempts made so far by loop `t`.
+    pub(crate) fn attempts_of(&self, t: usize) -> u32 {
+        self.targets.get(t).map_or(0, |target| target.attempts.load(Ordering::SeqCst))
+    }
+
+    /// The last outcome of loop `t` in words, if it made an attempt.
+    pub(crate) fn last(&self, t: usize) -> Option<String> {
+        self.targets.get(t).map(|target| lock(&target.last).clone()).filter(|last| !last.is_empty())
+    }
+
+    /// `--submit`: the status URL loop `t` watches, once known.
+    pub(crate) fn operation(&self, t: usize) -> Option<String> {
+        self.targets.get(t).and_then(|target| lock(&target.operation).clone())
+    }
+
+    /// Before loop `t`'s first attempt: `-v` shows the request, secrets redacted.
+    pub(crate) fn start(&self, t: usize, request: &Request, user_agent: &str) {
+        if !self.verbose_text() {
+            return;
+        }
+        if self.style.github && !self.several() {
+            self.line(t, &format!("::group::poll {}", url::redact(&request.url)));
+        }
+        self.line(t, &format!("> {} {}", request.method, url::redact(&request.url)));
+        self.line(t, &format!("> User-Agent: {}", printable(user_agent)));
+        for (name, value) in &request.headers {
+            self.line(t, &format!("> {name}: {}", printable(url::redact_header(name, value))));
         }
     }
 
-    /// A request is on its way.
-    pub fn in_flight(&mut self, number: u32) {
-        self.in_flight.store(number, Ordering::SeqCst);
-        if self.bar.is_hidden() {
+    /// Loop `t` sends attempt `number`.
+    pub(crate) fn sending(&self, t: usize, number: u32) {
+        let Some(target) = self.targets.get(t) else { return };
+        target.attempts.store(number, Ordering::SeqCst);
+        if target.bar.is_hidden() {
             return; // Nothing to draw: tight polling pays for no formatting.
         }
-        self.set_wait(None);
-        let last = if self.last.is_empty() { String::new() } else { format!(" · last: {}", self.last) };
-        self.bar.set_message(format!("attempt {number}{last} · sending request"));
+        set(&target.wait, None);
+        let last = lock(&target.last);
+        let last = if last.is_empty() { String::new() } else { format!(" · last: {last}") };
+        target.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
 
-    /// Attempt `number` waits `after` for its turn: its `--rate` slot, or the
-    /// server's advice kept in `--state`, which `-v` names since no reply of
-    /// this run asked for it.
-    pub fn queued(&mut self, number: u32, after: Duration, why: Why) {
+    /// Attempt `number` of loop `t` waits `wait` for its turn: its `--rate`
+    /// slot, or the server's advice kept in `--state`, which `-v` names since
+    /// no reply of this run asked for it.
+    pub(crate) fn queued(&self, t: usize, number: u32, wait: Duration, why: WaitReason) {
+        let Some(target) = self.targets.get(t) else { return };
         let shown = match why {
-            Why::Rate => " (--rate)",
-            Why::NotBefore => " (server advice in --state)",
-            Why::Nothing => "",
+            WaitReason::Kept => " (server advice in --state)".to_string(),
+            other => format!(" ({other})"),
         };
-        self.set_wait(Some(Wait { until: Instant::now() + after, what: "next attempt", why: shown.into() }));
-        if why == Why::NotBefore && self.style.verbose >= 1 && !self.is_json() {
-            self.line(&format!("attempt {number}: waits {} for {}", human(after), why.describe()));
+        set(&target.wait, Some(Wait { until: Instant::now() + wait, what: "next attempt", why: shown }));
+        if why == WaitReason::Kept && self.verbose_text() {
+            self.line(t, &format!("{}attempt {number}: waits {} for {why}", self.named(t), human(wait)));
         }
     }
 
-    /// An attempt finished and the policy decided.
-    pub fn attempt(&mut self, report: &AttemptReport) {
-        if self.bar.is_hidden() && self.style.verbose == 0 && !self.is_json() {
+    /// `--submit`: loop `t` now watches the operation at `url`.
+    pub(crate) fn watching(&self, t: usize, url: &str) {
+        if let Some(target) = self.targets.get(t) {
+            *lock(&target.operation) = Some(url.to_string());
+        }
+        if self.verbose_text() {
+            self.line(t, &format!("{}operation: {}", self.named(t), url::redact(url)));
+        }
+    }
+
+    /// An attempt of loop `t` finished and the policy decided.
+    pub(crate) fn attempt(&self, t: usize, record: &Record) {
+        let Some(target) = self.targets.get(t) else { return };
+        let summary = record.summary();
+        if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
+            *lock(&target.last) = summary;
             return;
         }
-        self.last = describe(report);
-        if self.is_json() {
-            self.event(attempt_event(report, &self.method, &self.url, self.started.elapsed()));
-            return;
-        }
-        if self.style.verbose >= 1 {
-            let latency = human(report.probe.latency);
-            self.line(&format!("attempt {}: {} in {latency} -> {}", report.number, self.last, decision(report.action)));
-            if self.style.verbose >= 2
-                && let Ok(reply) = &report.probe.result
-            {
+        if self.style.json {
+            let mut event = attempt_event(record, &target.method, &target.url, self.started.elapsed());
+            if self.several() {
+                event["target"] = json!(t);
+            }
+            self.event(event);
+        } else if self.style.verbose >= 1 {
+            let latency = human(record.latency);
+            let decision = decision(&record.action);
+            self.line(t, &format!("{}attempt {}: {summary} in {latency} -> {decision}", self.named(t), record.number));
+            if let (true, Ok(reply)) = (self.style.verbose >= 2, &record.reply) {
                 for (name, value) in &reply.headers {
-                    let value = if name.eq_ignore_ascii_case("location") {
-                        redact_url(value)
+                    let value = if name.eq_ignore_ascii_case("location")
+                        || name.eq_ignore_ascii_case("operation-location")
+                        || name.eq_ignore_ascii_case("azure-asyncoperation")
+                    {
+                        url::redact(value)
                     } else {
-                        redact_header(name, value).to_string()
+                        url::redact_header(name, value).to_string()
                     };
-                    self.line(&format!("< {name}: {}", printable(&value)));
+                    self.line(t, &format!("< {name}: {}", printable(&value)));
                 }
             }
         }
-        if let Action::Poll { after, reason } | Action::Retry { after, reason } = report.action {
-            let what = match report.action {
-                Action::Poll { .. } => "next poll",
-                _ => "retrying",
-            };
+        if let Action::Poll { after, reason } | Action::Retry { after, reason } = &record.action {
+            let what = if matches!(record.action, Action::Poll { .. }) { "next poll" } else { "retrying" };
             let why = match reason {
                 WaitReason::Interval => String::new(),
                 other => format!(" ({other})"),
             };
-            self.set_wait(Some(Wait { until: Instant::now() + *after, what, why }));
-            self.bar.set_message(format!("attempt {} · {}", report.number, self.last));
+            set(&target.wait, Some(Wait { until: Instant::now() + *after, what, why }));
+            target.bar.set_message(format!("attempt {} · {summary}", record.number));
         }
+        *lock(&target.last) = summary;
     }
 
     /// A warning, such as a jq runtime error; shown once by the caller's choice.
-    pub fn warn(&mut self, message: &str) {
-        if self.is_json() {
-            self.pending_warnings.push(message.to_string());
+    pub(crate) fn warn(&self, message: &str) {
+        if self.style.json {
+            lock(&self.out).pending_warnings.push(message.to_string());
         } else if !self.style.quiet {
-            let prefix = self.paint("warning:", "33");
-            self.line(&format!("poll: {prefix} {}", printable(message)));
+            self.write(&self.voice.warning_line(message));
         }
     }
 
-    /// The run is over: clear the progress line and leave one summary.
-    pub fn finish(&mut self, result: &Result<Vec<u8>, Error>) {
-        self.bar.finish_and_clear();
-        let elapsed = self.started.elapsed();
-        if self.is_json() {
-            let (code, reason, message) = match result {
-                Ok(_) => (0, "done", None),
-                Err(e) => (e.exit_code(), e.reason(), Some(e.to_string())),
-            };
-            self.event(done_event(self.attempts(), elapsed, code, reason, message));
+    /// Loop `t` is over: its buffered GitHub group is written out whole.
+    pub(crate) fn ended(&self, t: usize) {
+        let mut out = lock(&self.out);
+        let Some(lines) = out.groups.get_mut(t).and_then(Option::take) else { return };
+        if out.closed || lines.is_empty() {
             return;
         }
-        let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
-        if show_summary && let Ok(_) | Err(Error::FailWhen(_)) = result {
-            let attempts = self.attempts();
-            let plural = if attempts == 1 { "" } else { "s" };
-            let what = if result.is_ok() { "done" } else { "--fail-when matched" };
-            self.line(&format!("poll: {what} after {attempts} attempt{plural} in {}", human(elapsed)));
-        }
-    }
-
-    /// The error line printed by `main`, coloured when allowed.
-    pub fn error_line(&self, error: &Error) -> Option<String> {
-        (!self.is_json()).then(|| error_line(error, self.color))
-    }
-
-    /// What another thread needs to end the run while the main thread is
-    /// blocked in an attempt (a request, a jq filter) and cannot return.
-    pub fn end_handle(&self) -> EndHandle {
-        EndHandle {
-            bar: self.bar.clone(),
-            in_flight: Arc::clone(&self.in_flight),
-            json: self.is_json(),
-            color: self.color,
-            started: Instant::now(),
-        }
-    }
-
-    fn set_wait(&self, wait: Option<Wait>) {
-        *self.wait.lock().unwrap_or_else(PoisonError::into_inner) = wait;
-    }
-
-    fn paint(&self, text: &str, code: &str) -> String {
-        paint(text, code, self.color)
-    }
-
-    fn line(&self, text: &str) {
-        self.bar.suspend(|| {
+        let url = self.targets.get(t).map(|target| target.url.as_str()).unwrap_or_default();
+        let text = format!("::group::poll {url}\n{}\n::endgroup::", lines.join("\n"));
+        self.multi.suspend(|| {
             let _ = writeln!(io::stderr().lock(), "{text}");
         });
     }
 
-    fn event(&mut self, mut value: Value) {
-        if !self.pending_warnings.is_empty() {
-            value["warnings"] = json!(std::mem::take(&mut self.pending_warnings));
+    /// The run is over: clear the progress lines, leave one summary (or the
+    /// final JSON object), and render the error line for `main` to print.
+    /// Loops still running write nothing after this.
+    pub(crate) fn finish(&self, summary: &Summary) -> Option<String> {
+        for t in 0..self.targets.len() {
+            self.ended(t);
+        }
+        let _ = self.multi.clear();
+        for target in &self.targets {
+            target.bar.finish_and_clear();
+        }
+        if self.style.github && self.verbose_text() && !self.several() {
+            self.write("::endgroup::");
+        }
+        let elapsed = self.started.elapsed();
+        if self.style.json {
+            let mut event = json!({
+                "event": "done",
+                "ts": now_rfc3339(),
+                "elapsed_ms": elapsed.as_millis() as u64,
+                "attempts": self.attempts(),
+                "exit_code": summary.code,
+                "reason": summary.reason,
+                "message": summary.message,
+            });
+            if let Some(targets) = &summary.targets {
+                event["targets"] = targets
+                    .iter()
+                    .map(|t| json!({ "url": t.url, "exit_code": t.exit_code, "reason": t.reason, "attempts": t.attempts }))
+                    .collect();
+            }
+            if let Some(operation) = &summary.operation_url {
+                event["operation_url"] = json!(operation);
+            }
+            self.event(event);
+            lock(&self.out).closed = true;
+            return None;
+        }
+        let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
+        if show_summary && matches!(summary.code, 0 | 4) {
+            let what = if summary.code == 0 { "done" } else { "--fail-when matched" };
+            let attempts = count(self.attempts(), "attempt");
+            self.write(&format!("poll: {what} after {attempts} in {}", human(elapsed)));
+        }
+        lock(&self.out).closed = true;
+        summary.message.as_deref().map(|message| self.voice.error_line(message))
+    }
+
+    /// `[url] ` before a line of loop `t`, when there are several.
+    fn named(&self, t: usize) -> String {
+        match self.targets.get(t) {
+            Some(target) if self.several() => format!("[{}] ", target.url),
+            _ => String::new(),
+        }
+    }
+
+    /// A line of loop `t`: buffered in its GitHub group, or written now.
+    fn line(&self, t: usize, text: &str) {
+        let mut out = lock(&self.out);
+        if out.closed {
+            return;
+        }
+        if let Some(Some(group)) = out.groups.get_mut(t) {
+            group.push(text.to_string());
+            return;
+        }
+        drop(out);
+        self.write(text);
+    }
+
+    fn write(&self, text: &str) {
+        let out = lock(&self.out);
+        if out.closed {
+            return;
+        }
+        self.multi.suspend(|| {
+            let _ = writeln!(io::stderr().lock(), "{text}");
+        });
+    }
+
+    fn event(&self, mut value: Value) {
+        let mut out = lock(&self.out);
+        if out.closed {
+            return;
+        }
+        if !out.pending_warnings.is_empty() {
+            value["warnings"] = json!(std::mem::take(&mut out.pending_warnings));
         }
         let _ = writeln!(io::stderr().lock(), "{value}");
     }
 }
 
-fn paint(text: &str, code: &str, color: bool) -> String {
-    if color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn error_line(error: &Error, color: bool) -> String {
-    format!("poll: {} {}", paint("error:", "31", color), printable(&error.to_string()))
-}
-
-/// Text from outside (a body, a header, a typed flag) with its control
-/// characters escaped (`\u{1b}`, `\r`): it can neither break a line apart
-/// nor send escape sequences to the terminal.
-pub fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
-}
-
-/// The final `--log-format json` object.
-fn done_event(attempts: u32, elapsed: Duration, exit_code: u8, reason: &str, message: Option<String>) -> Value {
-    json!({
-        "event": "done",
-        "ts": now_rfc3339(),
-        "elapsed_ms": elapsed.as_millis() as u64,
-        "attempts": attempts,
-        "exit_code": exit_code,
-        "reason": reason,
-        "message": message,
-    })
-}
-
-/// Ends the run from another thread with the same last line `main` would print.
-#[derive(Clone)]
-pub struct EndHandle {
-    bar: ProgressBar,
-    in_flight: Arc<AtomicU32>,
-    json: bool,
-    color: bool,
-    started: Instant,
-}
-
-impl EndHandle {
-    /// The attempt in flight.
-    pub fn attempts(&self) -> u32 {
-        self.in_flight.load(Ordering::SeqCst)
-    }
-
-    /// Clears the progress line, prints the ending and exits with its code.
-    pub fn end(&self, error: Error) -> ! {
-        self.bar.finish_and_clear();
-        let line = if self.json {
-            let message = Some(error.to_string());
-            done_event(self.attempts(), self.started.elapsed(), error.exit_code(), error.reason(), message).to_string()
-        } else {
-            error_line(&error, self.color)
-        };
-        let _ = writeln!(io::stderr().lock(), "{line}");
-        std::process::exit(error.exit_code().into());
-    }
+fn set(slot: &Mutex<Option<Wait>>, wait: Option<Wait>) {
+    *lock(slot) = wait;
 }
 
 /// A wait between attempts, as the progress line shows it.
 struct Wait {
     until: Instant,
-    /// "next poll" or "retrying".
+    /// "next poll", "retrying" or "next attempt".
     what: &'static str,
     /// " (Retry-After)" and the like; empty for the interval.
     why: String,
@@ -335,14 +468,14 @@ struct Wait {
 
 /// The live progress line: `⠋ attempt 3 · 503 · retrying in 1.6s (backoff) · 4.2s / 5m`.
 /// `{wait}` counts down the current wait; `{clock}` is the elapsed time against the deadline.
-fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>) -> ProgressBar {
+fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>, prefix: String) -> ProgressBar {
     let wait = Arc::clone(wait);
     let started = Instant::now();
     let of = deadline.map(|d| format!(" / {}", human(d))).unwrap_or_default();
-    let style = ProgressStyle::with_template("{spinner} {msg}{wait} · {clock}")
+    let style = ProgressStyle::with_template("{spinner} {prefix}{msg}{wait} · {clock}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
         .with_key("wait", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            if let Some(wait) = wait.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            if let Some(wait) = lock(&wait).as_ref() {
                 let left = wait.until.saturating_duration_since(Instant::now());
                 let _ = write!(w, " · {} in {:.1}s{}", wait.what, left.as_secs_f64(), wait.why);
             }
@@ -350,31 +483,7 @@ fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>) -> 
         .with_key("clock", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
             let _ = write!(w, "{:.1}s{of}", started.elapsed().as_secs_f64());
         });
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style);
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar
-}
-
-/// The outcome in a few words: `200 pending`, `503`, `connection refused`.
-fn describe(report: &AttemptReport) -> String {
-    let shown = report.probe.judgement.as_ref().and_then(|j| j.shown.as_deref());
-    let mut text = match (&report.probe.result, report.outcome) {
-        (Err(fault), _) => fault.failure.to_string(),
-        (Ok(reply), Outcome::Success { verdict, .. }) => {
-            let word = match verdict {
-                Verdict::Met => "done",
-                Verdict::FailWhen => "failed",
-                Verdict::NotMet => "pending",
-                Verdict::NotJson => "not JSON",
-            };
-            format!("{} {word}", reply.status)
-        }
-        (Ok(reply), _) => reply.status.to_string(),
-    };
-    if let Some(shown) = shown {
-        text.push_str(&format!(" · {}", printable(&shorten(shown))));
-    }
-    text
+    ProgressBar::new_spinner().with_style(style).with_prefix(prefix)
 }
 
 fn decision(action: &Action) -> String {
@@ -383,41 +492,33 @@ fn decision(action: &Action) -> String {
         Action::FailWhen => "stop (--fail-when matched)".into(),
         Action::Poll { after, reason } => format!("poll again in {} ({reason})", human(*after)),
         Action::Retry { after, reason } => format!("retry in {} ({reason})", human(*after)),
-        Action::Stop(stop) => format!("stop ({})", stop_name(stop)),
+        Action::Stop(stop) => format!("stop ({})", stop.name()),
     }
 }
 
-fn stop_name(stop: &Stop) -> &'static str {
-    match stop {
-        Stop::Permanent { .. } => "permanent",
-        Stop::BudgetSpent { .. } => "retries spent",
-        Stop::NotRetryable { .. } => "not retryable",
-        Stop::WaitTooLong { .. } => "wait too long",
-        Stop::Deadline { .. } => "deadline",
-    }
-}
-
-fn attempt_event(report: &AttemptReport, method: &str, url: &str, elapsed: Duration) -> Value {
+fn attempt_event(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
     let mut event = json!({
         "event": "attempt",
-        "attempt": report.number,
+        "attempt": record.number,
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
         "method": method,
         "url": url,
-        "latency_ms": report.probe.latency.as_millis() as u64,
+        "latency_ms": record.latency.as_millis() as u64,
     });
-    let fields = &mut event;
-    match &report.probe.result {
-        Ok(reply) => fields["status"] = json!(reply.status),
+    if let Some(phase) = record.phase.name() {
+        event["phase"] = json!(phase);
+    }
+    match &record.reply {
+        Ok(reply) => event["status"] = json!(reply.status),
         Err(fault) => {
-            fields["error"] = json!(fault.detail);
-            fields["error_kind"] = json!(fault.failure.kind());
+            event["error"] = json!(fault.detail);
+            event["error_kind"] = json!(fault.failure.kind());
         }
     }
-    if let Outcome::Success { verdict, .. } = report.outcome {
-        let has_errors = report.probe.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
-        fields["condition"] = json!(match verdict {
+    if let Outcome::Success { verdict, .. } = &record.outcome {
+        let has_errors = record.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
+        event["condition"] = json!(match verdict {
             Verdict::Met => "met",
             Verdict::FailWhen => "failed",
             Verdict::NotMet if has_errors => "error",
@@ -425,22 +526,23 @@ fn attempt_event(report: &AttemptReport, method: &str, url: &str, elapsed: Durat
             Verdict::NotJson => "error",
         });
         if *verdict == Verdict::NotJson {
-            fields["error_kind"] = json!("not_json");
+            event["error_kind"] = json!("not_json");
         }
     }
-    if let Some(shown) = report.probe.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
-        fields["show"] = json!(shown);
+    if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
+        event["show"] = json!(shown);
     }
-    let (action, wait) = match report.action {
-        Action::Done | Action::FailWhen => ("done", None),
+    // `done` is for exit 0 only: a --fail-when match ends the run too, but with 4.
+    let (action, wait) = match &record.action {
+        Action::Done => ("done", None),
+        Action::FailWhen | Action::Stop(_) => ("stop", None),
         Action::Poll { after, reason } => ("poll", Some((after, reason))),
         Action::Retry { after, reason } => ("retry", Some((after, reason))),
-        Action::Stop(_) => ("stop", None),
     };
-    fields["action"] = json!(action);
+    event["action"] = json!(action);
     if let Some((after, reason)) = wait {
-        fields["wait_ms"] = json!(after.as_millis() as u64);
-        fields["wait_reason"] = json!(reason.name());
+        event["wait_ms"] = json!(after.as_millis() as u64);
+        event["wait_reason"] = json!(reason.name());
     }
     event
 }
@@ -449,96 +551,19 @@ fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// `text` cut to its first 60 characters, so that a long value (a `--show`
-/// output, a 4 KiB filter) keeps its line readable.
-pub fn shorten(text: &str) -> String {
-    match text.char_indices().nth(60) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
-/// Header values that are secrets: the contract's four, plus names that say so.
-fn is_secret_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    matches!(name.as_str(), "authorization" | "proxy-authorization" | "cookie" | "set-cookie")
-        || ["token", "secret", "api-key", "apikey", "password"].iter().any(|word| name.contains(word))
-}
-
-/// A header value for display.
-pub fn redact_header<'a>(name: &str, value: &'a str) -> &'a str {
-    if is_secret_header(name) { "<redacted>" } else { value }
-}
-
-/// The URL for display: userinfo and the values of secret-looking query keys redacted.
-pub fn redact_url(url: &str) -> String {
-    let url = crate::config::redact_userinfo(url);
-    let Some((base, query)) = url.split_once('?') else { return url };
-    let secret = |key: &str| {
-        let key = key.to_ascii_lowercase();
-        ["token", "key", "secret", "password", "passwd", "pwd", "auth", "signature", "sig", "credential", "session"]
-            .iter()
-            .any(|word| key.contains(word))
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if secret(key) => format!("{key}=<redacted>"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&"))
-}
-
-/// Writes the final body to stdout, or atomically to `file` (temp file + rename).
-/// A closed stdout (`poll URL | head -c1`) is not an error.
-pub fn write_body(body: &[u8], file: Option<&Path>) -> Result<(), Error> {
-    let Some(file) = file else {
-        let mut stdout = io::stdout().lock();
-        return match stdout.write_all(body).and_then(|()| stdout.flush()) {
-            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                Err(Error::Permanent(format!("cannot write the body to stdout: {e}")))
-            }
-            _ => Ok(()),
-        };
-    };
-    let failed = |e: io::Error| Error::Permanent(format!("cannot write `{}`: {e}", file.display()));
-    let folder = match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = folder.join(format!(".{name}.poll-{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temp).and_then(|mut f| {
-        f.write_all(body)?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&temp, file)) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(failed(e));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn urls_are_redacted() {
-        assert_eq!(
-            redact_url("http://h/p?a=1&token=abc&api_key=k"),
-            "http://h/p?a=1&token=<redacted>&api_key=<redacted>"
-        );
-        assert_eq!(redact_url("https://bob:pw@h/x"), "https://<redacted>@h/x");
-        assert_eq!(redact_url("http://h/plain"), "http://h/plain");
-    }
-
-    #[test]
-    fn secret_headers_are_redacted() {
-        for name in ["Authorization", "proxy-authorization", "Cookie", "SET-COOKIE", "X-Auth-Token", "X-Api-Key"] {
-            assert_eq!(redact_header(name, "s3cret"), "<redacted>", "{name}");
-        }
-        assert_eq!(redact_header("Accept", "application/json"), "application/json");
+    fn workflow_commands_escape_percent_cr_and_lf() {
+        assert_eq!(workflow_escape("100% done\r\nnext"), "100%25 done%0D%0Anext");
+        let github = Voice { color: false, github: true };
+        assert_eq!(github.error_line("HTTP 404 [http://h/?a=%20]"), "::error title=poll::HTTP 404 [http://h/?a=%2520]");
+        assert_eq!(github.warning_line("a\nb"), r"::warning title=poll::a\nb", "control characters are escaped first");
+        let plain = Voice { color: false, github: false };
+        assert_eq!(plain.error_line("HTTP 404"), "poll: error: HTTP 404");
+        let colour = Voice { color: true, github: false };
+        assert_eq!(colour.error_line("x"), "poll: \x1b[31merror:\x1b[0m x");
     }
 }

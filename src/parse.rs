@@ -1,4 +1,5 @@
-//! Pure parsers for flag values: durations, sizes, rates, percentages, headers and status lists.
+//! Pure parsers for flag values: durations, sizes, rates, percentages,
+//! methods, headers and status codes.
 //!
 //! Each returns a message that names what is wrong with the value; the caller
 //! adds the flag's name. They never panic, whatever the input (see `fuzz/`).
@@ -74,7 +75,7 @@ pub fn rate(text: &str) -> Result<Duration, String> {
 }
 
 /// A whole percentage, 0 to 100, with or without `%`: `60`, `60%`.
-pub fn percent(text: &str) -> Result<u8, String> {
+pub(crate) fn percent(text: &str) -> Result<u8, String> {
     let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim();
     match number.parse::<u8>() {
         Ok(n) if n <= 100 => Ok(n),
@@ -100,7 +101,7 @@ pub fn header(text: &str) -> Result<(String, String), String> {
 
 /// Rejects a header value that could break the request apart or is not
 /// representable on the wire.
-pub fn check_header_value(name: &str, value: &str) -> Result<(), String> {
+pub(crate) fn check_header_value(name: &str, value: &str) -> Result<(), String> {
     match value.chars().find(|c| matches!(c, '\r' | '\n' | '\0') || (c.is_control() && *c != '\t')) {
         Some(bad) => Err(format!("value of header `{name}` contains {}", describe(bad))),
         None => Ok(()),
@@ -115,11 +116,15 @@ pub fn status(text: &str) -> Result<u16, String> {
     }
 }
 
-/// A comma-separated list of HTTP status codes: `404,409`.
-pub fn status_list(text: &str) -> Result<Vec<u16>, String> {
-    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(status).collect()
+/// An HTTP method (`-X`): any HTTP token, so `PURGE` or `PROPFIND` pass as curl lets them.
+pub(crate) fn method(text: &str) -> Result<String, String> {
+    if text.is_empty() || !text.chars().all(is_token_char) {
+        return Err(format!("`{}` is not an HTTP method", text.escape_debug()));
+    }
+    Ok(text.to_string())
 }
 
+/// The characters of an HTTP token (RFC 9110): header names and methods.
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
@@ -210,11 +215,21 @@ mod tests {
     }
 
     #[test]
-    fn status_lists() {
-        assert_eq!(status_list("404,409"), Ok(vec![404, 409]));
-        assert_eq!(status_list(" 404 , 418 "), Ok(vec![404, 418]));
-        for bad in ["abc", "99", "600", "404,x"] {
-            assert!(status_list(bad).is_err(), "{bad} should be rejected");
+    fn statuses() {
+        assert_eq!(status("404"), Ok(404));
+        assert_eq!(status(" 418 "), Ok(418));
+        for bad in ["abc", "99", "600", "x", ""] {
+            assert!(status(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn methods() {
+        for ok in ["GET", "post", "PURGE", "M-SEARCH"] {
+            assert_eq!(method(ok), Ok(ok.to_string()));
+        }
+        for bad in ["", "GET /", "PO\rST", "G\u{e9}T"] {
+            assert!(method(bad).is_err(), "{bad:?} should be rejected");
         }
     }
 }

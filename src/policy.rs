@@ -8,16 +8,27 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::advice::Advice;
+use crate::text::human;
 
 /// Server-advised waits longer than this are not waited for when there is no
 /// deadline: a hostile or broken `Retry-After: 99999999` must not hang a CI job.
 pub const MAX_ADVISED_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+// The defaults of the schedule flags: `cli.rs` shows these, `Policy::default` uses them.
+pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const RETRIES: u32 = 6;
+pub(crate) const BACKOFF: Duration = Duration::from_millis(200);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
+pub(crate) const STABLE: u32 = 1;
 
 /// What one attempt produced, as plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A 2xx response, with what the conditions said of its body.
     Success { verdict: Verdict, advice: Advice },
+    /// `--submit`: the submit's 2xx named where the operation can be watched.
+    Submitted { advice: Advice },
     /// A response with any other status.
     Status { code: u16, advice: Advice },
     /// No usable response.
@@ -62,6 +73,29 @@ pub enum Failure {
     BadRedirect,
     /// The body is larger than `--max-body`.
     BodyTooLarge,
+}
+
+/// Which request an attempt sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// The request as given, repeated until the condition holds.
+    #[default]
+    Poll,
+    /// `--submit`: the request that starts an operation, sent once.
+    Submit,
+    /// `--submit`: a GET of the operation's status URL.
+    Wait,
+}
+
+impl Phase {
+    /// The stable name used in `--log-format json` (`phase`); `None` without `--submit`.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Phase::Poll => None,
+            Phase::Submit => Some("submit"),
+            Phase::Wait => Some("wait"),
+        }
+    }
 }
 
 impl Failure {
@@ -113,6 +147,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Success { verdict: Verdict::NotJson, .. } => f.write_str("2xx body is not JSON"),
             Outcome::Success { .. } => f.write_str("2xx"),
+            Outcome::Submitted { .. } => f.write_str("submitted"),
             Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
             Outcome::Failed(failure) => failure.fmt(f),
         }
@@ -120,7 +155,7 @@ impl fmt::Display for Outcome {
 }
 
 /// Where the run stands when an outcome arrives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Attempt {
     /// The attempt that produced the outcome, from 1.
     pub number: u32,
@@ -128,6 +163,10 @@ pub struct Attempt {
     pub failures: u32,
     /// Time left until `--timeout`; `None` without a deadline.
     pub remaining: Option<Duration>,
+    /// Which request the attempt sent.
+    pub phase: Phase,
+    /// Polls in a row, just before this one, on which the condition held (for `--stable`).
+    pub streak: u32,
 }
 
 /// How a backoff delay is randomised.
@@ -154,19 +193,25 @@ pub struct Policy {
     /// False for POST, PATCH and unknown methods.
     pub idempotent: bool,
     pub retry_non_idempotent: bool,
+    /// The request carries an `--idempotency-key`: safe to re-send, and a 409 is transient.
+    pub keyed: bool,
+    /// `--stable`: polls in a row on which the condition must hold.
+    pub stable: u32,
 }
 
 impl Default for Policy {
     fn default() -> Self {
         Policy {
-            interval: Duration::from_secs(1),
-            backoff: Duration::from_millis(200),
-            backoff_max: Duration::from_secs(30),
+            interval: INTERVAL,
+            backoff: BACKOFF,
+            backoff_max: BACKOFF_MAX,
             jitter: Jitter::Equal,
-            retries: 6,
+            retries: RETRIES,
             retry_on: Vec::new(),
             idempotent: true,
             retry_non_idempotent: false,
+            keyed: false,
+            stable: STABLE,
         }
     }
 }
@@ -193,6 +238,10 @@ pub enum WaitReason {
     Backoff,
     RetryAfter,
     RateLimitReset,
+    /// The `--rate` slot (shared state, not the policy).
+    Rate,
+    /// The server's advice that an earlier attempt or run kept in `--state`.
+    Kept,
 }
 
 impl WaitReason {
@@ -203,7 +252,14 @@ impl WaitReason {
             WaitReason::Backoff => "backoff",
             WaitReason::RetryAfter => "retry_after",
             WaitReason::RateLimitReset => "rate_limit_reset",
+            WaitReason::Rate => "rate",
+            WaitReason::Kept => "kept_advice",
         }
+    }
+
+    /// Whether the wait is the server's advice, which other runs should honour too.
+    pub fn is_advice(self) -> bool {
+        matches!(self, WaitReason::RetryAfter | WaitReason::RateLimitReset)
     }
 }
 
@@ -214,6 +270,8 @@ impl fmt::Display for WaitReason {
             WaitReason::Backoff => "backoff",
             WaitReason::RetryAfter => "Retry-After",
             WaitReason::RateLimitReset => "rate-limit reset",
+            WaitReason::Rate => "--rate",
+            WaitReason::Kept => "the server's Retry-After or rate-limit reset, kept in --state",
         })
     }
 }
@@ -229,8 +287,11 @@ pub enum Stop {
     NotRetryable { cause: String },
     /// Exit 5: no deadline, and the server asked for an absurd wait.
     WaitTooLong { wait: Duration, reason: WaitReason, cause: String },
-    /// Exit 1: the next attempt could only start after the deadline.
-    Deadline { wait: Duration, reason: WaitReason, remaining: Duration, cause: String },
+    /// Exit 1: the next attempt could only start after the deadline. `cause`
+    /// is the last outcome, if an attempt was made.
+    Deadline { wait: Duration, reason: WaitReason, remaining: Duration, cause: Option<String> },
+    /// Exit 3: `--submit`'s 2xx named no status URL and its body does not meet the condition.
+    NoStatusUrl,
 }
 
 impl Stop {
@@ -257,17 +318,29 @@ impl Stop {
                 format!("{}: the server asked to wait {} ({reason}); giving up", with_detail(cause), human(*wait))
             }
             Stop::Deadline { wait, reason, remaining, cause } => {
-                let last = with_detail(cause);
+                let last = cause.as_deref().map(|cause| format!("; last: {}", with_detail(cause))).unwrap_or_default();
                 if remaining.is_zero() {
-                    format!("deadline reached; last: {last} (raise --timeout to wait longer)")
+                    format!("deadline reached{last} (raise --timeout to wait longer)")
                 } else {
                     format!(
-                        "deadline: the next attempt would start in {} ({reason}) but only {} is left; last: {last} (raise --timeout to wait longer)",
+                        "deadline: the next attempt would start in {} ({reason}) but only {} is left{last} (raise --timeout to wait longer)",
                         human(*wait),
                         human(*remaining)
                     )
                 }
             }
+            Stop::NoStatusUrl => "the submit reply named no status URL; give --status-url".to_string(),
+        }
+    }
+
+    /// The short name shown in `-v` lines: `stop (retries spent)`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stop::Permanent { .. } | Stop::NoStatusUrl => "permanent",
+            Stop::BudgetSpent { .. } => "retries spent",
+            Stop::NotRetryable { .. } => "not retryable",
+            Stop::WaitTooLong { .. } => "wait too long",
+            Stop::Deadline { .. } => "deadline",
         }
     }
 }
@@ -275,17 +348,6 @@ impl Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.describe(None))
-    }
-}
-
-/// A duration for messages, rounded to what a person reads: `1.2s`, `350ms`, `2h 5m`.
-pub fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else if d < Duration::from_secs(60) {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
     }
 }
 
@@ -300,15 +362,39 @@ pub fn is_rate_limited(code: u16, advice: &Advice) -> bool {
 impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
+        let submit = attempt.phase == Phase::Submit;
         let transient_cause = match outcome {
-            Outcome::Success { verdict: Verdict::Met, .. } => return Action::Done,
+            // A submit whose reply names no status URL is done only by its own body.
+            Outcome::Success { verdict: Verdict::NotMet | Verdict::NotJson, .. } if submit => {
+                return Action::Stop(Stop::NoStatusUrl);
+            }
+            Outcome::Success { verdict: Verdict::Met, .. }
+                if submit || attempt.streak.saturating_add(1) >= self.stable =>
+            {
+                return Action::Done;
+            }
+            Outcome::Success { verdict: Verdict::Met, .. } => {
+                // `--stable`: met, but not yet often enough in a row.
+                let (after, reason) = (self.interval, WaitReason::Interval);
+                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
+            }
             Outcome::Success { verdict: Verdict::FailWhen, .. } => return Action::FailWhen,
             Outcome::Success { verdict: Verdict::NotMet, advice } => {
                 let (after, reason) = self.next_poll(advice);
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }
+            // The first status poll waits for the submit's Retry-After, else the interval.
+            Outcome::Submitted { advice } => {
+                let (after, reason) = match advice.retry_after {
+                    Some(wait) => (wait, WaitReason::RetryAfter),
+                    None => (self.interval, WaitReason::Interval),
+                };
+                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
+            }
             Outcome::Success { verdict: Verdict::NotJson, .. } => outcome,
-            Outcome::Status { code, advice } if self.is_transient_status(*code) || is_rate_limited(*code, advice) => {
+            Outcome::Status { code, advice }
+                if self.is_transient_status(*code, attempt.phase) || is_rate_limited(*code, advice) =>
+            {
                 outcome
             }
             Outcome::Failed(failure) if failure.is_transient() => outcome,
@@ -324,7 +410,14 @@ impl Policy {
             Outcome::Status { code, advice } => is_rate_limited(*code, advice),
             _ => false,
         };
-        if !self.idempotent && !self.retry_non_idempotent && !safe_to_resend {
+        // Status polls are GETs; a submit may have started a job whatever its method.
+        let idempotent = match attempt.phase {
+            Phase::Poll => self.idempotent,
+            Phase::Submit => false,
+            Phase::Wait => true,
+        };
+        let keyed = self.keyed && attempt.phase != Phase::Wait;
+        if !idempotent && !keyed && !self.retry_non_idempotent && !safe_to_resend {
             return Action::Stop(Stop::NotRetryable { cause });
         }
 
@@ -340,7 +433,9 @@ impl Policy {
                 (None, false) => None,
             },
             // A 2xx whose body is not JSON yet (202 Accepted, empty body): its Retry-After still wins.
-            Outcome::Success { advice, .. } => advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter)),
+            Outcome::Success { advice, .. } | Outcome::Submitted { advice } => {
+                advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter))
+            }
             Outcome::Failed(_) => None,
         };
         let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
@@ -383,8 +478,13 @@ impl Policy {
         }
     }
 
-    fn is_transient_status(&self, code: u16) -> bool {
-        matches!(code, 408 | 429) || (500..=599).contains(&code) && code != 501 || self.retry_on.contains(&code)
+    /// 408, 429, 5xx but 501, `--retry-on`; and 409 for a request that carries
+    /// an idempotency key (the server is still processing the first one).
+    fn is_transient_status(&self, code: u16, phase: Phase) -> bool {
+        matches!(code, 408 | 429)
+            || (500..=599).contains(&code) && code != 501
+            || self.retry_on.contains(&code)
+            || code == 409 && self.keyed && phase != Phase::Wait
     }
 
     /// Keeps `action` only if the next attempt can start before the deadline.
@@ -397,18 +497,17 @@ impl Policy {
         action: Action,
     ) -> Action {
         let cause = || match outcome {
-            Outcome::Success { verdict: Verdict::NotMet, .. } => "condition not met yet".to_string(),
-            other => other.to_string(),
+            Outcome::Success { verdict: Verdict::NotMet, .. } => Some("condition not met yet".to_string()),
+            Outcome::Success { verdict: Verdict::Met, .. } => Some("condition met, not yet --stable".to_string()),
+            other => Some(other.to_string()),
         };
         match attempt.remaining {
             Some(remaining) if wait >= remaining => {
                 Action::Stop(Stop::Deadline { wait, reason, remaining, cause: cause() })
             }
             // Only the server's advice is suspect; a long --interval or --backoff is the user's choice.
-            None if wait > MAX_ADVISED_WAIT
-                && matches!(reason, WaitReason::RetryAfter | WaitReason::RateLimitReset) =>
-            {
-                Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause() })
+            None if wait > MAX_ADVISED_WAIT && reason.is_advice() => {
+                Action::Stop(Stop::WaitTooLong { wait, reason, cause: cause().unwrap_or_default() })
             }
             _ => action,
         }
@@ -443,7 +542,7 @@ mod tests {
     }
 
     fn first(remaining: Option<u64>) -> Attempt {
-        Attempt { number: 1, failures: 0, remaining: remaining.map(secs) }
+        Attempt { number: 1, failures: 0, remaining: remaining.map(secs), ..Attempt::default() }
     }
 
     #[test]
@@ -469,14 +568,14 @@ mod tests {
         }
 
         let limited = status(403, Some(0), Some(30), None);
-        let spent = Attempt { number: 7, failures: 6, remaining: None };
+        let spent = Attempt { number: 7, failures: 6, remaining: None, ..Attempt::default() };
         let cause = "HTTP 403".to_string();
         assert_eq!(
             decide(get, &limited, &spent),
             Action::Stop(Stop::BudgetSpent { failures: 7, cause: cause.clone() })
         );
         let (wait, remaining) = (secs(30), secs(10));
-        let late = Stop::Deadline { wait, reason: RateLimitReset, remaining, cause };
+        let late = Stop::Deadline { wait, reason: RateLimitReset, remaining, cause: Some(cause) };
         assert_eq!(decide(get, &limited, &first(Some(10))), Action::Stop(late), "a reset past the deadline");
     }
 

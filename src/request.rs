@@ -1,32 +1,90 @@
-//! The only network code: one ureq `Agent` for the whole run and [`Client::fetch`],
-//! which sends the request, follows redirects by the contract's rules and reads
-//! the body to the end. It returns plain data; no ureq type leaves this module.
+//! The only network code: what a request is ([`Request`]), one ureq `Agent`
+//! per loop, and [`Client::fetch`], which sends a request, follows redirects
+//! as curl does and reads the body to the end. It returns plain data; no ureq
+//! type leaves this module.
 
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
-use ureq::http::{self, Uri};
+use ureq::http;
 
-use crate::config::RequestSpec;
 use crate::policy::Failure;
+use crate::url;
+
+// The defaults of the request flags: `cli.rs` shows these.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const MAX_REDIRECTS: u32 = 10;
+pub(crate) const MAX_BODY: u64 = 16 << 20;
+
+/// Headers that carry credentials: dropped by a redirect to another origin
+/// (as curl), and sent to a `--submit` status URL on another origin only
+/// with `--location-trusted`.
+pub(crate) const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
+
+/// One request, as it goes on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Request {
+    pub method: String,
+    pub url: String,
+    /// Extra headers, in order; `Authorization` from `-u` included.
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    /// The GET that watches a `--submit`'s operation at `url`: no body, none of
+    /// the submit's body headers or idempotency key (`drop`), and credentials
+    /// only on the submit's origin unless `trusted` (`--location-trusted`).
+    pub(crate) fn status_poll(&self, url: &str, drop: Option<&str>, trusted: bool) -> Request {
+        let keep_credentials = trusted || url::same_origin(&self.url, url);
+        let headers = self
+            .headers
+            .iter()
+            .filter(|(name, _)| {
+                let name = name.to_ascii_lowercase();
+                let credential = CREDENTIAL_HEADERS.contains(&name.as_str());
+                name != "content-type"
+                    && drop.is_none_or(|drop| !drop.eq_ignore_ascii_case(&name))
+                    && (keep_credentials || !credential)
+            })
+            .cloned()
+            .collect();
+        Request { method: "GET".into(), url: url.to_string(), headers, body: None }
+    }
+}
+
+/// How every request of a run is sent.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientConfig {
+    pub user_agent: String,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    pub max_redirects: u32,
+    pub max_body: u64,
+    pub insecure: bool,
+    /// PEM bytes of `--cacert`, already checked to hold a certificate.
+    pub cacert: Option<Vec<u8>>,
+}
 
 /// A response read to its last byte (decoded when compressed).
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    /// The first value of header `name` (any case).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
 /// An attempt that produced no usable response: its class, and the detail for people.
 #[derive(Debug, Clone)]
-pub struct Fault {
+pub(crate) struct Fault {
     pub failure: Failure,
     pub detail: String,
 }
@@ -37,20 +95,18 @@ impl Fault {
     }
 }
 
-/// Headers that must not follow a redirect to another origin (as curl).
-const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
-
 /// How much of a redirect's own body is read, so its connection can be reused.
 const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 
-/// Sends the run's one request, over and over, on one connection pool.
-pub struct Client {
+/// Sends a loop's requests, over and over, on one connection pool.
+pub(crate) struct Client {
     agent: ureq::Agent,
-    spec: RequestSpec,
+    spec: ClientConfig,
 }
 
 impl Client {
-    pub fn new(spec: RequestSpec) -> Client {
+    /// `url` is the loop's first URL, whose proxy the agent uses.
+    pub(crate) fn new(spec: &ClientConfig, url: &str) -> Client {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         if let Some(pem) = &spec.cacert {
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
@@ -64,23 +120,23 @@ impl Client {
             .timeout_global(Some(spec.request_timeout))
             .user_agent(spec.user_agent.as_str())
             .accept_encoding("gzip, deflate, br")
-            .proxy(proxy_for(&spec.url))
+            .proxy(proxy_for(url))
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .build();
         let connector = ureq::unversioned::transport::DefaultConnector::new();
         let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
-        Client { agent, spec }
+        Client { agent, spec: spec.clone() }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
     /// whole attempt (the smaller of `--request-timeout` and the time left).
-    pub fn fetch(&self, budget: Duration) -> Result<Reply, Fault> {
+    pub(crate) fn fetch(&self, request: &Request, budget: Duration) -> Result<Reply, Fault> {
         let started = Instant::now();
-        let mut url = self.spec.url.clone();
-        let mut method = self.spec.method.clone();
-        let mut body = self.spec.body.as_deref();
-        let mut headers: Vec<&(String, String)> = self.spec.headers.iter().collect();
+        let mut url = request.url.clone();
+        let mut method = request.method.clone();
+        let mut body = request.body.as_deref();
+        let mut headers: Vec<&(String, String)> = request.headers.iter().collect();
         let mut hops = 0;
         loop {
             let left = budget.saturating_sub(started.elapsed());
@@ -101,17 +157,17 @@ impl Client {
                 let n = self.spec.max_redirects;
                 return Err(Fault::new(Failure::TooManyRedirects, format!("more than {n} redirects (--max-redirs)")));
             }
-            let from: Uri = url.parse().map_err(|_| Fault::new(Failure::BadRedirect, "bad redirect"))?;
-            let next = resolve(&from, &location).ok_or_else(|| {
+            let next = url::resolve(&url, &location).ok_or_else(|| {
                 Fault::new(
                     Failure::BadRedirect,
                     format!("redirect to an unusable Location `{}`", location.escape_debug()),
                 )
             })?;
-            let to: Uri = next.parse().map_err(|_| {
-                Fault::new(Failure::BadRedirect, format!("redirect to an invalid URL `{}`", next.escape_debug()))
-            })?;
-            if origin(&from) != origin(&to) {
+            if next.parse::<http::Uri>().is_err() {
+                let detail = format!("redirect to an invalid URL `{}`", next.escape_debug());
+                return Err(Fault::new(Failure::BadRedirect, detail));
+            }
+            if !url::same_origin(&url, &next) {
                 headers.retain(|(name, _)| !CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c)));
             }
             // As curl: 303 turns anything but HEAD into GET; 301/302 turn POST into GET.
@@ -197,15 +253,15 @@ struct LiteralResolver(ureq::unversioned::resolver::DefaultResolver);
 impl ureq::unversioned::resolver::Resolver for LiteralResolver {
     fn resolve(
         &self,
-        uri: &Uri,
+        uri: &http::Uri,
         config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
         let literal = uri.authority().and_then(|authority| {
             let host = authority.host().trim_start_matches('[').trim_end_matches(']');
             let ip: std::net::IpAddr = host.parse().ok()?;
-            let default_port = if uri.scheme_str() == Some("https") { 443 } else { 80 };
-            Some(std::net::SocketAddr::new(ip, authority.port_u16().unwrap_or(default_port)))
+            let port = authority.port_u16().unwrap_or_else(|| url::default_port(uri.scheme_str().unwrap_or("")));
+            Some(std::net::SocketAddr::new(ip, port))
         });
         match literal {
             Some(address) => {
@@ -242,43 +298,6 @@ fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-/// (scheme, host, port) with the scheme's default port filled in.
-pub fn origin(uri: &Uri) -> (String, String, u16) {
-    let scheme = uri.scheme_str().unwrap_or("").to_ascii_lowercase();
-    let default_port = if scheme == "https" { 443 } else { 80 };
-    let host = uri.host().unwrap_or("").to_ascii_lowercase();
-    (scheme, host, uri.port_u16().unwrap_or(default_port))
-}
-
-/// Resolves a `Location` against the URL that answered with it.
-fn resolve(base: &Uri, location: &str) -> Option<String> {
-    let location = location.trim();
-    let scheme = base.scheme_str()?;
-    let authority = base.authority()?.as_str();
-    if location.is_empty() {
-        return None;
-    }
-    if let Some((s, _)) = location.split_once("://")
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    {
-        let lower = s.to_ascii_lowercase();
-        return (lower == "http" || lower == "https").then(|| location.to_string());
-    }
-    if let Some(rest) = location.strip_prefix("//") {
-        return Some(format!("{scheme}://{rest}"));
-    }
-    if location.starts_with('/') {
-        return Some(format!("{scheme}://{authority}{location}"));
-    }
-    let path = base.path();
-    let folder = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    let folder = if folder.is_empty() { "/" } else { folder };
-    if location.starts_with('?') {
-        return Some(format!("{scheme}://{authority}{path}{location}"));
-    }
-    Some(format!("{scheme}://{authority}{folder}{location}"))
-}
-
 /// The proxy curl would use for this URL: `https_proxy` for https, `http_proxy`
 /// for http (either case), else `all_proxy`; `no_proxy` exempts hosts.
 fn proxy_for(url: &str) -> Option<ureq::Proxy> {
@@ -293,7 +312,7 @@ fn proxy_for(url: &str) -> Option<ureq::Proxy> {
     let no_proxy = ["no_proxy", "NO_PROXY"].iter().find_map(|name| std::env::var(name).ok());
     match no_proxy {
         Some(list) => {
-            let target: Uri = url.parse().ok()?;
+            let target: http::Uri = url.parse().ok()?;
             let host = target.host().unwrap_or("").to_ascii_lowercase();
             let exempt = list.split(',').map(|e| e.trim().to_ascii_lowercase()).any(|entry| {
                 let entry = entry.trim_start_matches("*.").trim_start_matches('.').to_string();
@@ -345,23 +364,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resolves_locations() {
-        let Ok(base) = "http://h:8080/a/b?q=1".parse::<Uri>() else { panic!("valid base") };
-        let rows = [
-            ("https://other/x", Some("https://other/x")),
-            ("//other:9/y", Some("http://other:9/y")),
-            ("/root", Some("http://h:8080/root")),
-            ("c", Some("http://h:8080/a/c")),
-            ("?z=2", Some("http://h:8080/a/b?z=2")),
-            ("ftp://x/", None),
-            ("", None),
-        ];
-        for (location, want) in rows {
-            assert_eq!(resolve(&base, location).as_deref(), want, "{location}");
-        }
-    }
-
-    #[test]
     fn cacert_adds_to_the_builtin_roots() {
         let Ok(pem) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
             panic!("test fixture")
@@ -376,10 +378,26 @@ mod tests {
     }
 
     #[test]
-    fn origins_compare_scheme_host_and_port() {
-        let o = |s: &str| s.parse::<Uri>().map(|u| origin(&u)).ok();
-        assert_eq!(o("http://H:80/a"), o("http://h/b"));
-        assert_ne!(o("http://h/"), o("https://h/"));
-        assert_ne!(o("http://h:1/"), o("http://h:2/"));
+    fn a_status_poll_is_a_bare_get_with_credentials_only_on_the_same_origin() {
+        let submit = Request {
+            method: "POST".into(),
+            url: "https://api.test/jobs".into(),
+            headers: vec![
+                ("Authorization".into(), "Bearer t".into()),
+                ("Cookie".into(), "c=1".into()),
+                ("X-Tenant".into(), "7".into()),
+                ("Content-Type".into(), "application/json".into()),
+                ("Idempotency-Key".into(), "k".into()),
+            ],
+            body: Some(b"{}".to_vec()),
+        };
+        let names = |r: &Request| r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        let same = submit.status_poll("https://api.test/ops/1", Some("idempotency-key"), false);
+        assert_eq!((same.method.as_str(), same.body.as_ref()), ("GET", None));
+        assert_eq!(names(&same), ["Authorization", "Cookie", "X-Tenant"]);
+        let other = submit.status_poll("https://status.test/ops/1", Some("Idempotency-Key"), false);
+        assert_eq!(names(&other), ["X-Tenant"]);
+        let trusted = submit.status_poll("https://status.test/ops/1", Some("Idempotency-Key"), true);
+        assert_eq!(names(&trusted), ["Authorization", "Cookie", "X-Tenant"]);
     }
 }

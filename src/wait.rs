@@ -1,91 +1,90 @@
-//! Interruptible waiting. The run loop sleeps on a channel that the signal
-//! thread feeds, so SIGINT and SIGTERM end a wait at once with no polling loop.
-//! While an attempt is in flight (a blocking request, a jq filter) the main
-//! thread cannot listen, so the signal thread ends the run itself, through the
-//! handler given to [`Waiter::install`].
+//! Waiting that can be cut short. A loop's waits end at once when the run
+//! ends ([`Cancel`]), and SIGINT and SIGTERM are turned into messages for the
+//! thread that ends the run ([`listen`]), so no wait polls a flag.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::error::Signal;
 
-/// The run's view of SIGINT and SIGTERM.
-pub struct Waiter {
-    signals: Receiver<Signal>,
-    /// Set while an attempt is in flight: a signal then ends the process from the signal thread.
-    busy: Arc<AtomicBool>,
+/// The run is over: a loop stops at its next wait or turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cancelled;
+
+/// Shared by the loops of a run; set once, when the run ends.
+#[derive(Debug, Default)]
+pub(crate) struct Cancel {
+    /// Read without a lock on every turn: tight polling pays nothing for it.
+    set: AtomicBool,
+    lock: Mutex<()>,
+    woken: Condvar,
 }
 
-impl Waiter {
-    /// Installs the SIGINT and SIGTERM handlers; `end_busy_run` is called on the
-    /// signal thread for a signal that arrives while an attempt is in flight,
-    /// and must end the process. Call once per process.
-    pub fn install(end_busy_run: impl Fn(Signal) + Send + 'static) -> std::io::Result<Waiter> {
-        let (sender, signals) = mpsc::channel();
-        let busy = Arc::new(AtomicBool::new(false));
-        let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-        let attempt_in_flight = Arc::clone(&busy);
-        std::thread::Builder::new().name("signals".into()).spawn(move || {
-            for number in incoming.forever() {
-                let signal = if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt };
-                // Send first, then look at `busy`: the main thread sets `busy` before it
-                // checks the channel, so one of the two always sees the signal.
-                let _ = sender.send(signal);
-                if attempt_in_flight.load(Ordering::SeqCst) {
-                    end_busy_run(signal);
-                }
-            }
-        })?;
-        Ok(Waiter { signals, busy })
+impl Cancel {
+    pub(crate) fn cancel(&self) {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.set.store(true, Ordering::SeqCst);
+        self.woken.notify_all();
     }
 
-    /// Calls `end` if an attempt is still in flight at `when`: the deadline
-    /// bounds requests through their timeouts, but nothing else stops a jq
-    /// filter that never finishes.
-    pub fn watch(&self, when: Instant, end: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-        let attempt_in_flight = Arc::clone(&self.busy);
-        std::thread::Builder::new().name("deadline".into()).spawn(move || {
-            std::thread::sleep(when.saturating_duration_since(Instant::now()));
-            if attempt_in_flight.load(Ordering::SeqCst) {
-                end();
-            }
-        })?;
-        Ok(())
+    pub(crate) fn check(&self) -> Result<(), Cancelled> {
+        if self.set.load(Ordering::SeqCst) { Err(Cancelled) } else { Ok(()) }
     }
 
-    /// Runs one attempt. A signal that arrived before it starts is returned
-    /// instead; one that arrives during it ends the process (see `install`).
-    pub fn attempt<T>(&self, work: impl FnOnce() -> T) -> Result<T, Signal> {
-        self.busy.store(true, Ordering::SeqCst);
-        if let Ok(signal) = self.signals.try_recv() {
-            self.busy.store(false, Ordering::SeqCst);
-            return Err(signal);
+    /// Sleeps for `duration` unless the run ends first.
+    pub(crate) fn sleep(&self, duration: Duration) -> Result<(), Cancelled> {
+        self.check()?;
+        if duration.is_zero() {
+            return Ok(());
         }
-        let result = work();
-        self.busy.store(false, Ordering::SeqCst);
-        Ok(result)
-    }
-
-    /// Sleeps for `duration` unless a signal comes first.
-    pub fn sleep(&self, duration: Duration) -> Result<(), Signal> {
         let until = Instant::now() + duration;
-        match self.signals.try_recv() {
-            Ok(signal) => return Err(signal),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        match self.signals.recv_timeout(left) {
-            Ok(signal) => Err(signal),
-            Err(RecvTimeoutError::Timeout) => Ok(()),
-            // The signal thread is gone (it never ends on its own): sleep without it.
-            Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(until.saturating_duration_since(Instant::now()));
-                Ok(())
+        let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            self.check()?;
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
             }
+            guard = self.woken.wait_timeout(guard, left).unwrap_or_else(PoisonError::into_inner).0;
         }
+    }
+}
+
+/// Calls `on_signal` on a thread of its own for every SIGINT and SIGTERM.
+pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
+    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for number in incoming.forever() {
+            on_signal(if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt });
+        }
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_wait_runs_its_course_unless_cancelled() {
+        let cancel = Arc::new(Cancel::default());
+        let started = Instant::now();
+        assert_eq!(cancel.sleep(Duration::from_millis(30)), Ok(()));
+        assert!(started.elapsed() >= Duration::from_millis(30));
+
+        let other = Arc::clone(&cancel);
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            other.cancel();
+        });
+        let started = Instant::now();
+        assert_eq!(cancel.sleep(Duration::from_secs(30)), Err(Cancelled));
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        let _ = canceller.join();
+        assert_eq!(cancel.sleep(Duration::ZERO), Err(Cancelled), "and it stays cancelled");
     }
 }

@@ -13,7 +13,12 @@ fn input(body: &str) -> Input {
 }
 
 fn conditions(until: Option<&str>, fail_when: Option<&str>, show: Option<&str>) -> Conditions {
-    Conditions { until: until.map(filter), fail_when: fail_when.map(filter), show: show.map(filter) }
+    Conditions {
+        until: until.map(filter),
+        fail_when: fail_when.map(filter),
+        show: show.map(filter),
+        ..Conditions::default()
+    }
 }
 
 fn nested(open: &str, inner: &str, close: &str, depth: usize) -> String {
@@ -336,5 +341,34 @@ fn a_filter_keeps_its_source() {
         [(r#"{"status":"done"}"#, true), (r#"{"status":"running"}"#, false), (r#"{"status":"done"}"#, true)]
     {
         assert_eq!(f.holds(&input(body)), Ok(want), "{body}");
+    }
+}
+
+#[test]
+fn the_builtin_submit_conditions_read_azure_arm_and_aip_151() {
+    use poll::condition::{BUILTIN_DONE, BUILTIN_FAILED};
+    let (done, failed) = (filter(BUILTIN_DONE), filter(BUILTIN_FAILED));
+    #[rustfmt::skip] // One row per line: the table is the test.
+    let rows: [(&str, bool, bool); 16] = [
+        (r#"{"status":"Succeeded"}"#, true, false),
+        (r#"{"status":"SUCCESS"}"#, true, false),
+        (r#"{"status":"completed"}"#, true, false),
+        (r#"{"status":"Done"}"#, true, false),
+        (r#"{"status":"Running"}"#, false, false),
+        (r#"{"status":"NotStarted"}"#, false, false),
+        (r#"{"status":"Failed"}"#, false, true),
+        (r#"{"status":"failure"}"#, false, true),
+        (r#"{"status":"Canceled"}"#, false, true),
+        (r#"{"status":"CANCELLED"}"#, false, true),
+        (r#"{"status":"error"}"#, false, true),
+        (r#"{"done":true,"response":{"id":1}}"#, true, false),
+        (r#"{"done":true,"error":{"code":3}}"#, false, true),
+        (r#"{"done":false}"#, false, false),
+        (r#"{"status":7}"#, false, false),
+        ("[1,2]", false, false),
+    ];
+    for (body, is_done, is_failed) in rows {
+        assert_eq!(done.holds(&input(body)), Ok(is_done), "done on {body}");
+        assert_eq!(failed.holds(&input(body)), Ok(is_failed), "failed on {body}");
     }
 }

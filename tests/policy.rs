@@ -84,17 +84,17 @@ fn quota(remaining: u64, reset: Duration) -> Advice {
 
 /// After `failures` consecutive transient failures, no deadline.
 fn after(failures: u32) -> Attempt {
-    Attempt { number: failures + 1, failures, remaining: None }
+    Attempt { number: failures + 1, failures, remaining: None, ..Attempt::default() }
 }
 
 /// The first attempt, with `remaining` left before the deadline.
 fn left(remaining: Duration) -> Attempt {
-    Attempt { number: 1, failures: 0, remaining: Some(remaining) }
+    Attempt { number: 1, failures: 0, remaining: Some(remaining), ..Attempt::default() }
 }
 
 /// After `failures` consecutive failures, with `remaining` left.
 fn after_left(failures: u32, remaining: Duration) -> Attempt {
-    Attempt { number: failures + 1, failures, remaining: Some(remaining) }
+    Attempt { number: failures + 1, failures, remaining: Some(remaining), ..Attempt::default() }
 }
 
 // Actions.
@@ -126,7 +126,7 @@ fn not_retryable(cause: &str) -> Action {
 }
 
 fn deadline(wait: Duration, reason: WaitReason, remaining: Duration, cause: &str) -> Action {
-    Action::Stop(Stop::Deadline { wait, reason, remaining, cause: cause.into() })
+    Action::Stop(Stop::Deadline { wait, reason, remaining, cause: Some(cause.into()) })
 }
 
 fn too_long(wait: Duration, reason: WaitReason, cause: &str) -> Action {
@@ -356,8 +356,8 @@ fn backoff_never_overflows() {
     // Through decide(): a failure count at the top of u32 neither panics nor wraps.
     check(&[
         ("failures near u32::MAX with an endless budget", |p| p.retries = u32::MAX, failed(Reset), after(u32::MAX - 1), retry(secs(30), Backoff)),
-        ("failures at u32::MAX saturate instead of wrapping", |p| p.retries = u32::MAX, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None }, retry(secs(30), Backoff)),
-        ("failures at u32::MAX spend a finite budget", same, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None }, budget_spent(u32::MAX, "connection reset")),
+        ("failures at u32::MAX saturate instead of wrapping", |p| p.retries = u32::MAX, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None, ..Attempt::default() }, retry(secs(30), Backoff)),
+        ("failures at u32::MAX spend a finite budget", same, failed(Reset), Attempt { number: u32::MAX, failures: u32::MAX, remaining: None, ..Attempt::default() }, budget_spent(u32::MAX, "connection reset")),
     ]);
 }
 
@@ -562,8 +562,8 @@ fn stops_say_which_flag_would_help() {
         (Stop::BudgetSpent { failures: 7, cause: "HTTP 503".into() }, &["7 consecutive failures", "HTTP 503", "--retries"]),
         (Stop::NotRetryable { cause: "HTTP 502".into() }, &["HTTP 502", "--retry-non-idempotent"]),
         (Stop::WaitTooLong { wait: secs(2 * 86_400), reason: RetryAfter, cause: "HTTP 503".into() }, &["HTTP 503", "2days", "Retry-After"]),
-        (Stop::Deadline { wait: secs(5), reason: RetryAfter, remaining: secs(2), cause: "HTTP 503".into() }, &["5.0s", "2.0s", "Retry-After", "HTTP 503", "--timeout"]),
-        (Stop::Deadline { wait: ms(200), reason: Interval, remaining: Duration::ZERO, cause: NOT_MET.into() }, &["deadline", NOT_MET, "--timeout"]),
+        (Stop::Deadline { wait: secs(5), reason: RetryAfter, remaining: secs(2), cause: Some("HTTP 503".into()) }, &["5.0s", "2.0s", "Retry-After", "HTTP 503", "--timeout"]),
+        (Stop::Deadline { wait: ms(200), reason: Interval, remaining: Duration::ZERO, cause: Some(NOT_MET.into()) }, &["deadline", NOT_MET, "--timeout"]),
     ];
     for (stop, needles) in cases {
         let text = stop.to_string();

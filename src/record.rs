@@ -1,0 +1,78 @@
+//! One attempt, recorded once: what came back, what the conditions and the
+//! policy said of it. The reporter, the shared state and the ending all read
+//! this one record.
+
+use std::time::{Duration, SystemTime};
+
+use crate::advice::Advice;
+use crate::condition::Judgement;
+use crate::policy::{Action, Outcome, Phase, Verdict};
+use crate::request::{Fault, Reply};
+
+/// One attempt of one URL's loop.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// From 1, counting every request the loop sent.
+    pub number: u32,
+    pub phase: Phase,
+    /// The response (read to its end), or why there was none.
+    pub reply: Result<Reply, Fault>,
+    pub latency: Duration,
+    /// What the filters said of a 2xx body: jq errors and `--show` output too.
+    pub judgement: Option<Judgement>,
+    /// The plain-data view of all this that the policy decided on.
+    pub outcome: Outcome,
+    pub action: Action,
+}
+
+/// The plain-data outcome of a reply: its class, the verdict of a 2xx, and
+/// the server's advice from its headers. `submitted` says that a submit's
+/// 2xx named a status URL.
+pub(crate) fn outcome(reply: &Result<Reply, Fault>, judgement: Option<&Judgement>, submitted: bool) -> Outcome {
+    match reply {
+        Err(fault) => Outcome::Failed(fault.failure),
+        Ok(reply) => {
+            let headers = reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+            let advice = Advice::from_headers(headers, SystemTime::now());
+            match judgement {
+                _ if submitted => Outcome::Submitted { advice },
+                Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
+                None => Outcome::Status { code: reply.status, advice },
+            }
+        }
+    }
+}
+
+impl Record {
+    /// The HTTP status, when a response arrived.
+    pub(crate) fn status(&self) -> Option<u16> {
+        self.reply.as_ref().ok().map(|reply| reply.status)
+    }
+
+    /// The outcome in a few words: `200 pending`, `503`, `connection refused`.
+    pub(crate) fn summary(&self) -> String {
+        let mut text = match (&self.outcome, self.status()) {
+            (Outcome::Failed(failure), _) => failure.to_string(),
+            (Outcome::Success { verdict, .. }, Some(status)) => {
+                let word = match verdict {
+                    Verdict::Met => "done",
+                    Verdict::FailWhen => "failed",
+                    Verdict::NotMet => "pending",
+                    Verdict::NotJson => "not JSON",
+                };
+                format!("{status} {word}")
+            }
+            (Outcome::Submitted { .. }, Some(status)) => format!("{status} submitted"),
+            (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
+        };
+        if let Some(shown) = self.judgement.as_ref().and_then(|j| j.shown.as_deref()) {
+            text.push_str(&format!(" · {}", crate::text::printable(&crate::text::shorten(shown))));
+        }
+        text
+    }
+
+    /// The body of the final response, for stdout.
+    pub(crate) fn into_body(self) -> Vec<u8> {
+        self.reply.map(|reply| reply.body).unwrap_or_default()
+    }
+}

@@ -1,0 +1,248 @@
+//! What is known about one key (an origin, or `--state-key`), and the two
+//! steps every attempt takes on it: [`Origin::admit`] before, [`Origin::record`]
+//! after. Pure: time is epoch milliseconds passed in. The file and memory
+//! stores run these steps; the Redis store runs the same rules in Lua.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Admission, Ask, Refusal, Report};
+use crate::breaker::{Admit, Breaker};
+use crate::bucket::Bucket;
+use crate::policy::WaitReason;
+
+/// Larger bodies are not kept for `--fallback last`: the file is read and
+/// written around every attempt, so it must stay small.
+pub(crate) const MAX_KEPT_BODY: usize = 1 << 20;
+
+/// Last good bodies kept per key; the oldest goes first.
+pub(crate) const MAX_KEPT_BODIES: usize = 16;
+
+/// What is known about one key. The serde attributes are the state file's format.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Origin {
+    #[serde(rename = "next_slot_ms", default)]
+    pub bucket: Bucket,
+    /// Epoch ms before which nothing is sent: the server's `Retry-After` or
+    /// rate-limit reset that a run honoured, so the next run honours it too.
+    #[serde(rename = "not_before_ms", default)]
+    pub not_before: u64,
+    #[serde(default)]
+    pub breaker: Breaker,
+    /// The final body of the last run that ended with exit 0, by URL (redacted).
+    #[serde(default)]
+    pub last_good: BTreeMap<String, Kept>,
+}
+
+/// A kept body: text stays readable in the file, anything else is base64.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "KeptBody", try_from = "KeptBody")]
+pub(crate) struct Kept {
+    /// Epoch ms when it was kept.
+    pub at: u64,
+    pub body: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeptBody {
+    #[serde(default)]
+    at_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base64: Option<String>,
+}
+
+impl From<Kept> for KeptBody {
+    fn from(kept: Kept) -> KeptBody {
+        use base64::Engine as _;
+        match String::from_utf8(kept.body) {
+            Ok(text) => KeptBody { at_ms: kept.at, text: Some(text), base64: None },
+            Err(e) => KeptBody {
+                at_ms: kept.at,
+                text: None,
+                base64: Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
+            },
+        }
+    }
+}
+
+impl TryFrom<KeptBody> for Kept {
+    type Error = String;
+
+    fn try_from(kept: KeptBody) -> Result<Kept, String> {
+        use base64::Engine as _;
+        let body = match (kept.text, kept.base64) {
+            (Some(text), _) => text.into_bytes(),
+            (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|e| format!("last_good: bad base64: {e}"))?,
+            (None, None) => return Err("last_good: no `text` or `base64`".into()),
+        };
+        Ok(Kept { at: kept.at_ms, body })
+    }
+}
+
+impl Origin {
+    /// Before an attempt at `now`: the breaker first, then the server's "not
+    /// before", then the rate slot. Commits the slot (and a probe) only when
+    /// it says `Go`.
+    pub(crate) fn admit(&mut self, now: u64, ask: &Ask) -> Admission {
+        let probe = match ask.breaker.map(|_| self.breaker.admit(now)) {
+            Some(Admit::Reject(rejection)) => return Admission::Open(Refusal::new(rejection, now)),
+            Some(Admit::Probe) => true,
+            Some(Admit::Pass) | None => false,
+        };
+        let advised = self.not_before.max(now);
+        let at = if ask.spacing.is_some() { self.bucket.slot(advised) } else { advised };
+        let why = if at > advised {
+            Some(WaitReason::Rate)
+        } else if at > now {
+            Some(WaitReason::Kept)
+        } else {
+            None
+        };
+        let wait = at - now;
+        if let (Some(why), Some(left)) = (why, ask.deadline_in)
+            && wait >= left
+        {
+            return Admission::TooLate { wait, why };
+        }
+        if let Some(spacing) = ask.spacing {
+            self.bucket.take(at, spacing);
+        }
+        if let (true, Some(settings)) = (probe, &ask.breaker) {
+            self.breaker.start_probe(ask.pid, at, settings);
+        }
+        Admission::Go { wait, why }
+    }
+
+    /// After an attempt at `now`: keep the server's advice and a good body,
+    /// and feed the breaker. Returns the refusal a caller would now get, when
+    /// the breaker is open afterwards.
+    pub(crate) fn record(&mut self, now: u64, report: &Report) -> Option<Refusal> {
+        if let Some(not_before_in) = report.not_before_in {
+            self.not_before = self.not_before.max(now.saturating_add(not_before_in));
+        }
+        if let Some((url, body)) = report.good_body {
+            self.keep(url, body, now);
+        }
+        let settings = report.breaker.as_ref()?;
+        self.breaker.record(now, report.pid, report.sample, settings).map(|rejection| Refusal::new(rejection, now))
+    }
+
+    /// Keeps `body` as the last good body of `url`. A body too large to keep
+    /// drops the older one, so `last` never serves a body older than the last success.
+    pub(crate) fn keep(&mut self, url: &str, body: &[u8], now: u64) {
+        if body.len() > MAX_KEPT_BODY {
+            self.last_good.remove(url);
+            return;
+        }
+        self.last_good.insert(url.to_string(), Kept { at: now, body: body.to_vec() });
+        while self.last_good.len() > MAX_KEPT_BODIES {
+            let oldest = self.last_good.iter().min_by_key(|(_, kept)| kept.at).map(|(url, _)| url.clone());
+            if let Some(url) = oldest {
+                self.last_good.remove(&url);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaker::{Phase, Sample, Settings};
+
+    const NOW: u64 = 1_795_000_000_000;
+
+    fn ask() -> Ask {
+        Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None }
+    }
+
+    #[test]
+    fn admit_waits_for_the_slot_and_commits_it() {
+        let mut origin = Origin::default();
+        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 0, why: None });
+        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 100, why: Some(WaitReason::Rate) });
+        assert_eq!(origin.bucket.next_free, NOW + 200);
+        // Without --rate there is no slot to wait for.
+        let free = Ask { spacing: None, ..ask() };
+        assert_eq!(origin.admit(NOW, &free), Admission::Go { wait: 0, why: None });
+    }
+
+    #[test]
+    fn admit_honours_the_servers_not_before_then_the_slot() {
+        let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
+        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_000, why: Some(WaitReason::Kept) });
+        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_100, why: Some(WaitReason::Rate) });
+    }
+
+    #[test]
+    fn admit_never_waits_into_the_deadline_and_then_takes_nothing() {
+        let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
+        let before = origin.clone();
+        let late = Ask { deadline_in: Some(5_000), ..ask() };
+        assert_eq!(origin.admit(NOW, &late), Admission::TooLate { wait: 5_000, why: WaitReason::Kept });
+        assert_eq!(origin, before, "a slot that is not used is not taken");
+        let ok = Ask { deadline_in: Some(5_001), ..ask() };
+        assert!(matches!(origin.admit(NOW, &ok), Admission::Go { .. }));
+    }
+
+    #[test]
+    fn admit_asks_the_breaker_first_and_records_the_probe() {
+        let settings = Settings::default();
+        let mut origin = Origin::default();
+        origin.breaker.cooldown = 1_000;
+        origin.breaker.phase = Phase::Open { until: NOW + 1_000 };
+        origin.breaker.reason = "down".into();
+        let with_breaker = Ask { breaker: Some(settings), ..ask() };
+        let Admission::Open(refusal) = origin.admit(NOW, &with_breaker) else { panic!("open") };
+        assert_eq!((refusal.retry_in, refusal.reason.as_str()), (1_000, "down"));
+        assert_eq!(origin.bucket, Bucket::default(), "a rejected caller takes no slot");
+
+        let later = Ask { pid: 7, ..with_breaker };
+        assert_eq!(origin.admit(NOW + 1_000, &later), Admission::Go { wait: 0, why: None });
+        assert_eq!(origin.breaker.phase, Phase::HalfOpen { pid: 7, lease_until: NOW + 2_000 });
+        let other = Ask { pid: 8, ..later };
+        assert!(matches!(origin.admit(NOW + 1_000, &other), Admission::Open(Refusal { prober: Some(7), .. })));
+    }
+
+    #[test]
+    fn record_keeps_advice_good_bodies_and_feeds_the_breaker() {
+        let settings = Settings::default();
+        let mut origin = Origin::default();
+        let report = Report {
+            pid: 1,
+            sample: Sample { ok: false, latency: 1 },
+            not_before_in: Some(3_000),
+            good_body: None,
+            breaker: Some(settings),
+        };
+        for _ in 0..4 {
+            assert_eq!(origin.record(NOW, &report), None);
+        }
+        assert_eq!(origin.not_before, NOW + 3_000);
+        let earlier = Report { not_before_in: Some(1_000), ..report };
+        assert!(origin.record(NOW, &earlier).is_some(), "the fifth failure opens the breaker");
+        assert_eq!(origin.not_before, NOW + 3_000, "the later advice stands");
+
+        let good = Report { good_body: Some(("http://h/a", b"{\"ok\":1}")), ..report };
+        origin.record(NOW, &good);
+        assert_eq!(origin.last_good.get("http://h/a").map(|k| &k.body[..]), Some(&b"{\"ok\":1}"[..]));
+        let huge = vec![b' '; MAX_KEPT_BODY + 1];
+        origin.record(NOW, &Report { good_body: Some(("http://h/a", &huge)), ..report });
+        assert!(origin.last_good.is_empty(), "a body too large to keep drops the older one");
+    }
+
+    #[test]
+    fn only_the_newest_bodies_are_kept() {
+        let mut origin = Origin::default();
+        for i in 0..(MAX_KEPT_BODIES as u64 + 3) {
+            origin.keep(&format!("http://h/{i}"), b"1", NOW + i);
+        }
+        assert_eq!(origin.last_good.len(), MAX_KEPT_BODIES);
+        assert!(!origin.last_good.contains_key("http://h/2"));
+        assert!(origin.last_good.contains_key("http://h/3"));
+    }
+}

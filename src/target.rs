@@ -1,0 +1,375 @@
+//! One URL's loop, on a thread of its own: wait for the turn (breaker,
+//! server advice, `--rate`) -> fetch -> judge the body -> [`Policy::decide`]
+//! -> tell the shared state -> wait. With `--submit` the first request is the
+//! submit and the rest poll the status URL its reply names.
+//!
+//! The loop never prints the end of the run: it returns a [`TargetEnd`] and
+//! the run (`lib.rs`) decides what the whole run says.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::breaker::{self, Sample};
+use crate::clock;
+use crate::condition::{Conditions, Filter, Input};
+use crate::config::{Submit, Target};
+use crate::error::Error;
+use crate::output::Reporter;
+use crate::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
+use crate::record::{self, Record};
+use crate::request::{Client, ClientConfig, Fault, Reply, Request};
+use crate::state::{Admission, Refusal, Shared};
+use crate::text::when;
+use crate::url;
+use crate::wait::{Cancel, Cancelled};
+
+/// Where `--submit` finds the status URL on the submit's reply, in this order.
+const OPERATION_HEADERS: [&str; 3] = ["operation-location", "azure-asyncoperation", "location"];
+
+/// A status reply that carries one of these moves the polling there.
+const MOVING_HEADERS: [&str; 2] = ["operation-location", "azure-asyncoperation"];
+
+/// What every loop of a run shares.
+pub(crate) struct Common {
+    pub client: ClientConfig,
+    pub conditions: Conditions,
+    pub print: Option<Filter>,
+    pub policy: Policy,
+    pub submit: Option<Submit>,
+    /// `--fallback last`: keep the final body of a run that is done.
+    pub keep_last: bool,
+    pub deadline: Option<Instant>,
+    pub shared: Shared,
+    pub reporter: Reporter,
+    pub cancel: Cancel,
+}
+
+/// How one URL's loop ended.
+#[derive(Debug)]
+pub(crate) struct TargetEnd {
+    pub result: Result<(), Error>,
+    /// The final body, on exit 0 and 4.
+    pub body: Option<Vec<u8>>,
+    /// `--print`'s outputs on that body.
+    pub printed: Option<Vec<Value>>,
+}
+
+/// Runs loop `t` to its end; `Err` when the run ended first.
+pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
+    let client = Client::new(&common.client, &target.request.url);
+    common.reporter.start(t, &target.request, &common.client.user_agent);
+    let mut looping = Loop {
+        common,
+        t,
+        key: &target.key,
+        submit: target.request.clone(),
+        request: target.request.clone(),
+        phase: target.phase,
+        operation: None,
+        reported: HashSet::new(),
+    };
+    Ok(match looping.poll(&client)? {
+        Ok(record) => looping.finish(record),
+        Err(error) => TargetEnd { result: Err(error), body: None, printed: None },
+    })
+}
+
+struct Loop<'a> {
+    common: &'a Common,
+    t: usize,
+    key: &'a str,
+    /// The request as given: with `--submit`, the submit.
+    submit: Request,
+    /// The request the next attempt sends.
+    request: Request,
+    phase: Phase,
+    /// `--submit`: the status URL, once the submit's reply named it.
+    operation: Option<String>,
+    /// jq runtime errors already reported.
+    reported: HashSet<String>,
+}
+
+impl Loop<'_> {
+    /// The attempts, until one ends the loop: `Ok(record)` for exit 0 or 4
+    /// (the record holds the final body).
+    fn poll(&mut self, client: &Client) -> Result<Result<Record, Error>, Cancelled> {
+        let common = self.common;
+        let mut rng = rand::rng();
+        let (mut failures, mut streak, mut number) = (0, 0, 0);
+        loop {
+            common.cancel.check()?;
+            number += 1;
+            if let Err(error) = self.turn(number)? {
+                return Ok(Err(error));
+            }
+            let left = self.left();
+            let budget = left.map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
+            common.reporter.sending(self.t, number);
+            let sent = Instant::now();
+            let reply = client.fetch(&self.request, budget);
+            let latency = sent.elapsed();
+
+            let (judgement, found) = self.judge(&reply);
+            if let Some(found) = &found {
+                self.operation = Some(found.clone());
+            }
+            let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
+            let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak };
+            let action = common.policy.decide(&outcome, &attempt, &mut rng);
+            let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
+            common.reporter.attempt(self.t, &record);
+            let refusal = match self.tell(&record) {
+                Ok(refusal) => refusal,
+                Err(error) => return Ok(Err(error)),
+            };
+
+            let after = match &record.action {
+                Action::Done | Action::FailWhen => return Ok(Ok(record)),
+                Action::Stop(stop) => return Ok(Err(self.stopped(stop, &record))),
+                Action::Poll { after, .. } => {
+                    failures = 0;
+                    *after
+                }
+                Action::Retry { after, .. } => {
+                    failures += 1;
+                    *after
+                }
+            };
+            streak =
+                if matches!(record.outcome, Outcome::Success { verdict: Verdict::Met, .. }) { streak + 1 } else { 0 };
+            // The breaker opened (here or in another process): stop now rather than at the next turn.
+            if let Some(refusal) = refusal {
+                return Ok(Err(self.circuit_open(&refusal)));
+            }
+            self.follow(found, &record);
+            common.cancel.sleep(after)?;
+        }
+    }
+
+    /// Time left before `--timeout`.
+    fn left(&self) -> Option<Duration> {
+        self.common.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
+    }
+
+    fn warn(&self) -> impl Fn(&str) + '_ {
+        |message| self.common.reporter.warn(message)
+    }
+
+    /// Before attempt `number`: asks the breaker, then waits for the server's
+    /// "not before" and the `--rate` slot, never past the deadline.
+    fn turn(&self, number: u32) -> Result<Result<(), Error>, Cancelled> {
+        let common = self.common;
+        if !common.shared.is_active() {
+            return Ok(Ok(()));
+        }
+        let left = self.left();
+        let admission = match common.shared.admit(self.key, left, &self.warn()) {
+            Ok(admission) => admission,
+            Err(error) => return Ok(Err(self.named(error))),
+        };
+        match admission {
+            Admission::Go { wait, why } => {
+                if let (Some(why), false) = (why, wait == 0) {
+                    let wait = Duration::from_millis(wait);
+                    common.reporter.queued(self.t, number, wait, why);
+                    common.cancel.sleep(wait)?;
+                }
+                Ok(Ok(()))
+            }
+            Admission::Open(refusal) => Ok(Err(self.circuit_open(&refusal))),
+            Admission::TooLate { wait, why } => {
+                let stop = Stop::Deadline {
+                    wait: Duration::from_millis(wait),
+                    reason: why,
+                    remaining: left.unwrap_or_default(),
+                    cause: common.reporter.last(self.t),
+                };
+                Ok(Err(Error::Deadline(self.message(&stop, None, ""))))
+            }
+        }
+    }
+
+    /// What the filters say of a 2xx reply; and for a submit's 2xx, the status
+    /// URL it names, if any (then the body is not judged: the operation is).
+    fn judge(&mut self, reply: &Result<Reply, Fault>) -> (Option<crate::condition::Judgement>, Option<String>) {
+        let Ok(reply) = reply else { return (None, None) };
+        if !(200..300).contains(&reply.status) {
+            return (None, None);
+        }
+        if self.phase == Phase::Submit
+            && let Some(found) = self.status_url(reply)
+        {
+            return (None, Some(found));
+        }
+        let judgement = self.common.conditions.judge_reply(self.phase, reply.status, &reply.body);
+        for error in &judgement.errors {
+            if self.reported.insert(error.clone()) {
+                self.common.reporter.warn(error);
+            }
+        }
+        (Some(judgement), None)
+    }
+
+    /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
+    fn status_url(&mut self, reply: &Reply) -> Option<String> {
+        let base = &self.submit.url;
+        let from_header = OPERATION_HEADERS.iter().find_map(|name| reply.header(name));
+        if let Some(location) = from_header {
+            return url::resolve(base, location);
+        }
+        let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
+        let input = Input::parse(&reply.body)?;
+        match filter.first_string(&input) {
+            Ok(found) => found.and_then(|found| url::resolve(base, &found)),
+            Err(error) => {
+                if self.reported.insert(error.clone()) {
+                    self.common.reporter.warn(&error);
+                }
+                None
+            }
+        }
+    }
+
+    /// After an attempt: the next request. A submit that named its status URL
+    /// turns into status polls; a status reply may move them elsewhere.
+    fn follow(&mut self, found: Option<String>, record: &Record) {
+        let moved = match (&record.reply, self.phase) {
+            (Ok(reply), Phase::Wait) if (200..300).contains(&reply.status) => MOVING_HEADERS
+                .iter()
+                .find_map(|name| reply.header(name))
+                .and_then(|location| url::resolve(&self.request.url, location))
+                .filter(|url| *url != self.request.url),
+            _ => None,
+        };
+        let Some(next) = found.or(moved) else { return };
+        let Some(submit) = &self.common.submit else { return };
+        self.request = self.submit.status_poll(&next, submit.key_header.as_deref(), submit.trusted);
+        self.phase = Phase::Wait;
+        self.common.reporter.watching(self.t, &next);
+        self.operation = Some(next);
+    }
+
+    /// After an attempt: feeds the breaker and keeps the server's advice the
+    /// policy honoured (and, when the run is done, its body for `--fallback
+    /// last`), so other runs see them. Returns the breaker's refusal, if it is open now.
+    fn tell(&self, record: &Record) -> Result<Option<Refusal>, Error> {
+        let common = self.common;
+        if !common.shared.is_active() {
+            return Ok(None);
+        }
+        let advised = match &record.action {
+            Action::Poll { after, reason } | Action::Retry { after, reason } if reason.is_advice() => Some(*after),
+            _ => None,
+        };
+        let redacted = url::redact(&self.submit.url);
+        let good_body = match (&record.action, &record.reply) {
+            (Action::Done, Ok(reply)) if common.keep_last => Some((redacted.as_str(), reply.body.as_slice())),
+            _ => None,
+        };
+        let sample = Sample { ok: !breaker::counts_as_failure(&record.outcome), latency: clock::ms(record.latency) };
+        common.shared.record(self.key, sample, advised, good_body, self.left(), &self.warn()).map_err(|e| self.named(e))
+    }
+
+    /// Exit 0 or 4: the body, and `--print`'s outputs on it (a jq error there is exit 3).
+    fn finish(&self, record: Record) -> TargetEnd {
+        let result = match record.action {
+            Action::FailWhen => {
+                Err(Error::FailWhen(format!("--fail-when matched [{}]", url::redact(&self.request.url))))
+            }
+            _ => Ok(()),
+        };
+        let body = record.into_body();
+        let printed = match &self.common.print {
+            None => None,
+            Some(print) => match Input::parse(&body).ok_or_else(|| "the final body is not JSON".to_string()) {
+                Ok(input) => match print.values(&input) {
+                    Ok(values) => Some(values),
+                    Err(e) => return self.print_failed(&e),
+                },
+                Err(e) => return self.print_failed(&e),
+            },
+        };
+        TargetEnd { result, body: Some(body), printed }
+    }
+
+    fn print_failed(&self, why: &str) -> TargetEnd {
+        let error = Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url)));
+        TargetEnd { result: Err(error), body: None, printed: None }
+    }
+
+    /// Exit 6, naming the key (the origin) and when it will be tried again.
+    fn circuit_open(&self, refusal: &Refusal) -> Error {
+        let (why, latest) = match refusal.prober {
+            Some(pid) => (format!("process {pid} is probing it"), " at the latest"),
+            None if refusal.reason.is_empty() => ("the breaker is open".to_string(), ""),
+            None => (refusal.reason.clone(), ""),
+        };
+        Error::CircuitOpen(format!(
+            "circuit open for {} ({why}); next try at {}{latest} [{}]",
+            self.key,
+            when(clock::now_ms(), refusal.retry_in),
+            url::redact(&self.request.url)
+        ))
+    }
+
+    /// A state error with the URL it happened on.
+    fn named(&self, error: Error) -> Error {
+        match error {
+            Error::StateUnreachable(why) => {
+                Error::StateUnreachable(format!("{why} [{}]", url::redact(&self.request.url)))
+            }
+            other => other,
+        }
+    }
+
+    /// The error for a run the policy stopped, with the detail and a hint a person needs.
+    fn stopped(&self, stop: &Stop, record: &Record) -> Error {
+        // The transport's own words help where the class alone does not say enough.
+        let detail = match &record.reply {
+            Err(fault)
+                if matches!(fault.failure, Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect) =>
+            {
+                Some(fault.detail.as_str())
+            }
+            _ => None,
+        };
+        let hint = match (&record.reply, stop) {
+            (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
+            (Err(Fault { failure: Failure::Tls, .. }), _) => {
+                "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
+            }
+            (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
+            (Ok(reply), Stop::Permanent { .. }) if reply.status == 422 && self.common.policy.keyed => {
+                "; the idempotency key may have been used before with another body: use a new --idempotency-key"
+            }
+            // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.
+            (Ok(reply), Stop::Permanent { .. }) if matches!(reply.status, 401 | 403) => {
+                "; check the credentials (-u USER:PASS or -H 'Authorization: ...')"
+            }
+            _ => "",
+        };
+        let message = self.message(stop, detail, hint);
+        match stop {
+            Stop::Permanent { .. } | Stop::NoStatusUrl => Error::Permanent(message),
+            Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Error::GaveUp(message),
+            Stop::Deadline { .. } => Error::Deadline(message),
+        }
+    }
+
+    /// A stop in words, with the URL it happened on; after the submit, where
+    /// the operation is, so that a deadline can be resumed with `poll URL`.
+    fn message(&self, stop: &Stop, detail: Option<&str>, hint: &str) -> String {
+        let resume = match (&self.operation, stop) {
+            (Some(operation), Stop::Deadline { .. }) => resume(operation),
+            _ => String::new(),
+        };
+        format!("{} [{}]{hint}{resume}", stop.describe(detail), url::redact(&self.request.url))
+    }
+}
+
+/// How to go on waiting for an operation after this run.
+pub(crate) fn resume(operation: &str) -> String {
+    format!("; the operation is at {0}: resume the wait with `poll {0}`", url::redact(operation))
+}
