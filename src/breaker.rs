@@ -201,7 +201,11 @@ pub fn counts_as_failure(outcome: &Outcome) -> bool {
         Outcome::Success { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => {
-            !matches!(failure, Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+            // A proxy's refusal says nothing of the origin behind it.
+            !matches!(
+                failure,
+                Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge | Failure::ProxyRefused
+            )
         }
     }
 }
@@ -416,5 +420,6 @@ mod tests {
         for failure in [Failure::TooManyRedirects, Failure::BadRedirect, Failure::BodyTooLarge] {
             assert!(!counts_as_failure(&Outcome::Failed(failure)), "{failure}: the origin answered");
         }
+        assert!(!counts_as_failure(&Outcome::Failed(Failure::ProxyRefused)), "the origin was not reached");
     }
 }

@@ -62,6 +62,8 @@ pub enum Failure {
     BadRedirect,
     /// The body is larger than `--max-body`.
     BodyTooLarge,
+    /// The proxy turned the request away: it answered `CONNECT` with another status than 200.
+    ProxyRefused,
 }
 
 impl Failure {
@@ -71,7 +73,14 @@ impl Failure {
     }
 
     fn is_transient(self) -> bool {
-        !matches!(self, Failure::Tls | Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+        !matches!(
+            self,
+            Failure::Tls
+                | Failure::TooManyRedirects
+                | Failure::BadRedirect
+                | Failure::BodyTooLarge
+                | Failure::ProxyRefused
+        )
     }
 
     /// The stable name used in `--log-format json` (`error_kind`).
@@ -86,6 +95,7 @@ impl Failure {
             Failure::Tls => "tls",
             Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
             Failure::BodyTooLarge => "body_too_large",
+            Failure::ProxyRefused => "proxy",
         }
     }
 }
@@ -104,6 +114,7 @@ impl fmt::Display for Failure {
             Failure::TooManyRedirects => "too many redirects",
             Failure::BadRedirect => "redirect cannot be followed",
             Failure::BodyTooLarge => "body larger than --max-body",
+            Failure::ProxyRefused => "the proxy refused the connection",
         })
     }
 }

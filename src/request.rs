@@ -331,10 +331,18 @@ fn classify(error: &ureq::Error) -> Fault {
         E::BodyExceedsLimit(_) => Failure::BodyTooLarge,
         E::Protocol(_) | E::LargeResponseHeader(..) | E::Decompress(..) => Failure::Malformed,
         E::BodyStalled => Failure::Timeout,
+        // ureq's words: "proxy server responded 403/403", or "did not respond" (it hung up).
+        E::ConnectProxyFailed(reason) if reason.starts_with("proxy server responded") => Failure::ProxyRefused,
+        E::ConnectProxyFailed(_) => Failure::Reset,
         _ => Failure::Malformed,
     };
-    let detail = match failure {
-        Failure::BodyTooLarge => "body larger than --max-body".to_string(),
+    let detail = match (failure, error) {
+        (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
+        (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
+            let code = reason.trim_start_matches(|c: char| !c.is_ascii_digit()).get(..3).unwrap_or("");
+            let words = code.parse().ok().and_then(|c| http::StatusCode::from_u16(c).ok()?.canonical_reason());
+            format!("CONNECT answered with {code} {}", words.unwrap_or("")).trim_end().to_string()
+        }
         _ => detail,
     };
     Fault::new(failure, detail)
