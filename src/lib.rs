@@ -19,6 +19,7 @@ pub mod fallback;
 pub mod output;
 pub mod parse;
 pub mod policy;
+mod proxy;
 pub mod request;
 pub mod state;
 pub mod wait;

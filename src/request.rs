@@ -1,6 +1,8 @@
 //! The only network code: one ureq `Agent` for the whole run and [`Client::fetch`],
 //! which sends the request, follows redirects by the contract's rules and reads
 //! the body to the end. It returns plain data; no ureq type leaves this module.
+//! Each request (each redirect hop too) takes its proxy from `Proxies`; see
+//! `src/proxy.rs` for how an `http://` URL reaches an HTTP proxy.
 
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
@@ -9,6 +11,7 @@ use ureq::http::{self, Uri};
 
 use crate::config::RequestSpec;
 use crate::policy::Failure;
+use crate::proxy::{self, Proxies};
 
 /// A response read to its last byte (decoded when compressed).
 #[derive(Debug, Clone)]
@@ -47,6 +50,7 @@ const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 pub struct Client {
     agent: ureq::Agent,
     spec: RequestSpec,
+    proxies: Proxies,
 }
 
 impl Client {
@@ -64,13 +68,15 @@ impl Client {
             .timeout_global(Some(spec.request_timeout))
             .user_agent(spec.user_agent.as_str())
             .accept_encoding("gzip, deflate, br")
-            .proxy(proxy_for(&spec.url))
+            // Not ureq's default, its own reading of the environment (ALL_PROXY
+            // first, for every scheme): `send` sets one per request, from `proxies`.
+            .proxy(None)
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .build();
-        let connector = ureq::unversioned::transport::DefaultConnector::new();
+        let connector = proxy::Connector::new(config.clone());
         let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
-        Client { agent, spec }
+        Client { agent, spec, proxies: Proxies::from_env() }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -141,12 +147,14 @@ impl Client {
         let result = match body {
             Some(bytes) => {
                 let request = builder.body(bytes).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
+                let proxy = self.proxies.for_uri(request.uri()).cloned();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
                 self.agent.run(request)
             }
             None => {
                 let request = builder.body(()).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
+                let proxy = self.proxies.for_uri(request.uri()).cloned();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
                 self.agent.run(request)
             }
         };
@@ -277,32 +285,6 @@ fn resolve(base: &Uri, location: &str) -> Option<String> {
         return Some(format!("{scheme}://{authority}{path}{location}"));
     }
     Some(format!("{scheme}://{authority}{folder}{location}"))
-}
-
-/// The proxy curl would use for this URL: `https_proxy` for https, `http_proxy`
-/// for http (either case), else `all_proxy`; `no_proxy` exempts hosts.
-fn proxy_for(url: &str) -> Option<ureq::Proxy> {
-    let https = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
-    let names: &[&str] = if https {
-        &["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
-    } else {
-        &["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
-    };
-    let value = names.iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))?;
-    let proxy = ureq::Proxy::new(&value).ok()?;
-    let no_proxy = ["no_proxy", "NO_PROXY"].iter().find_map(|name| std::env::var(name).ok());
-    match no_proxy {
-        Some(list) => {
-            let target: Uri = url.parse().ok()?;
-            let host = target.host().unwrap_or("").to_ascii_lowercase();
-            let exempt = list.split(',').map(|e| e.trim().to_ascii_lowercase()).any(|entry| {
-                let entry = entry.trim_start_matches("*.").trim_start_matches('.').to_string();
-                entry == "*" || !entry.is_empty() && (host == entry || host.ends_with(&format!(".{entry}")))
-            });
-            (!exempt).then_some(proxy)
-        }
-        None => Some(proxy),
-    }
 }
 
 /// Sorts a ureq error into the contract's classes.
