@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use support::server::{Recorded, Reply, Server};
+use support::tinyproxy::Tinyproxy;
 
 /// The proxy variables curl reads, in both cases: cleared so no test depends on the
 /// machine it runs on (and none can send traffic anywhere but 127.0.0.1).
@@ -772,8 +773,8 @@ fn credentials_go_to_whom_they_belong_through_a_proxy() {
     let requests = proxy.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].path, "http://example.invalid/");
-    // One request carries both: base64("proxyuser:proxypw") for the proxy, which drops it,
-    // and the user's for the target.
+    // One request carries both: base64("proxyuser:proxypw") for the proxy, which drops it
+    // (`tinyproxy_takes_its_own_credentials_only`), and the user's for the target.
     assert_eq!(
         credentials(&requests[0]),
         [("authorization", USER_PASS), ("proxy-authorization", "Basic cHJveHl1c2VyOnByb3h5cHc=")]
@@ -898,4 +899,122 @@ fn https_proxy_is_not_used_for_http() {
         .stdout(r#"{"direct":true}"#);
     assert_eq!(proxy.connections(), 0);
     assert_eq!(target.hits(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Through a real tinyproxy with `ConnectPort 443`, as squid's stock config
+// (each test is skipped, loudly, where tinyproxy is not installed)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn tinyproxy_forwards_http_in_absolute_form() {
+    let Some(proxy) = Tinyproxy::start(None) else { return };
+    let replies = (1..=3).map(|n| Reply::json(200, &format!(r#"{{"n":{n}}}"#))).collect();
+    let target = Server::start(replies);
+    let port = target.addr().port();
+    poll()
+        .env("http_proxy", proxy.url(None))
+        .args(["--retries", "0", "--timeout", "20s", &target.url("/x?y=1")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"n":1}"#)
+        .stderr("");
+    let requests = target.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("GET", "/x?y=1"));
+    assert_eq!(requests[0].header("host"), Some(format!("127.0.0.1:{port}").as_str()));
+    assert_eq!(proxy.requests(), [format!("GET http://127.0.0.1:{port}/x?y=1 HTTP/1.1")], "{}", proxy.log());
+
+    // Polls until the condition holds, each through the proxy.
+    poll()
+        .env("http_proxy", proxy.url(None))
+        .args(["--until", ".n==3", "--interval", "0", "--timeout", "20s", &target.url("/again")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"n":3}"#);
+    assert_eq!(target.hits(), 3);
+    let again = format!("GET http://127.0.0.1:{port}/again HTTP/1.1");
+    assert_eq!(proxy.requests()[1..], [again.clone(), again.clone()], "{}", proxy.log());
+}
+
+#[test]
+fn tinyproxy_takes_its_own_credentials_only() {
+    let Some(proxy) = Tinyproxy::start(Some(("user", "pass"))) else { return };
+    let target = Server::start(vec![Reply::json(200, "{}")]);
+    // base64("alice:secret"), the user's own, for the target.
+    let alice = "Basic YWxpY2U6c2VjcmV0";
+    let output = poll()
+        .env("HTTP_PROXY", proxy.url(Some("user:pass")))
+        .args(["-vv", "-u", "alice:secret", "--retries", "0", "--timeout", "20s", &target.url("/")])
+        .assert()
+        .code(0)
+        .stdout("{}");
+    let stderr = stderr_of(output.get_output());
+    assert!(!stderr.contains("user:pass") && !stderr.contains(USER_PASS.trim_start_matches("Basic ")), "{stderr}");
+    let requests = target.requests();
+    assert_eq!(requests.len(), 1);
+    // The proxy's credentials stop at the proxy; the user's go on to the target.
+    assert_eq!(credentials(&requests[0]), [("authorization", alice)]);
+
+    // Missing, or given with -u (which is for the target): 407, permanent, with the hint.
+    // Wrong: tinyproxy 1.11 answers 401 (with `WWW-Authenticate`), as if it were the target.
+    let cases = [
+        (proxy.url(None), vec![], "HTTP 407: not retryable", "; check the credentials in the proxy URL (http_proxy)"),
+        (proxy.url(None), vec!["-u", "user:pass"], "HTTP 407: not retryable", "in the proxy URL (http_proxy)"),
+        (proxy.url(Some("user:wrong")), vec!["-u", "alice:secret"], "HTTP 401: not retryable", "; check the"),
+    ];
+    for (proxy_url, args, error, hint) in cases {
+        let started = Instant::now();
+        let output = poll()
+            .env("HTTP_PROXY", &proxy_url)
+            .args(args)
+            .args(["--timeout", "20s", &target.url("/")])
+            .assert()
+            .code(3)
+            .stdout("");
+        assert!(started.elapsed() < Duration::from_secs(2), "no retries: {:?}", started.elapsed());
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains(error) && stderr.contains(hint), "{stderr}");
+        assert!(!stderr.contains("wrong"), "the proxy's password never shows: {stderr}");
+    }
+    assert_eq!(target.hits(), 1, "only the first request reached the target");
+    let logged = proxy.requests();
+    assert_eq!(logged.len(), 4, "{}", proxy.log());
+    assert!(logged.iter().all(|line| line.starts_with("GET http://127.0.0.1:")), "{logged:?}");
+
+    // A CONNECT without credentials: 407 too, with the hint for https_proxy.
+    let output = poll()
+        .env("HTTPS_PROXY", proxy.url(None))
+        .args(["--timeout", "20s", "https://127.0.0.1:443/"])
+        .assert()
+        .code(3)
+        .stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    let refused = "the proxy refused the connection (CONNECT answered with 407 Proxy Authentication Required)";
+    assert!(stderr.contains(refused) && stderr.contains("in the proxy URL (https_proxy)"), "{stderr}");
+    assert_eq!(proxy.requests()[4..], ["CONNECT 127.0.0.1:443 HTTP/1.1".to_string()], "{}", proxy.log());
+}
+
+#[test]
+fn tinyproxy_refuses_connect_to_a_port_other_than_443() {
+    let Some(proxy) = Tinyproxy::start(None) else { return };
+    let target = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let port = target.addr().port();
+    let started = Instant::now();
+    let output = poll()
+        .env("HTTPS_PROXY", proxy.url(None))
+        .args(["--cacert", support::server::cert_path().to_str().unwrap(), "--timeout", "20s", &target.url("/")])
+        .assert()
+        .code(3)
+        .stdout("");
+    // Permanent at once: the default backoff would take seconds over 6 retries.
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    let refused = "the proxy refused the connection (CONNECT answered with 403 Forbidden): not retryable";
+    assert!(stderr.contains(refused), "{stderr}");
+    assert_eq!(target.connections(), 0);
+    assert_eq!(proxy.requests(), [format!("CONNECT 127.0.0.1:{port} HTTP/1.1")], "{}", proxy.log());
 }
