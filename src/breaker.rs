@@ -231,7 +231,11 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
         Outcome::Success { .. } | Outcome::Submitted { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => {
-            !matches!(failure, Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+            // A proxy's refusal says nothing of the origin behind it.
+            !matches!(
+                failure,
+                Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge | Failure::ProxyRefused
+            )
         }
     }
 }
@@ -441,5 +445,6 @@ mod tests {
         for failure in [Failure::TooManyRedirects, Failure::BadRedirect, Failure::BodyTooLarge] {
             assert!(!counts_as_failure(&Outcome::Failed(failure)), "{failure}: the origin answered");
         }
+        assert!(!counts_as_failure(&Outcome::Failed(Failure::ProxyRefused)), "the origin was not reached");
     }
 }

@@ -26,6 +26,7 @@ mod file;
 mod output;
 pub mod parse;
 pub mod policy;
+mod proxy;
 mod record;
 mod request;
 pub mod state;

@@ -73,6 +73,8 @@ pub enum Failure {
     BadRedirect,
     /// The body is larger than `--max-body`.
     BodyTooLarge,
+    /// The proxy turned the request away: it answered `CONNECT` with another status than 200.
+    ProxyRefused,
 }
 
 /// Which request an attempt sent.
@@ -105,7 +107,14 @@ impl Failure {
     }
 
     fn is_transient(self) -> bool {
-        !matches!(self, Failure::Tls | Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge)
+        !matches!(
+            self,
+            Failure::Tls
+                | Failure::TooManyRedirects
+                | Failure::BadRedirect
+                | Failure::BodyTooLarge
+                | Failure::ProxyRefused
+        )
     }
 
     /// The stable name used in `--log-format json` (`error_kind`).
@@ -120,6 +129,7 @@ impl Failure {
             Failure::Tls => "tls",
             Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
             Failure::BodyTooLarge => "body_too_large",
+            Failure::ProxyRefused => "proxy",
         }
     }
 }
@@ -138,6 +148,7 @@ impl fmt::Display for Failure {
             Failure::TooManyRedirects => "too many redirects",
             Failure::BadRedirect => "redirect cannot be followed",
             Failure::BodyTooLarge => "body larger than --max-body",
+            Failure::ProxyRefused => "the proxy refused the connection",
         })
     }
 }

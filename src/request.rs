@@ -1,7 +1,9 @@
 //! The only network code: what a request is ([`Request`]), one ureq `Agent`
 //! per loop, and [`Client::fetch`], which sends a request, follows redirects
 //! as curl does and reads the body to the end. It returns plain data; no ureq
-//! type leaves this module.
+//! type leaves this module. Each request (each redirect hop too) takes its
+//! proxy from `Proxies`; see `src/proxy.rs` for how an `http://` URL reaches
+//! an HTTP proxy.
 
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
@@ -9,6 +11,7 @@ use std::time::{Duration, Instant};
 use ureq::http;
 
 use crate::policy::Failure;
+use crate::proxy::{self, Proxies};
 use crate::url;
 
 // The defaults of the request flags: `cli.rs` shows these.
@@ -102,11 +105,11 @@ const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 pub(crate) struct Client {
     agent: ureq::Agent,
     spec: ClientConfig,
+    proxies: Proxies,
 }
 
 impl Client {
-    /// `url` is the loop's first URL, whose proxy the agent uses.
-    pub(crate) fn new(spec: &ClientConfig, url: &str) -> Client {
+    pub(crate) fn new(spec: &ClientConfig) -> Client {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         if let Some(pem) = &spec.cacert {
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
@@ -120,13 +123,15 @@ impl Client {
             .timeout_global(Some(spec.request_timeout))
             .user_agent(spec.user_agent.as_str())
             .accept_encoding("gzip, deflate, br")
-            .proxy(proxy_for(url))
+            // Not ureq's default, its own reading of the environment (ALL_PROXY
+            // first, for every scheme): `send` sets one per request, from `proxies`.
+            .proxy(None)
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .build();
-        let connector = ureq::unversioned::transport::DefaultConnector::new();
+        let connector = proxy::Connector::new(config.clone());
         let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
-        Client { agent, spec: spec.clone() }
+        Client { agent, spec: spec.clone(), proxies: Proxies::from_env() }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -197,12 +202,14 @@ impl Client {
         let result = match body {
             Some(bytes) => {
                 let request = builder.body(bytes).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
+                let proxy = self.proxies.for_uri(request.uri()).cloned();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
                 self.agent.run(request)
             }
             None => {
                 let request = builder.body(()).map_err(invalid)?;
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).build();
+                let proxy = self.proxies.for_uri(request.uri()).cloned();
+                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
                 self.agent.run(request)
             }
         };
@@ -298,32 +305,6 @@ fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-/// The proxy curl would use for this URL: `https_proxy` for https, `http_proxy`
-/// for http (either case), else `all_proxy`; `no_proxy` exempts hosts.
-fn proxy_for(url: &str) -> Option<ureq::Proxy> {
-    let https = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
-    let names: &[&str] = if https {
-        &["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
-    } else {
-        &["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
-    };
-    let value = names.iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))?;
-    let proxy = ureq::Proxy::new(&value).ok()?;
-    let no_proxy = ["no_proxy", "NO_PROXY"].iter().find_map(|name| std::env::var(name).ok());
-    match no_proxy {
-        Some(list) => {
-            let target: http::Uri = url.parse().ok()?;
-            let host = target.host().unwrap_or("").to_ascii_lowercase();
-            let exempt = list.split(',').map(|e| e.trim().to_ascii_lowercase()).any(|entry| {
-                let entry = entry.trim_start_matches("*.").trim_start_matches('.').to_string();
-                entry == "*" || !entry.is_empty() && (host == entry || host.ends_with(&format!(".{entry}")))
-            });
-            (!exempt).then_some(proxy)
-        }
-        None => Some(proxy),
-    }
-}
-
 /// Sorts a ureq error into the contract's classes.
 fn classify(error: &ureq::Error) -> Fault {
     use ureq::Error as E;
@@ -350,10 +331,18 @@ fn classify(error: &ureq::Error) -> Fault {
         E::BodyExceedsLimit(_) => Failure::BodyTooLarge,
         E::Protocol(_) | E::LargeResponseHeader(..) | E::Decompress(..) => Failure::Malformed,
         E::BodyStalled => Failure::Timeout,
+        // ureq's words: "proxy server responded 403/403", or "did not respond" (it hung up).
+        E::ConnectProxyFailed(reason) if reason.starts_with("proxy server responded") => Failure::ProxyRefused,
+        E::ConnectProxyFailed(_) => Failure::Reset,
         _ => Failure::Malformed,
     };
-    let detail = match failure {
-        Failure::BodyTooLarge => "body larger than --max-body".to_string(),
+    let detail = match (failure, error) {
+        (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
+        (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
+            let code = reason.trim_start_matches(|c: char| !c.is_ascii_digit()).get(..3).unwrap_or("");
+            let words = code.parse().ok().and_then(|c| http::StatusCode::from_u16(c).ok()?.canonical_reason());
+            format!("CONNECT answered with {code} {}", words.unwrap_or("")).trim_end().to_string()
+        }
         _ => detail,
     };
     Fault::new(failure, detail)

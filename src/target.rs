@@ -58,7 +58,7 @@ pub(crate) struct TargetEnd {
 
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
-    let client = Client::new(&common.client, &target.request.url);
+    let client = Client::new(&common.client);
     common.reporter.start(t, &target.request, &common.client.user_agent);
     let mut looping = Loop {
         common,
@@ -329,7 +329,10 @@ impl Loop<'_> {
         // The transport's own words help where the class alone does not say enough.
         let detail = match &record.reply {
             Err(fault)
-                if matches!(fault.failure, Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect) =>
+                if matches!(
+                    fault.failure,
+                    Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect | Failure::ProxyRefused
+                ) =>
             {
                 Some(fault.detail.as_str())
             }
@@ -347,6 +350,15 @@ impl Loop<'_> {
             // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.
             (Ok(reply), Stop::Permanent { .. }) if matches!(reply.status, 401 | 403) => {
                 "; check the credentials (-u USER:PASS or -H 'Authorization: ...')"
+            }
+            // The proxy wants credentials: 407 to an absolute-form request, 407 (or 401) to a CONNECT.
+            (Ok(reply), Stop::Permanent { .. }) if reply.status == 407 => {
+                "; check the credentials in the proxy URL (http_proxy)"
+            }
+            (Err(Fault { failure: Failure::ProxyRefused, detail }), _)
+                if detail.contains(" 407") || detail.contains(" 401") =>
+            {
+                "; check the credentials in the proxy URL (https_proxy)"
             }
             _ => "",
         };

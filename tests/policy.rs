@@ -221,6 +221,7 @@ fn every_failure_variant() {
         (TooManyRedirects, "too many redirects"),
         (BadRedirect, "redirect cannot be followed"),
         (BodyTooLarge, "body larger than --max-body"),
+        (ProxyRefused, "the proxy refused the connection"),
     ];
     for (failure, cause) in permanent_failures {
         check(&[
@@ -610,6 +611,7 @@ fn names_are_stable() {
         (TooManyRedirects, "redirects"),
         (BadRedirect, "redirects"),
         (BodyTooLarge, "body_too_large"),
+        (ProxyRefused, "proxy"),
     ];
     for (failure, kind) in kinds {
         assert_eq!(failure.kind(), kind, "{failure:?}");

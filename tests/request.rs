@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use support::server::{Recorded, Reply, Server};
+use support::tinyproxy::Tinyproxy;
 
 /// The proxy variables curl reads, in both cases: cleared so no test depends on the
 /// machine it runs on (and none can send traffic anywhere but 127.0.0.1).
@@ -724,17 +725,12 @@ fn redirects_reuse_the_connection() {
 // Proxies (only ever 127.0.0.1: `.invalid` names go to the proxy and are never resolved here)
 // ---------------------------------------------------------------------------
 
-/// The test server as an HTTP proxy: it accepts the CONNECT, then reads the tunnelled request.
-fn tunnelling_proxy(reply: Reply) -> Server {
-    Server::start(vec![Reply::status(200), reply])
-}
-
-/// ureq 3 reaches an http:// URL through an HTTP proxy with a CONNECT tunnel, where curl
-/// sends the absolute URL (`proxy_gets_the_absolute_url_as_curl`, ignored for now).
+/// An http:// URL goes to the proxy in absolute form, as curl sends it (here the scripted
+/// server plays the proxy, so it records what the proxy got).
 #[test]
 fn http_proxy_is_used() {
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
-        let proxy = tunnelling_proxy(Reply::json(200, r#"{"via":"proxy"}"#));
+        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
         poll()
             .env(var, format!("http://127.0.0.1:{}", proxy.addr().port()))
             .args(["--retries", "0", "--timeout", "10s", "http://example.invalid/x?y=1"])
@@ -743,16 +739,14 @@ fn http_proxy_is_used() {
             .stdout(r#"{"via":"proxy"}"#)
             .stderr("");
         let requests = proxy.requests();
-        assert_eq!(requests.len(), 2, "{var}");
-        assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("CONNECT", "example.invalid:80"));
-        assert_eq!((requests[1].method.as_str(), requests[1].path.as_str()), ("GET", "/x?y=1"), "{var}");
-        assert_eq!(requests[1].header("host"), Some("example.invalid"), "{var}");
+        assert_eq!(requests.len(), 1, "{var}");
+        assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("GET", "http://example.invalid/x?y=1"));
+        assert_eq!(requests[0].header("host"), Some("example.invalid"), "{var}");
         assert_eq!(proxy.connections(), 1, "{var}");
     }
 }
 
 #[test]
-#[ignore = "ureq 3 always tunnels through an HTTP proxy with CONNECT; curl sends `GET http://host/path`"]
 fn proxy_gets_the_absolute_url_as_curl() {
     let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
     poll()
@@ -769,7 +763,7 @@ fn proxy_gets_the_absolute_url_as_curl() {
 
 #[test]
 fn credentials_go_to_whom_they_belong_through_a_proxy() {
-    let proxy = tunnelling_proxy(Reply::json(200, "{}"));
+    let proxy = Server::start(vec![Reply::json(200, "{}")]);
     poll()
         .env("HTTP_PROXY", format!("http://proxyuser:proxypw@127.0.0.1:{}", proxy.addr().port()))
         .args(["-u", "user:pass", "--retries", "0", "--timeout", "10s", "http://example.invalid/"])
@@ -777,10 +771,102 @@ fn credentials_go_to_whom_they_belong_through_a_proxy() {
         .code(0)
         .stdout("{}");
     let requests = proxy.requests();
-    assert_eq!(requests.len(), 2);
-    // base64("proxyuser:proxypw") to the proxy only; the user's to the target only.
-    assert_eq!(credentials(&requests[0]), [("proxy-authorization", "Basic cHJveHl1c2VyOnByb3h5cHc=")]);
-    assert_eq!(credentials(&requests[1]), [("authorization", USER_PASS)]);
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "http://example.invalid/");
+    // One request carries both: base64("proxyuser:proxypw") for the proxy, which drops it
+    // (`tinyproxy_takes_its_own_credentials_only`), and the user's for the target.
+    assert_eq!(
+        credentials(&requests[0]),
+        [("authorization", USER_PASS), ("proxy-authorization", "Basic cHJveHl1c2VyOnByb3h5cHc=")]
+    );
+}
+
+/// Each poll on the kept-alive connection to the proxy starts with a head in absolute form,
+/// and a body sent after `100 Continue` is never mistaken for one.
+#[test]
+fn polls_reuse_one_connection_to_the_proxy() {
+    let replies = (1..=3).map(|n| Reply::json(200, &format!(r#"{{"n":{n}}}"#))).collect();
+    let proxy = Server::start(replies);
+    // The body looks like a request head: rewriting it would show.
+    let body = "GET / HTTP/1.1\r\n\r\n";
+    poll()
+        .env("HTTP_PROXY", format!("http://u:p@127.0.0.1:{}", proxy.addr().port()))
+        .args(["-d", body, "-H", "Expect: 100-continue", "--until", ".n==3", "--interval", "0"])
+        .arg("http://example.invalid/job")
+        .assert()
+        .code(0)
+        .stdout(r#"{"n":3}"#);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "http://example.invalid/job"));
+        assert_eq!(request.body_str(), body);
+        assert_eq!(request.header_all("proxy-authorization"), ["Basic dTpw"]);
+    }
+    assert_eq!(proxy.connections(), 1);
+}
+
+/// ureq writes a head into its 128 KiB output buffer; in absolute form it is longer still.
+#[test]
+fn a_head_longer_than_the_output_buffer_reaches_the_proxy_whole() {
+    let proxy = Server::start(vec![Reply::json(200, "{}")]);
+    let pad = "a".repeat(540);
+    let headers: Vec<String> = (0..250).map(|n| format!("X-Pad-{n:03}: {pad}")).collect();
+    let mut cmd = poll();
+    for header in &headers {
+        cmd.args(["-H", header]);
+    }
+    cmd.env("HTTP_PROXY", format!("http://u:p@127.0.0.1:{}", proxy.addr().port()))
+        .arg("http://example.invalid/big")
+        .assert()
+        .code(0)
+        .stdout("{}");
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "http://example.invalid/big");
+    assert_eq!(requests[0].header_all("proxy-authorization"), ["Basic dTpw"]);
+    let padded = requests[0].headers.iter().filter(|(name, value)| name.starts_with("x-pad-") && *value == pad);
+    assert_eq!(padded.count(), 250);
+    assert_eq!(proxy.bad_requests(), 0);
+}
+
+/// An `https://` proxy URL: TLS to the proxy (trusted by --cacert), then absolute form inside.
+#[test]
+fn an_https_proxy_url_gets_tls_then_absolute_form() {
+    let proxy = Server::start_tls(vec![Reply::json(200, r#"{"via":"tls proxy"}"#)]);
+    poll()
+        .env("HTTP_PROXY", format!("https://u:p@{}", proxy.addr()))
+        .args(["--cacert", support::server::cert_path().to_str().unwrap(), "--retries", "0"])
+        .arg("http://example.invalid/x")
+        .assert()
+        .code(0)
+        .stdout(r#"{"via":"tls proxy"}"#);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "http://example.invalid/x");
+    assert_eq!(requests[0].header_all("proxy-authorization"), ["Basic dTpw"]);
+}
+
+/// Each hop of a redirect is checked against NO_PROXY again.
+#[test]
+fn a_redirect_to_a_no_proxy_host_goes_direct() {
+    // The target is `localhost`, which /etc/hosts resolves: no DNS query leaves the machine.
+    let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
+    let location = format!("http://localhost:{}/x", target.addr().port());
+    let proxy = Server::start(vec![Reply::redirect(302, &location)]);
+    poll()
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
+        .env("NO_PROXY", "localhost")
+        .args(["--retries", "0", "--timeout", "10s", "http://example.invalid/start"])
+        .assert()
+        .code(0)
+        .stdout(r#"{"direct":true}"#);
+    let via_proxy = proxy.requests();
+    assert_eq!(via_proxy.len(), 1);
+    assert_eq!(via_proxy[0].path, "http://example.invalid/start");
+    let direct = target.requests();
+    assert_eq!(direct.len(), 1);
+    assert_eq!(direct[0].path, "/x");
 }
 
 #[test]
@@ -813,4 +899,122 @@ fn https_proxy_is_not_used_for_http() {
         .stdout(r#"{"direct":true}"#);
     assert_eq!(proxy.connections(), 0);
     assert_eq!(target.hits(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Through a real tinyproxy with `ConnectPort 443`, as squid's stock config
+// (each test is skipped, loudly, where tinyproxy is not installed)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn tinyproxy_forwards_http_in_absolute_form() {
+    let Some(proxy) = Tinyproxy::start(None) else { return };
+    let replies = (1..=3).map(|n| Reply::json(200, &format!(r#"{{"n":{n}}}"#))).collect();
+    let target = Server::start(replies);
+    let port = target.addr().port();
+    poll()
+        .env("http_proxy", proxy.url(None))
+        .args(["--retries", "0", "--timeout", "20s", &target.url("/x?y=1")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"n":1}"#)
+        .stderr("");
+    let requests = target.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("GET", "/x?y=1"));
+    assert_eq!(requests[0].header("host"), Some(format!("127.0.0.1:{port}").as_str()));
+    assert_eq!(proxy.requests(), [format!("GET http://127.0.0.1:{port}/x?y=1 HTTP/1.1")], "{}", proxy.log());
+
+    // Polls until the condition holds, each through the proxy.
+    poll()
+        .env("http_proxy", proxy.url(None))
+        .args(["--until", ".n==3", "--interval", "0", "--timeout", "20s", &target.url("/again")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"n":3}"#);
+    assert_eq!(target.hits(), 3);
+    let again = format!("GET http://127.0.0.1:{port}/again HTTP/1.1");
+    assert_eq!(proxy.requests()[1..], [again.clone(), again.clone()], "{}", proxy.log());
+}
+
+#[test]
+fn tinyproxy_takes_its_own_credentials_only() {
+    let Some(proxy) = Tinyproxy::start(Some(("user", "pass"))) else { return };
+    let target = Server::start(vec![Reply::json(200, "{}")]);
+    // base64("alice:secret"), the user's own, for the target.
+    let alice = "Basic YWxpY2U6c2VjcmV0";
+    let output = poll()
+        .env("HTTP_PROXY", proxy.url(Some("user:pass")))
+        .args(["-vv", "-u", "alice:secret", "--retries", "0", "--timeout", "20s", &target.url("/")])
+        .assert()
+        .code(0)
+        .stdout("{}");
+    let stderr = stderr_of(output.get_output());
+    assert!(!stderr.contains("user:pass") && !stderr.contains(USER_PASS.trim_start_matches("Basic ")), "{stderr}");
+    let requests = target.requests();
+    assert_eq!(requests.len(), 1);
+    // The proxy's credentials stop at the proxy; the user's go on to the target.
+    assert_eq!(credentials(&requests[0]), [("authorization", alice)]);
+
+    // Missing, or given with -u (which is for the target): 407, permanent, with the hint.
+    // Wrong: tinyproxy 1.11 answers 401 (with `WWW-Authenticate`), as if it were the target.
+    let cases = [
+        (proxy.url(None), vec![], "HTTP 407: not retryable", "; check the credentials in the proxy URL (http_proxy)"),
+        (proxy.url(None), vec!["-u", "user:pass"], "HTTP 407: not retryable", "in the proxy URL (http_proxy)"),
+        (proxy.url(Some("user:wrong")), vec!["-u", "alice:secret"], "HTTP 401: not retryable", "; check the"),
+    ];
+    for (proxy_url, args, error, hint) in cases {
+        let started = Instant::now();
+        let output = poll()
+            .env("HTTP_PROXY", &proxy_url)
+            .args(args)
+            .args(["--timeout", "20s", &target.url("/")])
+            .assert()
+            .code(3)
+            .stdout("");
+        assert!(started.elapsed() < Duration::from_secs(2), "no retries: {:?}", started.elapsed());
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains(error) && stderr.contains(hint), "{stderr}");
+        assert!(!stderr.contains("wrong"), "the proxy's password never shows: {stderr}");
+    }
+    assert_eq!(target.hits(), 1, "only the first request reached the target");
+    let logged = proxy.requests();
+    assert_eq!(logged.len(), 4, "{}", proxy.log());
+    assert!(logged.iter().all(|line| line.starts_with("GET http://127.0.0.1:")), "{logged:?}");
+
+    // A CONNECT without credentials: 407 too, with the hint for https_proxy.
+    let output = poll()
+        .env("HTTPS_PROXY", proxy.url(None))
+        .args(["--timeout", "20s", "https://127.0.0.1:443/"])
+        .assert()
+        .code(3)
+        .stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    let refused = "the proxy refused the connection (CONNECT answered with 407 Proxy Authentication Required)";
+    assert!(stderr.contains(refused) && stderr.contains("in the proxy URL (https_proxy)"), "{stderr}");
+    assert_eq!(proxy.requests()[4..], ["CONNECT 127.0.0.1:443 HTTP/1.1".to_string()], "{}", proxy.log());
+}
+
+#[test]
+fn tinyproxy_refuses_connect_to_a_port_other_than_443() {
+    let Some(proxy) = Tinyproxy::start(None) else { return };
+    let target = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let port = target.addr().port();
+    let started = Instant::now();
+    let output = poll()
+        .env("HTTPS_PROXY", proxy.url(None))
+        .args(["--cacert", support::server::cert_path().to_str().unwrap(), "--timeout", "20s", &target.url("/")])
+        .assert()
+        .code(3)
+        .stdout("");
+    // Permanent at once: the default backoff would take seconds over 6 retries.
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    let refused = "the proxy refused the connection (CONNECT answered with 403 Forbidden): not retryable";
+    assert!(stderr.contains(refused), "{stderr}");
+    assert_eq!(target.connections(), 0);
+    assert_eq!(proxy.requests(), [format!("CONNECT 127.0.0.1:{port} HTTP/1.1")], "{}", proxy.log());
 }
