@@ -32,7 +32,7 @@ pub(crate) struct Proxies {
 impl Proxies {
     /// `https_proxy` for https, `http_proxy` for http (either case), else
     /// `all_proxy`; `no_proxy` exempts hosts. Unlike curl, the uppercase
-    /// `HTTP_PROXY` is honoured (the contract names it). A value ureq cannot
+    /// `HTTP_PROXY` is honoured (README promises it). A value ureq cannot
     /// parse is ignored.
     pub(crate) fn from_env() -> Proxies {
         Proxies::from_lookup(|name| std::env::var(name).ok())

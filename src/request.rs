@@ -237,7 +237,7 @@ impl Client {
     }
 }
 
-/// `--cacert` adds to the built-in roots, as the contract says: an internal API
+/// `--cacert` adds to the built-in roots (README, "Choices"): an internal API
 /// signed by a private CA may still redirect to a public host (a presigned
 /// download URL, say). ureq takes one list, so the Mozilla roots ureq uses by
 /// default come along from `webpki-root-certs`, the same list as certificates.
@@ -305,7 +305,7 @@ fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-/// Sorts a ureq error into the contract's classes.
+/// Sorts a ureq error into the classes README lists (transient or permanent).
 fn classify(error: &ureq::Error) -> Fault {
     use ureq::Error as E;
     let detail = error.to_string();
