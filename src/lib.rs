@@ -133,9 +133,8 @@ enum Over {
 pub fn run(config: Config) -> Ending {
     let Config { targets, client, conditions, print, policy, submit, timeout, any, output_file, style, limits } =
         config;
-    let shown: Vec<(String, String)> =
-        targets.iter().map(|t| (t.request.method.clone(), t.request.url.clone())).collect();
-    let reporter = Reporter::new(style, &shown);
+    let urls: Vec<String> = targets.iter().map(|t| t.request.url.clone()).collect();
+    let reporter = Reporter::new(style, &urls);
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
         None => None,

@@ -119,8 +119,7 @@ pub(crate) struct Reporter {
 
 /// What the reporter knows of one URL's loop.
 struct Target {
-    method: String,
-    /// Redacted.
+    /// The URL as given, redacted.
     url: String,
     bar: ProgressBar,
     /// The current wait; read by the progress line's live countdown.
@@ -147,8 +146,8 @@ struct Out {
 }
 
 impl Reporter {
-    /// A reporter for loops on `targets` (method, URL).
-    pub(crate) fn new(style: Style, targets: &[(String, String)]) -> Reporter {
+    /// A reporter for loops on `targets` (their URLs as given).
+    pub(crate) fn new(style: Style, targets: &[String]) -> Reporter {
         let is_terminal = io::stderr().is_terminal();
         let color = match style.color {
             ColorChoice::Always => true,
@@ -164,7 +163,7 @@ impl Reporter {
         let several = targets.len() > 1;
         let targets: Vec<Target> = targets
             .iter()
-            .map(|(method, url)| {
+            .map(|url| {
                 let url = url::redact(url);
                 let wait = Arc::new(Mutex::new(None));
                 let bar = if live {
@@ -176,7 +175,6 @@ impl Reporter {
                     ProgressBar::hidden()
                 };
                 Target {
-                    method: method.clone(),
                     url,
                     bar,
                     wait,
@@ -290,8 +288,8 @@ impl Reporter {
         }
     }
 
-    /// An attempt of loop `t` finished and the policy decided.
-    pub(crate) fn attempt(&self, t: usize, record: &Record) {
+    /// An attempt of loop `t` sent `request`, and the policy decided.
+    pub(crate) fn attempt(&self, t: usize, request: &Request, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
         let summary = record.summary();
         if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
@@ -299,7 +297,8 @@ impl Reporter {
             return;
         }
         if self.style.json {
-            let mut event = attempt_event(record, &target.method, &target.url, self.started.elapsed());
+            let url = url::redact(&request.url);
+            let mut event = attempt_event(record, &request.method, &url, self.started.elapsed());
             if self.several() {
                 event["target"] = json!(t);
             }

@@ -119,7 +119,7 @@ impl Loop<'_> {
             let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak };
             let action = common.policy.decide(&outcome, &attempt, &mut rng);
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
-            common.reporter.attempt(self.t, &record);
+            common.reporter.attempt(self.t, &self.request, &record);
             let refusal = match self.tell(&record) {
                 Ok(refusal) => refusal,
                 Err(error) => return Ok(Err(error)),
