@@ -3,5 +3,7 @@
 // Every test binary compiles this module on its own and uses a different
 // subset of it, so unused items are expected and not worth a warning.
 #![allow(dead_code)]
+// socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
+#![forbid(unsafe_code)]
 
 pub mod server;

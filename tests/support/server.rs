@@ -170,8 +170,7 @@ impl Reply {
         self
     }
 
-    /// Reads the request, then aborts the connection with a TCP RST (SO_LINGER 0 on Linux and
-    /// macOS; elsewhere falls back to `shutdown(Both)`, which the client sees as a plain EOF).
+    /// Reads the request, then aborts the connection with a TCP RST (SO_LINGER 0).
     pub fn reset() -> Reply {
         Reply::of(Kind::Reset, 0)
     }
@@ -666,64 +665,12 @@ fn drain(mut tcp: &TcpStream) {
     }
 }
 
-/// Sends a TCP RST: SO_LINGER {on, 0} makes close() abort the connection. std's
-/// `TcpStream::set_linger` is unstable, so this calls libc's setsockopt (linked by std anyway).
-#[cfg(any(
-    all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ),
-    target_vendor = "apple"
-))]
+/// Sends a TCP RST: with SO_LINGER {on, 0}, close() aborts the connection instead of a FIN.
+/// (std's `TcpStream::set_linger` is unstable.) Should the option fail, the client sees a clean EOF.
 fn abort(tcp: &TcpStream) {
-    use std::ffi::{c_int, c_void};
-    use std::os::fd::AsRawFd;
-
-    #[repr(C)]
-    struct Linger {
-        l_onoff: c_int,
-        l_linger: c_int,
-    }
-    unsafe extern "C" {
-        fn setsockopt(fd: c_int, level: c_int, name: c_int, value: *const c_void, len: u32) -> c_int;
-    }
-    #[cfg(target_os = "linux")]
-    const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (1, 13);
-    #[cfg(target_vendor = "apple")]
-    const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (0xffff, 0x80);
-
-    let linger = Linger { l_onoff: 1, l_linger: 0 };
-    let (level, name) = SOL_SOCKET_SO_LINGER;
-    // SAFETY: a valid open fd, a pointer to a live `struct linger` and its exact size.
-    let rc =
-        unsafe { setsockopt(tcp.as_raw_fd(), level, name, (&raw const linger).cast(), size_of::<Linger>() as u32) };
-    if rc != 0 {
+    if socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO)).is_err() {
         let _ = tcp.shutdown(Shutdown::Both);
     }
-}
-
-/// Elsewhere no RST without unsafe platform code: the client sees a clean EOF instead.
-#[cfg(not(any(
-    all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ),
-    target_vendor = "apple"
-)))]
-fn abort(tcp: &TcpStream) {
-    let _ = tcp.shutdown(Shutdown::Both);
 }
 
 /// Serves requests on one connection until it should end; hands the stream back for closing.
