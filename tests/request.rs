@@ -10,24 +10,8 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use support::poll;
 use support::server::{Recorded, Reply, Server};
-
-/// The proxy variables curl reads, in both cases: cleared so no test depends on the
-/// machine it runs on (and none can send traffic anywhere but 127.0.0.1).
-const PROXY_VARS: [&str; 8] =
-    ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
-
-/// `poll` with a hermetic environment, and a hard stop should it ever hang.
-fn poll() -> Command {
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
-    for var in PROXY_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("NO_COLOR");
-    cmd.timeout(Duration::from_secs(60));
-    cmd
-}
 
 /// `Basic` of `user:pass`.
 const USER_PASS: &str = "Basic dXNlcjpwYXNz";

@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -61,14 +61,11 @@ fn soak(seed: u64, ending: Vec<Reply>, retries: &str) -> (Option<i32>, Vec<u8>, 
     let ending_len = ending.len();
     replies.extend(ending);
     let server = Server::start(replies);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_poll"))
+    let mut child = support::poll_std()
         .args(["--until", r#".status=="done""#, "--fail-when", r#".status=="failed""#])
         .args(["-i", "0", "--backoff", "1ms", "--backoff-max", "2ms", "--retries", retries])
         .args(["--request-timeout", "5s", "--timeout", "300s"])
         .arg(server.url("/soak"))
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("ALL_PROXY")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -22,12 +22,9 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The binary with a clean environment: no proxies, no colour settings.
+/// `support::poll_std()` with `args`, no stdin and both outputs captured.
 fn poll(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_poll"));
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "NO_COLOR"] {
-        cmd.env_remove(var).env_remove(var.to_ascii_lowercase());
-    }
+    let mut cmd = support::poll_std();
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }

@@ -14,7 +14,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<(i32, String)> {
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect();
     let mut cmd = Command::new("script");
-    cmd.args(["-qfec", &quoted.join(" "), "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm");
+    support::hermetic(&mut cmd).args(["-qfec", &quoted.join(" "), "/dev/null"]).env("TERM", "xterm");
     for (key, value) in env {
         cmd.env(key, value);
     }
@@ -75,9 +75,9 @@ fn errors_are_coloured_on_a_terminal_unless_no_color_or_never() {
 #[test]
 fn colour_can_be_forced_off_a_terminal() {
     let server = Server::start(vec![Reply::status(404)]);
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll").args(["--color", "always", &server.url("/")]).output().unwrap();
+    let out = support::poll().args(["--color", "always", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\x1b[31merror:"));
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll").arg(server.url("/")).output().unwrap();
+    let out = support::poll().arg(server.url("/")).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains('\x1b'), "no colour off a terminal by default");
 }

@@ -6,4 +6,9 @@
 // socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
 #![forbid(unsafe_code)]
 
+pub mod cmd;
 pub mod server;
+
+// `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.
+#[allow(unused_imports)]
+pub use cmd::{hermetic, poll, poll_std};
