@@ -614,7 +614,18 @@ impl Transport for StreamOwned<ServerConnection, TcpStream> {
     }
 }
 
+/// Takes a connection out of `open` however its thread ends, a panic included: the clone
+/// left there would hold the socket open, and the client would wait until the server drops.
+struct Forget<'a>(&'a Shared, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1);
+    }
+}
+
 fn connection(tcp: TcpStream, id: u64, sh: &Shared, tls: Option<Arc<ServerConfig>>) {
+    let _forget = Forget(sh, id);
     match tls {
         None => {
             let (end, t) = serve(tcp, sh);
