@@ -173,7 +173,7 @@ fn data_from_stdin() {
 
 #[test]
 fn data_from_a_missing_file_is_a_usage_error() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request-no-such-file.json");
     let output = poll().args(["-d", &format!("@{}", missing.display()), &server.url("/")]).assert().code(2).stdout("");
     let stderr = stderr_of(output.get_output());
@@ -208,7 +208,7 @@ fn json_from_stdin() {
 
 #[test]
 fn invalid_json_is_a_usage_error_and_nothing_is_sent() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let output = poll().args(["--json", r#"{"a": 1"#, &server.url("/")]).assert().code(2).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -289,7 +289,7 @@ fn every_attempt_sends_the_same_headers_and_body() {
 /// Runs `poll` with `args` (`{url}` is the server's URL) and checks a usage error:
 /// exit 2, nothing on stdout, one line on stderr, no connection. Returns stderr.
 fn usage_error(args: &[&str]) -> String {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let url = server.url("/");
     let args: Vec<String> = args.iter().map(|a| a.replace("{url}", &url)).collect();
     let output = poll().args(&args).assert().code(2).stdout("");
@@ -334,7 +334,7 @@ fn header_without_colon_is_refused() {
 
 #[test]
 fn bad_urls_are_refused() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let port = server.addr().port();
     for url in [format!("127.0.0.1:{port}/"), format!("ftp://127.0.0.1:{port}/"), "http://".to_string()] {
         let output = poll().arg(&url).assert().code(2).stdout("");
@@ -418,7 +418,8 @@ fn a_redirect_loop_stops_after_max_redirs() {
 #[test]
 fn max_redirs_zero_returns_the_redirect_itself() {
     let server =
-        Server::routes(vec![("/old", vec![Reply::redirect(302, "/new")]), ("/new", vec![Reply::json(200, "{}")])]);
+        Server::routes(vec![("/old", vec![Reply::redirect(302, "/new")]), ("/new", vec![Reply::json(200, "{}")])])
+            .expect_route_hits("/new", 0);
     let output = poll().args(["--max-redirs", "0", &server.url("/old")]).assert().code(3).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -438,7 +439,7 @@ fn max_redirs_counts_hops() {
         ])
     };
     // Three hops with --max-redirs 2: the third is not followed.
-    let server = chain();
+    let server = chain().expect_route_hits("/4", 0);
     let output = poll().args(["--max-redirs", "2", &server.url("/1")]).assert().code(3).stdout("");
     assert!(stderr_of(output.get_output()).contains("redirects"));
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
@@ -652,7 +653,7 @@ fn max_body_applies_to_the_decoded_size() {
 
 #[test]
 fn an_untrusted_certificate_is_permanent_with_a_hint() {
-    let server = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let server = Server::start_tls(vec![Reply::json(200, "{}")]).expect_hits(0);
     let output = poll().args(["--backoff", "10ms", &server.url("/")]).assert().code(3).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -771,7 +772,7 @@ fn credentials_go_to_whom_they_belong_through_a_proxy() {
 fn no_proxy_exempts_a_host() {
     // The target is `localhost`, which /etc/hosts resolves: no DNS query leaves the machine.
     for (var, value) in [("NO_PROXY", "localhost"), ("no_proxy", "other.test, .localhost"), ("NO_PROXY", "*")] {
-        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
+        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]).expect_hits(0);
         let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
         poll()
             .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
@@ -787,7 +788,7 @@ fn no_proxy_exempts_a_host() {
 
 #[test]
 fn https_proxy_is_not_used_for_http() {
-    let proxy = Server::start(vec![Reply::json(200, "{}")]);
+    let proxy = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
     poll()
         .env("HTTPS_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))

@@ -214,7 +214,9 @@ fn accepted_with_retry_after_sets_the_next_poll() {
 
 #[test]
 fn a_server_wait_beyond_the_deadline_stops_at_once_with_exit_1() {
-    let server = Server::start(vec![Reply::status(503).header("Retry-After", "3600"), Reply::json(200, DONE)]);
+    // The 200 is never reached: the wait it would come after passes the deadline.
+    let server =
+        Server::start(vec![Reply::status(503).header("Retry-After", "3600"), Reply::json(200, DONE)]).expect_hits(1);
     let started = Instant::now();
     let out = poll().args(["--timeout", "30s", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -260,7 +262,8 @@ fn polling_stops_before_the_deadline_when_the_next_poll_would_pass_it() {
 
 #[test]
 fn post_is_not_resent_after_a_502() {
-    let server = Server::start(vec![Reply::status(502), Reply::json(200, DONE)]);
+    // The 200 is there for a resend that must not happen.
+    let server = Server::start(vec![Reply::status(502), Reply::json(200, DONE)]).expect_hits(1);
     let out = poll().args(["-d", "payload", "--backoff", "10ms", &server.url("/jobs")]).output().unwrap();
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(server.hits(), 1);

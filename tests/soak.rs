@@ -60,7 +60,8 @@ fn soak(seed: u64, ending: Vec<Reply>, retries: &str) -> (Option<i32>, Vec<u8>, 
     let mut replies: Vec<Reply> = (0..n).map(|_| chaos(&mut rng)).collect();
     let ending_len = ending.len();
     replies.extend(ending);
-    let server = Server::start(replies);
+    // All the chaos, then at least the first reply of the ending (a failure streak ends early).
+    let server = Server::start(replies).expect_hits_between(n + 1, n + ending_len);
     let mut child = support::poll_std()
         .args(["--until", r#".status=="done""#, "--fail-when", r#".status=="failed""#])
         .args(["-i", "0", "--backoff", "1ms", "--backoff-max", "2ms", "--retries", retries])

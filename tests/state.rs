@@ -435,7 +435,7 @@ fn a_403_with_no_quota_left_waits_for_the_reset_like_429() {
 
 #[test]
 fn state_flag_errors_are_usage_errors_before_anything_is_sent() {
-    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
     let url = server.url("/");
     for args in [
         &["--state", "/no/such/folder/api.state", &url][..],
