@@ -21,7 +21,7 @@ fn every_attempt_and_the_end_are_one_json_object_each() {
         Reply::json(200, r#"{"status":"done","progress":100}"#),
     ]);
     let url = server.url("/jobs/1?token=s3cret&page=2");
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll")
+    let out = support::poll()
         .args(["--log-format", "json", "--until", r#".status=="done""#, "--show", ".progress"])
         .args(["-i", "50ms", "--backoff", "20ms", "--jitter", "none", &url])
         .output()
@@ -74,7 +74,7 @@ fn every_attempt_and_the_end_are_one_json_object_each() {
 #[test]
 fn the_final_object_carries_the_exit_code_and_reason_of_a_failure() {
     let server = Server::start(vec![Reply::json(200, r#"{"status":"failed"}"#)]);
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll")
+    let out = support::poll()
         .args(["--log-format", "json", "--fail-when", r#".status=="failed""#, &server.url("/")])
         .output()
         .unwrap();
@@ -86,7 +86,7 @@ fn the_final_object_carries_the_exit_code_and_reason_of_a_failure() {
     assert_eq!(events[1]["reason"], "fail_when");
 
     let server = Server::start(vec![Reply::text(200, "<html>")]);
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll")
+    let out = support::poll()
         .args(["--log-format", "json", "--until", ".ok", "--retries", "0", &server.url("/")])
         .output()
         .unwrap();
@@ -103,7 +103,7 @@ fn the_final_object_carries_the_exit_code_and_reason_of_a_failure() {
 #[test]
 fn warnings_ride_on_the_next_object_so_each_attempt_stays_one_line() {
     let server = Server::start(vec![Reply::json(200, r#"{"n":"x"}"#), Reply::json(200, r#"{"n":1}"#)]);
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll")
+    let out = support::poll()
         .args(["--log-format", "json", "--until", ".n + 1 > 1", "-i", "0", &server.url("/")])
         .output()
         .unwrap();

@@ -10,25 +10,9 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use support::poll;
 use support::server::{Recorded, Reply, Server};
 use support::tinyproxy::Tinyproxy;
-
-/// The proxy variables curl reads, in both cases: cleared so no test depends on the
-/// machine it runs on (and none can send traffic anywhere but 127.0.0.1).
-const PROXY_VARS: [&str; 8] =
-    ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
-
-/// `poll` with a hermetic environment, and a hard stop should it ever hang.
-fn poll() -> Command {
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
-    for var in PROXY_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("NO_COLOR");
-    cmd.timeout(Duration::from_secs(60));
-    cmd
-}
 
 /// `Basic` of `user:pass`.
 const USER_PASS: &str = "Basic dXNlcjpwYXNz";
@@ -190,7 +174,7 @@ fn data_from_stdin() {
 
 #[test]
 fn data_from_a_missing_file_is_a_usage_error() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request-no-such-file.json");
     let output = poll().args(["-d", &format!("@{}", missing.display()), &server.url("/")]).assert().code(2).stdout("");
     let stderr = stderr_of(output.get_output());
@@ -225,7 +209,7 @@ fn json_from_stdin() {
 
 #[test]
 fn invalid_json_is_a_usage_error_and_nothing_is_sent() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let output = poll().args(["--json", r#"{"a": 1"#, &server.url("/")]).assert().code(2).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -306,7 +290,7 @@ fn every_attempt_sends_the_same_headers_and_body() {
 /// Runs `poll` with `args` (`{url}` is the server's URL) and checks a usage error:
 /// exit 2, nothing on stdout, one line on stderr, no connection. Returns stderr.
 fn usage_error(args: &[&str]) -> String {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let url = server.url("/");
     let args: Vec<String> = args.iter().map(|a| a.replace("{url}", &url)).collect();
     let output = poll().args(&args).assert().code(2).stdout("");
@@ -351,7 +335,7 @@ fn header_without_colon_is_refused() {
 
 #[test]
 fn bad_urls_are_refused() {
-    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let port = server.addr().port();
     for url in [format!("127.0.0.1:{port}/"), format!("ftp://127.0.0.1:{port}/"), "http://".to_string()] {
         let output = poll().arg(&url).assert().code(2).stdout("");
@@ -435,7 +419,8 @@ fn a_redirect_loop_stops_after_max_redirs() {
 #[test]
 fn max_redirs_zero_returns_the_redirect_itself() {
     let server =
-        Server::routes(vec![("/old", vec![Reply::redirect(302, "/new")]), ("/new", vec![Reply::json(200, "{}")])]);
+        Server::routes(vec![("/old", vec![Reply::redirect(302, "/new")]), ("/new", vec![Reply::json(200, "{}")])])
+            .expect_route_hits("/new", 0);
     let output = poll().args(["--max-redirs", "0", &server.url("/old")]).assert().code(3).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -455,7 +440,7 @@ fn max_redirs_counts_hops() {
         ])
     };
     // Three hops with --max-redirs 2: the third is not followed.
-    let server = chain();
+    let server = chain().expect_route_hits("/4", 0);
     let output = poll().args(["--max-redirs", "2", &server.url("/1")]).assert().code(3).stdout("");
     assert!(stderr_of(output.get_output()).contains("redirects"));
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
@@ -669,7 +654,7 @@ fn max_body_applies_to_the_decoded_size() {
 
 #[test]
 fn an_untrusted_certificate_is_permanent_with_a_hint() {
-    let server = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let server = Server::start_tls(vec![Reply::json(200, "{}")]).expect_hits(0);
     let output = poll().args(["--backoff", "10ms", &server.url("/")]).assert().code(3).stdout("");
     let stderr = stderr_of(output.get_output());
     assert_one_error_line(&stderr);
@@ -873,7 +858,7 @@ fn a_redirect_to_a_no_proxy_host_goes_direct() {
 fn no_proxy_exempts_a_host() {
     // The target is `localhost`, which /etc/hosts resolves: no DNS query leaves the machine.
     for (var, value) in [("NO_PROXY", "localhost"), ("no_proxy", "other.test, .localhost"), ("NO_PROXY", "*")] {
-        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]);
+        let proxy = Server::start(vec![Reply::json(200, r#"{"via":"proxy"}"#)]).expect_hits(0);
         let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
         poll()
             .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
@@ -889,7 +874,7 @@ fn no_proxy_exempts_a_host() {
 
 #[test]
 fn https_proxy_is_not_used_for_http() {
-    let proxy = Server::start(vec![Reply::json(200, "{}")]);
+    let proxy = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
     let target = Server::start(vec![Reply::json(200, r#"{"direct":true}"#)]);
     poll()
         .env("HTTPS_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
@@ -1000,7 +985,7 @@ fn tinyproxy_takes_its_own_credentials_only() {
 #[test]
 fn tinyproxy_refuses_connect_to_a_port_other_than_443() {
     let Some(proxy) = Tinyproxy::start(None) else { return };
-    let target = Server::start_tls(vec![Reply::json(200, "{}")]);
+    let target = Server::start_tls(vec![Reply::json(200, "{}")]).expect_hits(0);
     let port = target.addr().port();
     let started = Instant::now();
     let output = poll()

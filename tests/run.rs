@@ -7,20 +7,11 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use support::server::{Reply, Server};
+use support::{poll, poll_std};
 
 const PENDING: &str = r#"{"status":"pending"}"#;
 const DONE: &str = r#"{"status":"done","result":42}"#;
 const FAILED: &str = r#"{"status":"failed"}"#;
-
-/// The binary with a clean environment: no proxies, no colour settings.
-fn poll() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("no_proxy").env_remove("NO_COLOR");
-    cmd
-}
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -223,7 +214,9 @@ fn accepted_with_retry_after_sets_the_next_poll() {
 
 #[test]
 fn a_server_wait_beyond_the_deadline_stops_at_once_with_exit_1() {
-    let server = Server::start(vec![Reply::status(503).header("Retry-After", "3600"), Reply::json(200, DONE)]);
+    // The 200 is never reached: the wait it would come after passes the deadline.
+    let server =
+        Server::start(vec![Reply::status(503).header("Retry-After", "3600"), Reply::json(200, DONE)]).expect_hits(1);
     let started = Instant::now();
     let out = poll().args(["--timeout", "30s", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -269,7 +262,8 @@ fn polling_stops_before_the_deadline_when_the_next_poll_would_pass_it() {
 
 #[test]
 fn post_is_not_resent_after_a_502() {
-    let server = Server::start(vec![Reply::status(502), Reply::json(200, DONE)]);
+    // The 200 is there for a resend that must not happen.
+    let server = Server::start(vec![Reply::status(502), Reply::json(200, DONE)]).expect_hits(1);
     let out = poll().args(["-d", "payload", "--backoff", "10ms", &server.url("/jobs")]).output().unwrap();
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(server.hits(), 1);
@@ -298,7 +292,7 @@ fn post_is_resent_after_a_refused_connection() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let child = StdCommand::new(env!("CARGO_BIN_EXE_poll"))
+    let child = poll_std()
         .args(["-d", "x", "--backoff", "1s", "--jitter", "none", &format!("http://127.0.0.1:{port}/")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -370,12 +364,7 @@ fn quiet_prints_only_the_final_error_line() {
 }
 
 fn spawn_poll(args: &[&str]) -> std::process::Child {
-    StdCommand::new(env!("CARGO_BIN_EXE_poll"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn poll")
+    poll_std().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn poll")
 }
 
 fn kill(child: &std::process::Child, signal: &str) -> Instant {
@@ -419,12 +408,7 @@ fn sigterm_ends_a_request_in_flight_at_once_with_143() {
 fn a_closed_stdout_is_not_an_error() {
     let big = format!("{{\"data\":\"{}\"}}", "x".repeat(4 << 20));
     let server = Server::start(vec![Reply::json(200, &big)]);
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_poll"))
-        .arg(server.url("/"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = poll_std().arg(server.url("/")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take()); // as `| head -c0` would
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

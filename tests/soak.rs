@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -60,15 +60,13 @@ fn soak(seed: u64, ending: Vec<Reply>, retries: &str) -> (Option<i32>, Vec<u8>, 
     let mut replies: Vec<Reply> = (0..n).map(|_| chaos(&mut rng)).collect();
     let ending_len = ending.len();
     replies.extend(ending);
-    let server = Server::start(replies);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_poll"))
+    // All the chaos, then at least the first reply of the ending (a failure streak ends early).
+    let server = Server::start(replies).expect_hits_between(n + 1, n + ending_len);
+    let mut child = support::poll_std()
         .args(["--until", r#".status=="done""#, "--fail-when", r#".status=="failed""#])
         .args(["-i", "0", "--backoff", "1ms", "--backoff-max", "2ms", "--retries", retries])
         .args(["--request-timeout", "5s", "--timeout", "300s"])
         .arg(server.url("/soak"))
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("ALL_PROXY")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

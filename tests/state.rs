@@ -22,12 +22,9 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The binary with a clean environment: no proxies, no colour settings.
+/// `support::poll_std()` with `args`, no stdin and both outputs captured.
 fn poll(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_poll"));
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "NO_COLOR"] {
-        cmd.env_remove(var).env_remove(var.to_ascii_lowercase());
-    }
+    let mut cmd = support::poll_std();
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
@@ -438,7 +435,7 @@ fn a_403_with_no_quota_left_waits_for_the_reset_like_429() {
 
 #[test]
 fn state_flag_errors_are_usage_errors_before_anything_is_sent() {
-    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
     let url = server.url("/");
     for args in [
         &["--state", "/no/such/folder/api.state", &url][..],

@@ -1,5 +1,6 @@
 //! What a person at a terminal sees: the live progress line and colour, tested
-//! under a pseudo-terminal made by util-linux `script` (skipped where it is missing).
+//! under a pseudo-terminal made by util-linux `script` (`support::have_tool`: a
+//! loud skip where it is missing, a failure with `POLL_TEST_REQUIRE_TOOLS=1`).
 
 mod support;
 
@@ -7,32 +8,37 @@ use std::process::Command;
 
 use support::server::{Reply, Server};
 
-/// Runs poll under a pseudo-terminal; returns everything drawn, or `None` without `script`.
-fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<(i32, String)> {
+/// `script`, which makes the pseudo-terminal: in Debian's bsdutils (util-linux elsewhere).
+fn have_script() -> bool {
+    support::have_tool("script", "apt-get install bsdutils")
+}
+
+/// Runs poll under a pseudo-terminal (call `have_script()` first); returns its exit code and everything drawn.
+fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_poll"))
         .chain(args.iter().copied())
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect();
     let mut cmd = Command::new("script");
-    cmd.args(["-qfec", &quoted.join(" "), "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm");
+    support::hermetic(&mut cmd).args(["-qfec", &quoted.join(" "), "/dev/null"]).env("TERM", "xterm");
     for (key, value) in env {
         cmd.env(key, value);
     }
-    let out = cmd.output().ok()?;
-    Some((out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned()))
+    let out = cmd.output().expect("run script");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]
 fn the_progress_line_shows_attempt_outcome_countdown_and_clock_then_a_summary() {
+    if !have_script() {
+        return;
+    }
     let server = Server::start(vec![
         Reply::json(200, r#"{"status":"pending","progress":42}"#),
         Reply::json(200, r#"{"status":"done","progress":100}"#),
     ]);
     let args = ["--until", r#".status=="done""#, "--show", ".progress", "-i", "800ms", "--timeout", "1m"];
-    let Some((code, drawn)) = on_terminal(&[&args[..], &[server.url("/").as_str()]].concat(), &[]) else {
-        eprintln!("`script` is not installed; skipped");
-        return;
-    };
+    let (code, drawn) = on_terminal(&[&args[..], &[server.url("/").as_str()]].concat(), &[]);
     assert_eq!(code, 0, "{drawn}");
     assert!(drawn.contains("attempt 1 · 200 pending · progress 42 · next poll in 0."), "{drawn}");
     assert!(drawn.contains(" / 1m"), "the clock shows the deadline: {drawn}");
@@ -48,9 +54,12 @@ fn the_progress_line_shows_attempt_outcome_countdown_and_clock_then_a_summary() 
 
 #[test]
 fn quiet_and_json_draw_no_progress_line() {
+    if !have_script() {
+        return;
+    }
     let server = Server::start(vec![Reply::json(200, r#"{"ok":true}"#)]);
     for flag in ["-q", "--log-format=json"] {
-        let Some((code, drawn)) = on_terminal(&[flag, "--until", ".ok", &server.url("/")], &[]) else { return };
+        let (code, drawn) = on_terminal(&[flag, "--until", ".ok", &server.url("/")], &[]);
         assert_eq!(code, 0);
         assert!(!drawn.contains("attempt 1 ·"), "{flag}: {drawn}");
         assert!(!drawn.contains("poll: done"), "{flag}: {drawn}");
@@ -59,25 +68,28 @@ fn quiet_and_json_draw_no_progress_line() {
 
 #[test]
 fn errors_are_coloured_on_a_terminal_unless_no_color_or_never() {
+    if !have_script() {
+        return;
+    }
     let server = Server::start(vec![Reply::status(404)]);
     let url = server.url("/");
-    let Some((code, drawn)) = on_terminal(&[&url], &[]) else { return };
+    let (code, drawn) = on_terminal(&[&url], &[]);
     assert_eq!(code, 3);
     assert!(drawn.contains("\x1b[31merror:\x1b[0m"), "{drawn:?}");
 
-    let Some((_, drawn)) = on_terminal(&[&url], &[("NO_COLOR", "1")]) else { return };
+    let (_, drawn) = on_terminal(&[&url], &[("NO_COLOR", "1")]);
     assert!(drawn.contains("poll: error: HTTP 404") && !drawn.contains("\x1b[31m"), "{drawn:?}");
 
-    let Some((_, drawn)) = on_terminal(&["--color", "never", &url], &[]) else { return };
+    let (_, drawn) = on_terminal(&["--color", "never", &url], &[]);
     assert!(!drawn.contains("\x1b[31m"), "{drawn:?}");
 }
 
 #[test]
 fn colour_can_be_forced_off_a_terminal() {
     let server = Server::start(vec![Reply::status(404)]);
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll").args(["--color", "always", &server.url("/")]).output().unwrap();
+    let out = support::poll().args(["--color", "always", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\x1b[31merror:"));
-    let out = assert_cmd::cargo::cargo_bin_cmd!("poll").arg(server.url("/")).output().unwrap();
+    let out = support::poll().arg(server.url("/")).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains('\x1b'), "no colour off a terminal by default");
 }

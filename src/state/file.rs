@@ -20,7 +20,7 @@ use crate::clock;
 const VERSION: u64 = 1;
 
 /// How often a held lock is tried again while waiting for it.
-const LOCK_RETRY: Duration = Duration::from_millis(5);
+const LOCK_RETRY: Duration = Duration::from_millis(1);
 
 /// Everything in a state file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -150,14 +150,14 @@ impl Store for FileStore {
         format!("`{}`", self.path.display())
     }
 
+    // The clock is read under the lock: a process that waited for it must
+    // not take a slot from a moment that has already passed.
     fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String> {
-        let now = clock::now_ms();
-        self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().admit(now, ask))
+        self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().admit(clock::now_ms(), ask))
     }
 
     fn record(&mut self, key: &str, report: &Report, timeout: Duration) -> Result<Option<Refusal>, String> {
-        let now = clock::now_ms();
-        self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().record(now, report))
+        self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().record(clock::now_ms(), report))
     }
 
     fn last_good(&mut self, key: &str, url: &str, timeout: Duration) -> Result<Option<Vec<u8>>, String> {

@@ -3,6 +3,20 @@
 //! Built on `std::net` and std threads only (plus rustls for TLS) so tests see exactly the
 //! bytes we choose to send, misbehaviour included: resets, clean closes without a reply,
 //! truncated bodies, garbage status lines, replies that never come, bodies that never end.
+//!
+//! The server checks itself when dropped, and panics (unless the test is already panicking)
+//! with every way it was not used as scripted:
+//!
+//! - **Played through, by default.** A script (that of `start`, or each route of `routes`) must
+//!   have played every one of its replies at least once: hits >= replies, the last reply
+//!   repeating as often as asked. A test whose client stops short of its script fails.
+//! - **Or as the test says.** A test that expects fewer requests says how many:
+//!   `.expect_hits(n)` (exactly `n` requests in all, in place of the default for every route;
+//!   `0` for a server that must not be reached), `.expect_hits_between(lo, hi)`, or
+//!   `.expect_route_hits(path, n)` for one route (the others keep the default).
+//! - **Nothing unanswered.** A request no route matched still gets 404, but fails the test,
+//!   as does a malformed request (answered 400/413/414/431 by the server itself).
+//! - **No panic** in a server thread.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -170,8 +184,7 @@ impl Reply {
         self
     }
 
-    /// Reads the request, then aborts the connection with a TCP RST (SO_LINGER 0 on Linux and
-    /// macOS; elsewhere falls back to `shutdown(Both)`, which the client sees as a plain EOF).
+    /// Reads the request, then aborts the connection with a TCP RST (SO_LINGER 0).
     pub fn reset() -> Reply {
         Reply::of(Kind::Reset, 0)
     }
@@ -228,13 +241,31 @@ impl Reply {
 /// Replies played in order; the last one repeats forever.
 struct Seq {
     replies: Vec<Reply>,
+    /// Requests served so far (so also the index of the next reply).
     next: usize,
+    /// Exactly how many requests this script must serve (`expect_route_hits`); `None`: the
+    /// default, every reply played at least once.
+    expect: Option<usize>,
 }
 
 impl Seq {
     fn new(replies: Vec<Reply>) -> Seq {
         assert!(!replies.is_empty(), "a test server script needs at least one reply");
-        Seq { replies, next: 0 }
+        Seq { replies, next: 0, expect: None }
+    }
+
+    /// What is wrong with how this script was played (`what` names it), given whether the
+    /// server-wide `expect_hits` replaced the default.
+    fn unmet(&self, what: &str, total_expected: bool) -> Option<String> {
+        let (hits, scripted) = (self.next, self.replies.len());
+        match self.expect {
+            Some(n) if hits != n => Some(format!("{what}: expected exactly {n} request(s), got {hits}")),
+            None if !total_expected && hits < scripted => Some(format!(
+                "{what}: only {hits} of its {scripted} scripted replies were played \
+                 (a test that expects fewer says so: expect_hits, expect_route_hits)"
+            )),
+            _ => None,
+        }
     }
 
     fn pick(&mut self) -> Reply {
@@ -250,12 +281,22 @@ enum Script {
 }
 
 impl Script {
-    fn pick(&mut self, target: &str) -> Reply {
+    /// The reply to `target`, or `None` when no route matches it.
+    fn pick(&mut self, target: &str) -> Option<Reply> {
         match self {
-            Script::Any(seq) => seq.pick(),
+            Script::Any(seq) => Some(seq.pick()),
             Script::Routes(routes) => {
                 let path = route_key(target);
-                routes.iter_mut().find(|(p, _)| p == path).map_or_else(|| Reply::status(404), |(_, seq)| seq.pick())
+                routes.iter_mut().find(|(p, _)| p == path).map(|(_, seq)| seq.pick())
+            }
+        }
+    }
+
+    fn unmet(&self, total_expected: bool) -> Vec<String> {
+        match self {
+            Script::Any(seq) => seq.unmet("the script", total_expected).into_iter().collect(),
+            Script::Routes(routes) => {
+                routes.iter().filter_map(|(path, seq)| seq.unmet(&format!("route {path}"), total_expected)).collect()
             }
         }
     }
@@ -277,6 +318,8 @@ fn route_key(target: &str) -> &str {
 struct State {
     script: Script,
     log: Vec<Recorded>,
+    /// Requests no route matched (answered 404), as `METHOD target`.
+    unanswered: Vec<String>,
 }
 
 /// Everything the acceptor, the connection threads and the `Server` handle share.
@@ -329,7 +372,10 @@ impl Shared {
     /// Records the request and picks its reply under one lock, so log order == script order.
     fn record(&self, req: Recorded) -> Reply {
         let mut state = lock(&self.state);
-        let reply = state.script.pick(&req.path);
+        let reply = state.script.pick(&req.path).unwrap_or_else(|| {
+            state.unanswered.push(format!("{} {}", req.method, req.path));
+            Reply::status(404)
+        });
         state.log.push(req);
         self.arrived.notify_all();
         reply
@@ -369,6 +415,8 @@ pub struct Server {
     tls: bool,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
+    /// Fewest and most requests in all (`expect_hits`), in place of the played-through default.
+    total: Option<(usize, usize)>,
 }
 
 impl Server {
@@ -406,7 +454,7 @@ impl Server {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local_addr of test server");
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { script, log: Vec::new() }),
+            state: Mutex::new(State { script, log: Vec::new(), unanswered: Vec::new() }),
             arrived: Condvar::new(),
             stopped: Mutex::new(false),
             stop_cv: Condvar::new(),
@@ -422,7 +470,59 @@ impl Server {
             .name(format!("test-server-{}", addr.port()))
             .spawn(move || accept_loop(&listener, &sh, tls))
             .expect("spawn test server acceptor");
-        Server { addr, tls: is_tls, shared, acceptor: Some(acceptor) }
+        Server { addr, tls: is_tls, shared, acceptor: Some(acceptor), total: None }
+    }
+
+    /// Expects exactly `n` requests in all, instead of every reply of every route played
+    /// through: for a test that stops before the end of its script, or (`0`) never sends.
+    pub fn expect_hits(self, n: usize) -> Server {
+        self.expect_hits_between(n, n)
+    }
+
+    /// Expects `lo..=hi` requests in all, instead of every reply of every route played through.
+    pub fn expect_hits_between(mut self, lo: usize, hi: usize) -> Server {
+        assert!(lo <= hi, "expect_hits_between({lo}, {hi})");
+        self.total = Some((lo, hi));
+        self
+    }
+
+    /// Expects exactly `n` requests on the route `path` of a `routes` server, instead of its
+    /// replies played through; the other routes keep theirs.
+    pub fn expect_route_hits(self, path: &str, n: usize) -> Server {
+        let path = &route_path(path);
+        let mut state = lock(&self.shared.state);
+        let Script::Routes(routes) = &mut state.script else {
+            panic!("expect_route_hits({path:?}) is for a server made with `routes`; use expect_hits");
+        };
+        let Some((_, seq)) = routes.iter_mut().find(|(p, _)| p == path) else {
+            panic!("expect_route_hits({path:?}): no such route");
+        };
+        seq.expect = Some(n);
+        drop(state);
+        self
+    }
+
+    /// Every way the server was not used as the test scripted it (see the module doc).
+    fn unmet(&self) -> Vec<String> {
+        let state = lock(&self.shared.state);
+        let mut unmet = Vec::new();
+        if !state.unanswered.is_empty() {
+            let n = state.unanswered.len();
+            unmet.push(format!("{n} request(s) that no route answered (got 404): {}", state.unanswered.join(", ")));
+        }
+        let bad = self.shared.bad_requests.load(Ordering::SeqCst);
+        if bad > 0 {
+            unmet.push(format!("{bad} malformed request(s), answered 400/413/414/431 by the server itself"));
+        }
+        if let Some((lo, hi)) = self.total {
+            let hits = state.log.len();
+            if hits < lo || hits > hi {
+                let wanted = if lo == hi { format!("exactly {lo}") } else { format!("{lo} to {hi}") };
+                unmet.push(format!("expected {wanted} request(s) in all, got {hits}"));
+            }
+        }
+        unmet.extend(state.script.unmet(self.total.is_some()));
+        unmet
     }
 
     /// `http://127.0.0.1:PORT/path` (`https` for TLS); `path` with or without its leading `/`.
@@ -497,9 +597,14 @@ impl Drop for Server {
         if stuck > 0 {
             eprintln!("test server {}: {stuck} thread(s) still running {JOIN_WAIT:?} after drop", self.addr);
         }
+        if thread::panicking() {
+            return;
+        }
         let panics = std::mem::take(&mut *lock(&sh.panics));
-        if !panics.is_empty() && !thread::panicking() {
-            panic!("test server {} thread panicked: {}", self.addr, panics.join("; "));
+        let mut problems: Vec<String> = panics.into_iter().map(|p| format!("a server thread panicked: {p}")).collect();
+        problems.extend(self.unmet());
+        if !problems.is_empty() {
+            panic!("test server {} was not used as scripted:\n  - {}", self.addr, problems.join("\n  - "));
         }
     }
 }
@@ -519,15 +624,12 @@ fn join_by(handle: JoinHandle<()>, deadline: Instant, sh: &Shared, stuck: &mut u
 }
 
 fn routes_script(routes: Vec<(&str, Vec<Reply>)>) -> Script {
-    Script::Routes(
-        routes
-            .into_iter()
-            .map(|(path, replies)| {
-                let path = if path.starts_with('/') { path.to_owned() } else { format!("/{path}") };
-                (path, Seq::new(replies))
-            })
-            .collect(),
-    )
+    Script::Routes(routes.into_iter().map(|(path, replies)| (route_path(path), Seq::new(replies))).collect())
+}
+
+/// A route's path as given, with its leading `/` (which may be left out).
+fn route_path(path: &str) -> String {
+    if path.starts_with('/') { path.to_owned() } else { format!("/{path}") }
 }
 
 fn tls_config() -> Arc<ServerConfig> {
@@ -615,7 +717,18 @@ impl Transport for StreamOwned<ServerConnection, TcpStream> {
     }
 }
 
+/// Takes a connection out of `open` however its thread ends, a panic included: the clone
+/// left there would hold the socket open, and the client would wait until the server drops.
+struct Forget<'a>(&'a Shared, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1);
+    }
+}
+
 fn connection(tcp: TcpStream, id: u64, sh: &Shared, tls: Option<Arc<ServerConfig>>) {
+    let _forget = Forget(sh, id);
     match tls {
         None => {
             let (end, t) = serve(tcp, sh);
@@ -666,64 +779,12 @@ fn drain(mut tcp: &TcpStream) {
     }
 }
 
-/// Sends a TCP RST: SO_LINGER {on, 0} makes close() abort the connection. std's
-/// `TcpStream::set_linger` is unstable, so this calls libc's setsockopt (linked by std anyway).
-#[cfg(any(
-    all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ),
-    target_vendor = "apple"
-))]
+/// Sends a TCP RST: with SO_LINGER {on, 0}, close() aborts the connection instead of a FIN.
+/// (std's `TcpStream::set_linger` is unstable.) Should the option fail, the client sees a clean EOF.
 fn abort(tcp: &TcpStream) {
-    use std::ffi::{c_int, c_void};
-    use std::os::fd::AsRawFd;
-
-    #[repr(C)]
-    struct Linger {
-        l_onoff: c_int,
-        l_linger: c_int,
-    }
-    unsafe extern "C" {
-        fn setsockopt(fd: c_int, level: c_int, name: c_int, value: *const c_void, len: u32) -> c_int;
-    }
-    #[cfg(target_os = "linux")]
-    const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (1, 13);
-    #[cfg(target_vendor = "apple")]
-    const SOL_SOCKET_SO_LINGER: (c_int, c_int) = (0xffff, 0x80);
-
-    let linger = Linger { l_onoff: 1, l_linger: 0 };
-    let (level, name) = SOL_SOCKET_SO_LINGER;
-    // SAFETY: a valid open fd, a pointer to a live `struct linger` and its exact size.
-    let rc =
-        unsafe { setsockopt(tcp.as_raw_fd(), level, name, (&raw const linger).cast(), size_of::<Linger>() as u32) };
-    if rc != 0 {
+    if socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO)).is_err() {
         let _ = tcp.shutdown(Shutdown::Both);
     }
-}
-
-/// Elsewhere no RST without unsafe platform code: the client sees a clean EOF instead.
-#[cfg(not(any(
-    all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ),
-    target_vendor = "apple"
-)))]
-fn abort(tcp: &TcpStream) {
-    let _ = tcp.shutdown(Shutdown::Both);
 }
 
 /// Serves requests on one connection until it should end; hands the stream back for closing.

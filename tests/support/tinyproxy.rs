@@ -5,7 +5,6 @@
 //! loud `SKIPPED` line) when tinyproxy is not installed, unless
 //! `POLL_TEST_REQUIRE_TOOLS=1` makes that a failure, as in CI.
 
-use std::io::Write as _;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,16 +27,7 @@ impl Tinyproxy {
     /// tinyproxy with `ConnectPort 443` (so `CONNECT` to any other port gets 403) and, with
     /// `auth` = `Some((user, pass))`, `BasicAuth user pass` (anything else gets 407).
     pub fn start(auth: Option<(&str, &str)>) -> Option<Tinyproxy> {
-        if !installed() {
-            let install = "apt-get install tinyproxy";
-            if std::env::var("POLL_TEST_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-                panic!("tinyproxy is not installed and POLL_TEST_REQUIRE_TOOLS=1: {install}");
-            }
-            // Straight to stderr, not `eprintln!`, which the test harness captures for passing tests.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: tinyproxy is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this a failure)"
-            );
+        if !super::have_tool("tinyproxy", "apt-get install tinyproxy") {
             return None;
         }
         let mut last = String::new();
@@ -129,10 +119,6 @@ impl Drop for Tinyproxy {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn installed() -> bool {
-    Command::new("tinyproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
 }
 
 /// A loopback port that was free a moment ago.
