@@ -82,6 +82,7 @@ fn the_final_object_carries_the_exit_code_and_reason_of_a_failure() {
     let events = parse_events(&out.stderr);
     assert_eq!(events.len(), 2);
     assert_eq!(events[0]["condition"], "failed");
+    assert_eq!(events[0]["action"], "stop", "`done` is for exit 0 only");
     assert_eq!(events[1]["exit_code"], 4);
     assert_eq!(events[1]["reason"], "fail_when");
 

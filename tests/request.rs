@@ -347,6 +347,41 @@ fn bad_urls_are_refused() {
 }
 
 #[test]
+fn a_port_outside_1_to_65535_is_a_usage_error_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
+    for port in ["0", "99999", "65536", ""] {
+        let url = format!("http://127.0.0.1:{port}/");
+        let output = poll().args(["--retries", "3", &url]).assert().code(2).stdout("");
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains(&format!("port `{port}` is not a number from 1 to 65535")), "{stderr}");
+    }
+    // The largest port is fine: it is refused by the network, not by poll.
+    poll().args(["--retries", "0", "http://127.0.0.1:65535/"]).assert().code(5);
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn an_internationalised_host_is_sent_as_punycode() {
+    // Through a proxy (the scripted server), so the name is never resolved: the
+    // request line and Host carry the punycode form, as curl sends them.
+    let proxy = Server::start(vec![Reply::json(200, r#"{"idn":true}"#)]);
+    poll()
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.addr().port()))
+        .args(["--retries", "0", "http://bücher.example/katalog?q=ä"])
+        .assert()
+        .code(0)
+        .stdout(r#"{"idn":true}"#);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].path.starts_with("http://xn--bcher-kva.example/katalog?q="), "{}", requests[0].path);
+    assert_eq!(requests[0].header("host"), Some("xn--bcher-kva.example"));
+    // A name that IDNA cannot map is a usage error.
+    let stderr = usage_error(&["http://a\u{200b}\u{fffd}b..example/", "{url}"]);
+    assert!(stderr.contains("invalid URL"), "{stderr}");
+}
+
+#[test]
 fn bad_max_body_is_refused() {
     let stderr = usage_error(&["--max-body", "lots", "{url}"]);
     assert!(stderr.contains("--max-body"), "{stderr}");

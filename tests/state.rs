@@ -451,3 +451,80 @@ fn state_flag_errors_are_usage_errors_before_anything_is_sent() {
     }
     assert_eq!(server.hits(), 0);
 }
+
+#[test]
+fn a_state_file_that_cannot_be_locked_follows_state_fail() {
+    let _serial = serial();
+    let folder = Folder::new("stuck");
+    let state = folder.file("api.state");
+    // Another process holds the lock and never lets go (here: this test).
+    let held = std::fs::File::create(folder.file("api.state.lock")).expect("lock file");
+    held.lock().expect("lock");
+
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, DONE)]);
+    let url = server.url("/");
+    let started = Instant::now();
+    let out = run(&["--state", &state, "--state-fail", "closed", "--until", ".done", "-i", "0", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(950), "gave up on the lock after {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("still locked after 1.0s") && err.contains("--state-fail closed"), "{err}");
+    assert_eq!(server.hits(), 0, "closed sends nothing");
+
+    // Open: one warning naming the file, and the run goes on with its own --rate spacing.
+    let started = Instant::now();
+    let out = run(&["--state", &state, "--rate", "5/s", "--until", ".done", "-i", "0", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    let err = stderr(&out);
+    assert_eq!(err.matches("warning").count(), 1, "warned once: {err}");
+    assert!(err.contains("api.state") && err.contains("this process's own limits"), "{err}");
+    assert_eq!(server.hits(), 2);
+    let requests = server.requests();
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(180), "own --rate 5/s kept: requests {gap:?} apart");
+    }
+    assert!(started.elapsed() >= Duration::from_millis(950), "each step waited its second for the lock");
+    drop(held);
+}
+
+#[test]
+fn a_state_file_whose_lock_cannot_be_opened_follows_state_fail() {
+    let _serial = serial();
+    let folder = Folder::new("nolock");
+    let state = folder.file("api.state");
+    std::fs::create_dir(folder.file("api.state.lock")).expect("a folder where the lock file goes");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    let url = server.url("/");
+    let out = run(&["--state", &state, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot open"), "{}", stderr(&out));
+    let out = run(&["--state", &state, &url]);
+    assert_eq!(out.status.code(), Some(0), "open goes on: {}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+}
+
+#[test]
+fn a_state_file_written_by_the_first_version_is_honoured() {
+    let _serial = serial();
+    let folder = Folder::new("v1");
+    let state = folder.file("api.state");
+    let server =
+        Server::routes(vec![("/good", vec![Reply::status(503)]), ("/bad", vec![Reply::status(503)])]).expect_hits(0);
+    // The fixture was written by poll 0.1.0 for an origin on port 18765, its breaker open until a
+    // moment now past: point it at this test's server and make the breaker open for another minute.
+    let fixture =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/state-v1.json")).expect("fixture");
+    let until = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 60_000;
+    let port = server.addr().port().to_string();
+    let text = fixture.replace("18765", &port).replace("1796114048705", &until.to_string());
+    std::fs::write(&state, text).expect("write");
+    let good = server.url("/good?token=abc");
+    let out = run(&["--state", &state, "--fallback", "last", &good]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("4 of the last 5 requests failed"), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"{"status":"green"}"#, "the kept body of that URL");
+}
