@@ -80,6 +80,11 @@ impl Ending {
         Ending { stdout, error_line, code: error.map_or(0, Error::exit_code), voice: Some(voice) }
     }
 
+    /// The process could not even start its run (no thread for it).
+    pub fn cannot_start(error: &std::io::Error) -> Ending {
+        Ending::new(Vec::new(), Some(&Error::Permanent(format!("cannot start: {error}"))), Voice::plain())
+    }
+
     /// stdout could not take the body (a closed pipe is fine and never gets
     /// here): a run that was to print its answer fails with exit 3; a
     /// fallback's exit code stands.

@@ -17,11 +17,9 @@ fn main() -> ExitCode {
     });
     match run.map(|thread| thread.join()) {
         Ok(Ok(code)) => ExitCode::from(code),
-        Ok(Err(_)) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("poll: error: cannot start: {e}");
-            ExitCode::FAILURE
-        }
+        // A panic (never expected) exits as Rust does by default, not with a code of the table.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(e) => ExitCode::from(print(Ending::cannot_start(&e))),
     }
 }
 
