@@ -344,7 +344,10 @@ impl Loop<'_> {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }
             (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
-            (Ok(reply), Stop::Permanent { .. }) if reply.status == 422 && self.common.policy.keyed => {
+            // A status poll carries no key: its 422 says nothing of one.
+            (Ok(reply), Stop::Permanent { .. })
+                if reply.status == 422 && self.common.policy.keyed && record.phase != Phase::Wait =>
+            {
                 "; the idempotency key may have been used before with another body: use a new --idempotency-key"
             }
             // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.

@@ -610,6 +610,23 @@ fn a_409_on_a_keyed_submit_is_retried_and_a_422_stops_with_a_hint() {
 }
 
 #[test]
+fn a_status_poll_carries_no_key_so_its_409_and_422_are_plain_permanent_failures() {
+    for code in [409, 422] {
+        let server = job_api(vec![accepted_at("/ops/1")], vec![Reply::status(code), Reply::json(200, SUCCEEDED)]);
+        let out = poll()
+            .args(["--submit", "-d", "x", "--idempotency-key", "k1", "--backoff", "10ms", "-i", "10ms"])
+            .arg(server.url("/jobs"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{code}: {}", stderr(&out));
+        assert_eq!(sent(&server), [pair("POST", "/jobs"), pair("GET", "/ops/1")], "{code}");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("HTTP {code}")) && err.contains("/ops/1"), "{code}: {err}");
+        assert!(!err.contains("idempotency"), "{code}: no hint about a key the GET never carried: {err}");
+    }
+}
+
+#[test]
 fn a_plain_post_with_a_key_is_retried_after_a_502_with_the_same_key() {
     let server = Server::start(vec![Reply::status(502), Reply::json(200, r#"{"ready":true}"#)]);
     let out = poll()
