@@ -112,14 +112,16 @@ impl Loop<'_> {
             let latency = sent.elapsed();
 
             let (judgement, found) = self.judge(&reply);
-            if let Some(found) = &found {
-                self.operation = Some(found.clone());
-            }
             let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
             let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak };
             let action = common.policy.decide(&outcome, &attempt, &mut rng);
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
             common.reporter.attempt(self.t, &self.request, &record);
+            // Known from here on, even when this attempt ends the run: the ending names it.
+            if let Some(found) = &found {
+                self.operation = Some(found.clone());
+                common.reporter.watching(self.t, found);
+            }
             let refusal = match self.tell(&record) {
                 Ok(refusal) => refusal,
                 Err(error) => return Ok(Err(error)),
@@ -247,8 +249,10 @@ impl Loop<'_> {
         let Some(submit) = &self.common.submit else { return };
         self.request = self.submit.status_poll(&next, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
-        self.common.reporter.watching(self.t, &next);
-        self.operation = Some(next);
+        if self.operation.as_ref() != Some(&next) {
+            self.common.reporter.watching(self.t, &next);
+            self.operation = Some(next);
+        }
     }
 
     /// After an attempt: feeds the breaker and keeps the server's advice the

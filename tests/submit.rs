@@ -766,6 +766,7 @@ fn a_deadline_after_the_submit_names_the_status_url_to_resume_with() {
     let events = parse_events(&out.stderr);
     let end = events.last().unwrap();
     assert!(end["message"].as_str().unwrap().contains(&format!("`poll {}`", server.url("/ops/1"))), "{end}");
+    assert_eq!(end["operation_url"], server.url("/ops/1").as_str(), "{end}");
 }
 
 #[test]
