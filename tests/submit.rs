@@ -670,6 +670,21 @@ fn the_key_shows_in_verbose_output_and_in_the_json_log() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let key = server.requests()[0].header("idempotency-key").unwrap().to_string();
     assert!(stderr(&out).contains(&format!("> Idempotency-Key: {key}")), "{}", stderr(&out));
+
+    let server = job_api(vec![Reply::status(503)], vec![Reply::json(200, SUCCEEDED)]);
+    let out = poll()
+        .args(["--log-format", "json", "--submit", "-d", "x", "--idempotency-key", "auto"])
+        .args(["--retries", "1", "--backoff", "10ms", &server.url("/jobs")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let key = server.requests()[0].header("idempotency-key").unwrap().to_string();
+    let events = parse_events(&out.stderr);
+    assert_eq!(events.len(), 3, "{events:#?}");
+    for attempt in &events[..2] {
+        assert_eq!(attempt["idempotency_key"], key.as_str(), "{attempt}");
+    }
+    assert_eq!(events[2]["idempotency_key"], key.as_str(), "the final object names the key to re-run with");
 }
 
 // Credentials on the status URL.
