@@ -215,11 +215,14 @@ impl Loop<'_> {
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
+    /// A header that names no URL (empty, not http) is passed over.
     fn status_url(&mut self, reply: &Reply) -> Option<String> {
         let base = &self.submit.url;
-        let from_header = OPERATION_HEADERS.iter().find_map(|name| reply.header(name));
-        if let Some(location) = from_header {
-            return url::resolve(base, location);
+        let from_header = OPERATION_HEADERS
+            .iter()
+            .find_map(|name| reply.header(name).and_then(|location| url::resolve(base, location)));
+        if from_header.is_some() {
+            return from_header;
         }
         let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
         let input = Input::parse(&reply.body)?;

@@ -195,6 +195,25 @@ fn relative_status_urls_resolve_against_the_submit_url() {
 }
 
 #[test]
+fn a_header_that_names_no_url_is_passed_over_for_the_next_and_for_status_url() {
+    let cases: [(Reply, &[&str]); 3] = [
+        (Reply::status(202).header("Operation-Location", "").header("Location", "/ops/1"), &[]),
+        (
+            Reply::status(202).header("Operation-Location", "ftp://h/ops/2").header("Azure-AsyncOperation", "/ops/1"),
+            &[],
+        ),
+        (Reply::json(201, r#"{"id":"1"}"#).header("Location", " "), &["--status-url", r#""/ops/\(.id)""#]),
+    ];
+    for (submit, flags) in cases {
+        let server = job_api(vec![submit.clone()], vec![Reply::json(200, SUCCEEDED)]);
+        let out =
+            poll().args(["--submit", "-d", "x", "-i", "10ms"]).args(flags).arg(server.url("/jobs")).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{submit:?}: {}", stderr(&out));
+        assert_eq!(sent(&server), [pair("POST", "/jobs"), pair("GET", "/ops/1")], "{submit:?}");
+    }
+}
+
+#[test]
 fn a_status_reply_with_a_new_operation_location_moves_the_polling_there() {
     for header in ["Operation-Location", "Azure-AsyncOperation"] {
         let server = Server::routes(vec![
