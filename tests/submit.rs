@@ -132,6 +132,18 @@ fn a_submit_retry_after_shorter_than_the_interval_still_sets_the_first_wait() {
 }
 
 #[test]
+fn a_submit_reply_with_no_quota_left_delays_the_first_status_poll_until_the_reset() {
+    let exhausted = accepted_at("/ops/1").header("X-RateLimit-Remaining", "0").header("X-RateLimit-Reset", "1");
+    let server = job_api(vec![exhausted], vec![Reply::json(200, SUCCEEDED)]);
+    let out = poll().args(["--submit", "-d", "x", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first_wait = requests[1].at.duration_since(requests[0].at);
+    assert!(first_wait >= Duration::from_millis(1000), "{first_wait:?}");
+}
+
+#[test]
 fn every_header_form_on_a_202_or_201_names_the_status_url() {
     let cases = [
         (202, "Operation-Location"),
