@@ -32,6 +32,9 @@ pub struct Config {
     pub(crate) policy: Policy,
     /// `--submit`: the first request starts an operation.
     pub(crate) submit: Option<Submit>,
+    /// `--idempotency-key` (`auto` made into its UUID), when requests carry it:
+    /// the JSON log shows it, so that a failed run can be re-run with the same key.
+    pub(crate) idempotency_key: Option<String>,
     /// `--timeout`; `None` for 0 (no deadline).
     pub(crate) timeout: Option<Duration>,
     /// `--any`: one URL done is enough.
@@ -237,6 +240,7 @@ impl Config {
             print,
             policy,
             submit,
+            idempotency_key: key.filter(|_| keyed),
             timeout,
             any: cli.any,
             output_file: cli.output,

@@ -136,10 +136,22 @@ enum Over {
 
 /// Runs every URL's loop to the run's end.
 pub fn run(config: Config) -> Ending {
-    let Config { targets, client, conditions, print, policy, submit, timeout, any, output_file, style, limits } =
-        config;
+    let Config {
+        targets,
+        client,
+        conditions,
+        print,
+        policy,
+        submit,
+        idempotency_key,
+        timeout,
+        any,
+        output_file,
+        style,
+        limits,
+    } = config;
     let urls: Vec<String> = targets.iter().map(|t| t.request.url.clone()).collect();
-    let reporter = Reporter::new(style, &urls);
+    let reporter = Reporter::new(style, &urls, idempotency_key);
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
         None => None,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::policy::{Action, Outcome, Verdict, WaitReason};
+use crate::policy::{Action, Outcome, Phase, Verdict, WaitReason};
 use crate::record::Record;
 use crate::request::Request;
 use crate::text::{count, human, printable};
@@ -113,6 +113,8 @@ pub(crate) struct Reporter {
     multi: MultiProgress,
     started: Instant,
     targets: Vec<Target>,
+    /// `--idempotency-key`, when requests carry it (every one but status polls).
+    idempotency_key: Option<String>,
     /// Everything written from more than one thread goes through here.
     out: Mutex<Out>,
 }
@@ -147,7 +149,7 @@ struct Out {
 
 impl Reporter {
     /// A reporter for loops on `targets` (their URLs as given).
-    pub(crate) fn new(style: Style, targets: &[String]) -> Reporter {
+    pub(crate) fn new(style: Style, targets: &[String], idempotency_key: Option<String>) -> Reporter {
         let is_terminal = io::stderr().is_terminal();
         let color = match style.color {
             ColorChoice::Always => true,
@@ -193,6 +195,7 @@ impl Reporter {
             multi,
             started: Instant::now(),
             targets,
+            idempotency_key,
             out: Mutex::new(out),
         }
     }
@@ -302,6 +305,9 @@ impl Reporter {
             if self.several() {
                 event["target"] = json!(t);
             }
+            if let (Some(key), false) = (&self.idempotency_key, record.phase == Phase::Wait) {
+                event["idempotency_key"] = json!(key);
+            }
             self.event(event);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
@@ -389,6 +395,9 @@ impl Reporter {
             }
             if let Some(operation) = &summary.operation_url {
                 event["operation_url"] = json!(operation);
+            }
+            if let Some(key) = &self.idempotency_key {
+                event["idempotency_key"] = json!(key);
             }
             self.event(event);
             lock(&self.out).closed = true;

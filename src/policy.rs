@@ -394,11 +394,12 @@ impl Policy {
                 let (after, reason) = self.next_poll(advice);
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }
-            // The first status poll waits for the submit's Retry-After, else the interval.
+            // The first status poll waits for the submit's Retry-After, else the
+            // interval (stretched by an exhausted quota, as after any 2xx).
             Outcome::Submitted { advice } => {
                 let (after, reason) = match advice.retry_after {
                     Some(wait) => (wait, WaitReason::RetryAfter),
-                    None => (self.interval, WaitReason::Interval),
+                    None => self.next_poll(advice),
                 };
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }

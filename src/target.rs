@@ -112,14 +112,16 @@ impl Loop<'_> {
             let latency = sent.elapsed();
 
             let (judgement, found) = self.judge(&reply);
-            if let Some(found) = &found {
-                self.operation = Some(found.clone());
-            }
             let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
             let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak };
             let action = common.policy.decide(&outcome, &attempt, &mut rng);
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
             common.reporter.attempt(self.t, &self.request, &record);
+            // Known from here on, even when this attempt ends the run: the ending names it.
+            if let Some(found) = &found {
+                self.operation = Some(found.clone());
+                common.reporter.watching(self.t, found);
+            }
             let refusal = match self.tell(&record) {
                 Ok(refusal) => refusal,
                 Err(error) => return Ok(Err(error)),
@@ -213,11 +215,14 @@ impl Loop<'_> {
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
+    /// A header that names no URL (empty, not http) is passed over.
     fn status_url(&mut self, reply: &Reply) -> Option<String> {
         let base = &self.submit.url;
-        let from_header = OPERATION_HEADERS.iter().find_map(|name| reply.header(name));
-        if let Some(location) = from_header {
-            return url::resolve(base, location);
+        let from_header = OPERATION_HEADERS
+            .iter()
+            .find_map(|name| reply.header(name).and_then(|location| url::resolve(base, location)));
+        if from_header.is_some() {
+            return from_header;
         }
         let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
         let input = Input::parse(&reply.body)?;
@@ -247,8 +252,10 @@ impl Loop<'_> {
         let Some(submit) = &self.common.submit else { return };
         self.request = self.submit.status_poll(&next, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
-        self.common.reporter.watching(self.t, &next);
-        self.operation = Some(next);
+        if self.operation.as_ref() != Some(&next) {
+            self.common.reporter.watching(self.t, &next);
+            self.operation = Some(next);
+        }
     }
 
     /// After an attempt: feeds the breaker and keeps the server's advice the
@@ -344,7 +351,10 @@ impl Loop<'_> {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }
             (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
-            (Ok(reply), Stop::Permanent { .. }) if reply.status == 422 && self.common.policy.keyed => {
+            // A status poll carries no key: its 422 says nothing of one.
+            (Ok(reply), Stop::Permanent { .. })
+                if reply.status == 422 && self.common.policy.keyed && record.phase != Phase::Wait =>
+            {
                 "; the idempotency key may have been used before with another body: use a new --idempotency-key"
             }
             // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.

@@ -8,7 +8,9 @@ use Failure::*;
 use Verdict::*;
 use WaitReason::{Backoff, Interval, RateLimitReset, RetryAfter};
 use poll::advice::Advice;
-use poll::policy::{Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Policy, Stop, Verdict, WaitReason};
+use poll::policy::{
+    Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, Stop, Verdict, WaitReason,
+};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -628,4 +630,175 @@ fn defaults_match_the_contract() {
     assert_eq!(policy.retries, 6);
     assert!(policy.retry_on.is_empty());
     assert!(policy.idempotent && !policy.retry_non_idempotent);
+}
+
+// `--submit`, idempotency keys and `--stable`.
+
+fn keyed(p: &mut Policy) {
+    p.idempotent = false;
+    p.keyed = true;
+}
+
+fn stable3(p: &mut Policy) {
+    p.stable = 3;
+}
+
+fn submitted(advice: Advice) -> Outcome {
+    Outcome::Submitted { advice }
+}
+
+/// The submit, after `failures` consecutive failures, no deadline.
+fn submit(failures: u32) -> Attempt {
+    Attempt { phase: Phase::Submit, ..after(failures) }
+}
+
+/// The submit, with `remaining` left before the deadline.
+fn submit_left(remaining: Duration) -> Attempt {
+    Attempt { phase: Phase::Submit, ..left(remaining) }
+}
+
+/// A status poll, after `failures` consecutive failures, no deadline.
+fn wait(failures: u32) -> Attempt {
+    Attempt { phase: Phase::Wait, ..after(failures) }
+}
+
+/// A poll on which the condition held on the `streak` polls just before.
+fn streak(streak: u32) -> Attempt {
+    Attempt { streak, ..after(0) }
+}
+
+fn no_status_url() -> Action {
+    Action::Stop(Stop::NoStatusUrl)
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_submit_is_resent_only_where_it_surely_was_not_processed_whatever_its_method() {
+    check(&[
+        // May have been processed: not re-sent, even for a PUT (idempotent) submit.
+        ("submit 502", same, status(502), submit(0), not_retryable("HTTP 502")),
+        ("POST submit 502", non_idempotent, status(502), submit(0), not_retryable("HTTP 502")),
+        ("submit 503 with Retry-After", same, status_advised(503, retry_after(secs(1))), submit(0), not_retryable("HTTP 503")),
+        ("submit 500", same, status(500), submit(0), not_retryable("HTTP 500")),
+        ("submit 408", same, status(408), submit(0), not_retryable("HTTP 408")),
+        ("submit timeout", same, failed(Timeout), submit(0), not_retryable("request timed out")),
+        ("POST submit timeout", non_idempotent, failed(Timeout), submit(0), not_retryable("request timed out")),
+        ("submit reset", same, failed(Reset), submit(0), not_retryable("connection reset")),
+        ("POST submit reset", non_idempotent, failed(Reset), submit(0), not_retryable("connection reset")),
+        ("submit truncated", same, failed(Truncated), submit(0), not_retryable("body truncated")),
+        ("submit malformed", same, failed(Malformed), submit(0), not_retryable("malformed reply")),
+        // Surely not processed: re-sent.
+        ("submit refused", same, failed(Refused), submit(0), backoff(1)),
+        ("POST submit refused", non_idempotent, failed(Refused), submit(1), backoff(2)),
+        ("submit dns failure", same, failed(Dns), submit(0), backoff(1)),
+        ("submit connect timeout", same, failed(ConnectTimeout), submit(2), backoff(3)),
+        ("submit 429", same, status(429), submit(0), backoff(1)),
+        ("POST submit 429 honours Retry-After", non_idempotent, status_advised(429, retry_after(secs(3))), submit(0), retry(secs(3), RetryAfter)),
+        ("submit connect failures spend the budget", same, failed(Refused), submit(6), budget_spent(7, "connection refused")),
+        // --retry-non-idempotent re-sends it anyway.
+        ("forced submit 502", non_idempotent_forced, status(502), submit(0), backoff(1)),
+        ("forced submit reset", non_idempotent_forced, failed(Reset), submit(1), backoff(2)),
+        // Permanent stays permanent.
+        ("submit 400", same, status(400), submit(0), permanent("HTTP 400")),
+        ("submit 409 without a key", same, status(409), submit(0), permanent("HTTP 409")),
+        ("submit 422 without a key", same, status(422), submit(0), permanent("HTTP 422")),
+        ("submit TLS failure", same, failed(Tls), submit(0), permanent("TLS handshake failed")),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_request_with_an_idempotency_key_is_retried_like_a_get() {
+    check(&[
+        // The submit.
+        ("keyed submit 502", keyed, status(502), submit(0), backoff(1)),
+        ("keyed submit 503 honours Retry-After", keyed, status_advised(503, retry_after(secs(4))), submit(0), retry(secs(4), RetryAfter)),
+        ("keyed submit timeout", keyed, failed(Timeout), submit(1), backoff(2)),
+        ("keyed submit reset", keyed, failed(Reset), submit(0), backoff(1)),
+        ("keyed submit refused", keyed, failed(Refused), submit(0), backoff(1)),
+        ("keyed submit 409: the first one is still being processed", keyed, status(409), submit(0), backoff(1)),
+        ("keyed submit 409 honours Retry-After", keyed, status_advised(409, retry_after(secs(2))), submit(0), retry(secs(2), RetryAfter)),
+        ("keyed submit 422: the key was reused with another body", keyed, status(422), submit(0), permanent("HTTP 422")),
+        ("keyed submit 400", keyed, status(400), submit(0), permanent("HTTP 400")),
+        ("keyed submit spends the budget", keyed, status(502), submit(6), budget_spent(7, "HTTP 502")),
+        ("keyed submit 409 spends the budget", keyed, status(409), submit(6), budget_spent(7, "HTTP 409")),
+        // A plain POST (no --submit).
+        ("keyed POST 502", keyed, status(502), after(0), backoff(1)),
+        ("keyed POST reset", keyed, failed(Reset), after(2), backoff(3)),
+        ("keyed POST not JSON", keyed, ok(NotJson), after(0), backoff(1)),
+        ("keyed POST 409", keyed, status(409), after(0), backoff(1)),
+        ("keyed POST 422", keyed, status(422), after(0), permanent("HTTP 422")),
+        ("keyed POST not met polls", keyed, ok(NotMet), after(0), poll(secs(1), Interval)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_status_poll_is_retried_like_a_get_and_carries_no_key() {
+    check(&[
+        ("status 502 after a POST submit", non_idempotent, status(502), wait(0), backoff(1)),
+        ("status 503", same, status(503), wait(1), backoff(2)),
+        ("status 503 Retry-After", non_idempotent, status_advised(503, retry_after(secs(5))), wait(0), retry(secs(5), RetryAfter)),
+        ("status timeout", non_idempotent, failed(Timeout), wait(0), backoff(1)),
+        ("status reset", non_idempotent, failed(Reset), wait(0), backoff(1)),
+        ("status not JSON with a filter", non_idempotent, ok(NotJson), wait(0), backoff(1)),
+        ("status failures spend the budget", non_idempotent, status(503), wait(6), budget_spent(7, "HTTP 503")),
+        ("status 409 is permanent even with a key", keyed, status(409), wait(0), permanent("HTTP 409")),
+        ("status 409 is permanent without one", same, status(409), wait(0), permanent("HTTP 409")),
+        ("status 422 with a key", keyed, status(422), wait(0), permanent("HTTP 422")),
+        ("status 404", non_idempotent, status(404), wait(0), permanent("HTTP 404")),
+        ("status 409 with retry-on", |p| { keyed(p); p.retry_on = vec![409] }, status(409), wait(0), backoff(1)),
+        ("status met is done", non_idempotent, ok(Met), wait(0), Action::Done),
+        ("status failed", non_idempotent, ok(FailWhen), wait(0), Action::FailWhen),
+        ("status not met polls", non_idempotent, ok(NotMet), wait(3), poll(secs(1), Interval)),
+        ("status not met with a longer Retry-After", non_idempotent, ok_advised(NotMet, retry_after(secs(5))), wait(0), poll(secs(5), RetryAfter)),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_submit_2xx_is_judged_by_whether_it_names_its_operation() {
+    check(&[
+        // It names a status URL: the first status poll waits for its Retry-After, else the interval.
+        ("submitted polls after the interval", same, submitted(Advice::default()), submit(0), poll(secs(1), Interval)),
+        ("submitted after failures polls after the interval", same, submitted(Advice::default()), submit(3), poll(secs(1), Interval)),
+        ("submitted with Retry-After", same, submitted(retry_after(secs(5))), submit(0), poll(secs(5), RetryAfter)),
+        ("submitted with a Retry-After shorter than the interval", same, submitted(retry_after(ms(200))), submit(0), poll(ms(200), RetryAfter)),
+        ("submitted with Retry-After 0", same, submitted(retry_after(Duration::ZERO)), submit(0), poll(Duration::ZERO, RetryAfter)),
+        ("submitted with a long interval", |p| p.interval = secs(10), submitted(Advice::default()), submit(0), poll(secs(10), Interval)),
+        ("submitted with no quota left waits for the reset", same, submitted(quota(0, secs(30))), submit(0), poll(secs(30), RateLimitReset)),
+        ("submitted paces what is left of the quota", same, submitted(quota(4, secs(40))), submit(0), poll(secs(10), RateLimitReset)),
+        ("submitted with plenty of quota polls after the interval", same, submitted(quota(1000, secs(40))), submit(0), poll(secs(1), Interval)),
+        ("submitted: the poll is due after the deadline", same, submitted(Advice::default()), submit_left(ms(999)), deadline(secs(1), Interval, ms(999), "submitted")),
+        ("submitted: Retry-After past the deadline", same, submitted(retry_after(secs(30))), submit_left(secs(10)), deadline(secs(30), RetryAfter, secs(10), "submitted")),
+        ("submitted: Retry-After before the deadline", same, submitted(retry_after(secs(5))), submit_left(secs(6)), poll(secs(5), RetryAfter)),
+        ("submitted: an absurd Retry-After without a deadline", same, submitted(retry_after(MAX_ADVISED_WAIT + secs(1))), submit(0), too_long(MAX_ADVISED_WAIT + secs(1), RetryAfter, "submitted")),
+        // It names none: done only by its own body.
+        ("no status URL, not met", same, ok(NotMet), submit(0), no_status_url()),
+        ("no status URL, not met, for a POST", non_idempotent, ok(NotMet), submit(0), no_status_url()),
+        ("no status URL, not JSON", same, ok(NotJson), submit(0), no_status_url()),
+        ("no status URL, not JSON, with a key", keyed, ok(NotJson), submit(0), no_status_url()),
+        ("no status URL, not met, with Retry-After", same, ok_advised(NotMet, retry_after(secs(5))), submit(0), no_status_url()),
+        ("no status URL, met", same, ok(Met), submit(0), Action::Done),
+        ("no status URL, failed", same, ok(FailWhen), submit(0), Action::FailWhen),
+        ("no status URL, met under --stable", stable3, ok(Met), submit(0), Action::Done),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn stable_needs_the_condition_on_n_polls_in_a_row() {
+    check(&[
+        ("stable 3, first met", stable3, ok(Met), streak(0), poll(secs(1), Interval)),
+        ("stable 3, second met", stable3, ok(Met), streak(1), poll(secs(1), Interval)),
+        ("stable 3, third met", stable3, ok(Met), streak(2), Action::Done),
+        ("stable 3, a longer streak", stable3, ok(Met), streak(7), Action::Done),
+        ("stable 3 keeps the interval, not the server's advice", stable3, ok_advised(Met, retry_after(secs(5))), streak(0), poll(secs(1), Interval)),
+        ("stable 3, not met", stable3, ok(NotMet), streak(2), poll(secs(1), Interval)),
+        ("stable 3, fail-when", stable3, ok(FailWhen), streak(2), Action::FailWhen),
+        ("stable 3 on a status poll", stable3, ok(Met), Attempt { phase: Phase::Wait, ..streak(1) }, poll(secs(1), Interval)),
+        ("stable 3 on a status poll, third met", stable3, ok(Met), Attempt { phase: Phase::Wait, ..streak(2) }, Action::Done),
+        ("stable 3, met past the deadline", stable3, ok(Met), Attempt { streak: 1, ..left(ms(500)) }, deadline(secs(1), Interval, ms(500), "condition met, not yet --stable")),
+        ("stable 1 is done at once", same, ok(Met), streak(0), Action::Done),
+    ]);
 }
