@@ -97,7 +97,8 @@ impl Ending {
 /// (`--help`, `--version`, `--generate`, a usage error). `stdin` is read
 /// only for `@-`.
 pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read) -> Result<Config, Ending> {
-    let voice = Voice::plain();
+    // A flag clap rejects is written before --ci is known; the others follow it.
+    let voice = Voice::plain(config::github_actions(None));
     let cli = match cli::parse(args) {
         Ok(Asked::Run(cli)) => *cli,
         Ok(Asked::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
@@ -108,6 +109,7 @@ pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read)
         }
         Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::Usage(cli::one_line(&e))), voice)),
     };
+    let voice = Voice::plain(config::github_actions(cli.ci));
     Config::from_cli(cli, stdin).map_err(|e| Ending::new(Vec::new(), Some(&e), voice))
 }
 

@@ -51,9 +51,9 @@ pub(crate) struct Voice {
 }
 
 impl Voice {
-    /// Before the flags are understood: plain, but a workflow command in GitHub Actions.
-    pub(crate) fn plain() -> Voice {
-        Voice { color: false, github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") }
+    /// Before the run starts (a usage error): plain, or a workflow command in GitHub Actions.
+    pub(crate) fn plain(github: bool) -> Voice {
+        Voice { color: false, github }
     }
 
     pub(crate) fn error_line(&self, message: &str) -> String {
