@@ -243,10 +243,11 @@ impl Reporter {
         if self.style.github && !self.several() {
             self.line(t, &format!("::group::poll {}", url::redact(&request.url)));
         }
-        self.line(t, &format!("> {} {}", request.method, url::redact(&request.url)));
-        self.line(t, &format!("> User-Agent: {}", printable(user_agent)));
+        let named = self.named(t);
+        self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
+        self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
         for (name, value) in &request.headers {
-            self.line(t, &format!("> {name}: {}", printable(url::redact_header(name, value))));
+            self.line(t, &format!("{named}> {name}: {}", printable(url::redact_header(name, value))));
         }
     }
 
@@ -317,7 +318,7 @@ impl Reporter {
                     } else {
                         url::redact_header(name, value).to_string()
                     };
-                    self.line(t, &format!("< {name}: {}", printable(&value)));
+                    self.line(t, &format!("{}< {name}: {}", self.named(t), printable(&value)));
                 }
             }
         }
