@@ -407,7 +407,12 @@ fn pending(reporter: &Reporter, targets: &[config::Target], ends: &[Option<Targe
         .enumerate()
         .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
         .map(|(t, target)| {
-            let last = reporter.last(t).map_or_else(|| "no attempt yet".to_string(), |last| format!("last: {last}"));
+            let last = match (reporter.last(t), reporter.attempts_of(t)) {
+                (Some(last), _) => format!("last: {last}"),
+                (None, 0) => "no attempt yet".to_string(),
+                // Its first request is unanswered (or its body still being judged).
+                (None, n) => format!("attempt {n} still running"),
+            };
             format!("{} ({last})", url::redact(&target.request.url))
         })
         .collect();
