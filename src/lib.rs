@@ -40,7 +40,7 @@ use std::io::{IsTerminal as _, Read};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use crate::cli::Generate;
 pub use crate::config::Config;
@@ -280,17 +280,20 @@ fn finish(
             if !matches!(code, 0 | 4) {
                 continue;
             }
-            let url = url::redact(&targets[t].request.url);
-            let mut line = json!({ "url": url, "exit_code": code });
-            match (&end.printed, &end.body) {
-                (Some(printed), _) => line["print"] = Value::Array(printed.clone()),
-                (None, Some(body)) => {
-                    line["body"] = serde_json::from_slice(body)
-                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
-                }
-                (None, None) => {}
-            }
-            stdout.extend_from_slice(line.to_string().as_bytes());
+            let body = match (&end.printed, &end.body) {
+                (None, Some(body)) => Some(
+                    serde_json::from_slice(body)
+                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+                ),
+                _ => None,
+            };
+            let line = Line {
+                url: url::redact(&targets[t].request.url),
+                exit_code: code,
+                body,
+                print: end.printed.as_deref(),
+            };
+            stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
             stdout.push(b'\n');
         }
     } else if let Some(Some(end)) = ends.first()
@@ -385,6 +388,18 @@ fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operat
         targets,
         operation_url,
     }
+}
+
+/// One line of stdout with several URLs. A struct, not `json!`, so that the
+/// fields keep the contract's order (`json!` sorts them).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    url: String,
+    exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    print: Option<&'a [Value]>,
 }
 
 /// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
