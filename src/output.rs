@@ -330,6 +330,9 @@ impl Reporter {
             };
             set(&target.wait, Some(Wait { until: Instant::now() + *after, what, why }));
             target.bar.set_message(format!("attempt {} · {summary}", record.number));
+        } else {
+            // This loop is over: its line stops and says how, while other URLs' lines go on.
+            target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
         *lock(&target.last) = summary;
     }
