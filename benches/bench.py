@@ -3,6 +3,7 @@
 
     python3 benches/bench.py            # full run, prints a Markdown table
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
+    python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). Only 127.0.0.1 is contacted.
@@ -170,10 +171,100 @@ def connections(server, polls):
     return server.get("/stats")["connections"] - before - 1
 
 
+def child_of(pid):
+    """The first child of `pid` (poll, under GNU time), or None before it is forked."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    return int(children[0]) if children else None
+
+
+def threads_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def several_run(server, urls, polls_each, interval):
+    """`urls` URLs of one origin polled at once until the job is done, about
+    `polls_each` polls each: the job server counts the polls of all of them, so
+    a target of urls * polls_each is reached after about polls_each rounds."""
+    server.reset(urls * polls_each)
+    before = server.get("/stats")
+    targets = [f"{server.base}/job?u={i}" for i in range(urls)]
+    cmd = [POLL, "--until", '.status=="done"', "--interval", interval, "--timeout", "5m", *targets]
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
+        # GNU time for peak RSS: a child forked from Python would report
+        # Python's own size (ru_maxrss survives exec). poll is time's child.
+        proc = subprocess.Popen(
+            [*PIN, "/usr/bin/time", "-f", "%x %M %e", "-o", timing.name, *cmd],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        pid, peak_threads = None, 0
+        while True:
+            # wait4's rusage holds poll's CPU to the microsecond (time's own %U %S
+            # have 10 ms steps); time itself adds a few hundred µs at most.
+            done, _, usage = os.wait4(proc.pid, os.WNOHANG)
+            if done:
+                break
+            pid = pid or child_of(proc.pid)
+            if pid:
+                peak_threads = max(peak_threads, threads_of(pid))
+            time.sleep(0.01)
+        code, rss_kib, wall = timing.read().split()
+    assert code == "0", f"poll exited {code}"
+    after = server.get("/stats")
+    # Each /stats call is one request on one connection of its own (urllib does not keep-alive).
+    attempts = after["requests"] - before["requests"] - 1
+    cpu_ms = (usage.ru_utime + usage.ru_stime) * 1000
+    return {
+        "urls": urls,
+        "interval": interval,
+        "attempts": attempts,
+        "wall_s": float(wall),
+        "rss_mib": int(rss_kib) / 1024,
+        "threads": peak_threads,
+        "cpu_ms": cpu_ms,
+        "cpu_us_per_attempt": cpu_ms * 1000 / attempts,
+        "connections": after["connections"] - before["connections"] - 1,
+    }
+
+
+def several_main():
+    """100 URLs of one loopback origin at once, beside one URL, at two intervals:
+    the same polls with three times the waiting must cost the same CPU per attempt."""
+    if not os.path.exists("/usr/bin/time"):
+        sys.exit("bench: GNU time is missing: apt-get install time")
+    build()
+    with JobServer() as server:
+        runs = [several_run(server, n, 20, interval) for interval in ("100ms", "300ms") for n in (1, 100)]
+    print(f"\ncpus={os.cpu_count()}, {'server and poll pinned to CPU 0' if PIN else 'not pinned (no taskset)'}\n")
+    print("| URLs | --interval | attempts | wall | peak RSS | peak threads | CPU | CPU per attempt | connections |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['urls']} | {r['interval']} | {r['attempts']:,} | {r['wall_s']:.2f} s | {r['rss_mib']:.1f} MiB "
+              f"| {r['threads']} | {r['cpu_ms']:.1f} ms | {r['cpu_us_per_attempt']:.0f} µs | {r['connections']} |")
+    hundred = [r for r in runs if r["urls"] == 100]
+    rss = max(r["rss_mib"] for r in hundred)
+    ratio = hundred[1]["cpu_us_per_attempt"] / hundred[0]["cpu_us_per_attempt"]
+    print(f"\n100 URLs: peak RSS {rss:.1f} MiB (goal < 20 MiB: {'met' if rss < 20 else 'NOT met'}); "
+          f"CPU per attempt at 300ms / at 100ms = {ratio:.2f} (no busy waiting: about 1)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--several", action="store_true", help="only the several-URLs measurement")
     args = parser.parse_args()
+    if args.several:
+        return several_main()
     rounds, polls, runs = (1, 500, 30) if args.quick else (5, 2000, 300)
     for tool in ("hyperfine", "wrk", "curl", "jq", "/usr/bin/time"):
         if not shutil.which(tool):

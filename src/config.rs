@@ -253,15 +253,20 @@ impl Config {
                     ColorArg::Always => ColorChoice::Always,
                     ColorArg::Never => ColorChoice::Never,
                 },
-                github: match cli.ci {
-                    Some(CiArg::Github) => true,
-                    Some(CiArg::None) => false,
-                    None => std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
-                },
+                github: github_actions(cli.ci),
                 deadline: timeout,
             },
             limits,
         })
+    }
+}
+
+/// Whether messages are GitHub workflow commands: `--ci`, else `GITHUB_ACTIONS=true`.
+pub(crate) fn github_actions(ci: Option<CiArg>) -> bool {
+    match ci {
+        Some(CiArg::Github) => true,
+        Some(CiArg::None) => false,
+        None => std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
     }
 }
 

@@ -40,7 +40,7 @@ use std::io::{IsTerminal as _, Read};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use crate::cli::Generate;
 pub use crate::config::Config;
@@ -102,7 +102,8 @@ impl Ending {
 /// (`--help`, `--version`, `--generate`, a usage error). `stdin` is read
 /// only for `@-`.
 pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read) -> Result<Config, Ending> {
-    let voice = Voice::plain();
+    // A flag clap rejects is written before --ci is known; the others follow it.
+    let voice = Voice::plain(config::github_actions(None));
     let cli = match cli::parse(args) {
         Ok(Asked::Run(cli)) => *cli,
         Ok(Asked::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
@@ -113,6 +114,7 @@ pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read)
         }
         Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::Usage(cli::one_line(&e))), voice)),
     };
+    let voice = Voice::plain(config::github_actions(cli.ci));
     Config::from_cli(cli, stdin).map_err(|e| Ending::new(Vec::new(), Some(&e), voice))
 }
 
@@ -295,17 +297,20 @@ fn finish(
             if !matches!(code, 0 | 4) {
                 continue;
             }
-            let url = url::redact(&targets[t].request.url);
-            let mut line = json!({ "url": url, "exit_code": code });
-            match (&end.printed, &end.body) {
-                (Some(printed), _) => line["print"] = Value::Array(printed.clone()),
-                (None, Some(body)) => {
-                    line["body"] = serde_json::from_slice(body)
-                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
-                }
-                (None, None) => {}
-            }
-            stdout.extend_from_slice(line.to_string().as_bytes());
+            let body = match (&end.printed, &end.body) {
+                (None, Some(body)) => Some(
+                    serde_json::from_slice(body)
+                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+                ),
+                _ => None,
+            };
+            let line = Line {
+                url: url::redact(&targets[t].request.url),
+                exit_code: code,
+                body,
+                print: end.printed.as_deref(),
+            };
+            stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
             stdout.push(b'\n');
         }
     } else if let Some(Some(end)) = ends.first()
@@ -402,6 +407,18 @@ fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operat
     }
 }
 
+/// One line of stdout with several URLs. A struct, not `json!`, so that the
+/// fields keep the contract's order (`json!` sorts them).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    url: String,
+    exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    print: Option<&'a [Value]>,
+}
+
 /// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
 fn print_lines(values: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -422,7 +439,12 @@ fn pending(reporter: &Reporter, targets: &[config::Target], ends: &[Option<Targe
         .enumerate()
         .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
         .map(|(t, target)| {
-            let last = reporter.last(t).map_or_else(|| "no attempt yet".to_string(), |last| format!("last: {last}"));
+            let last = match (reporter.last(t), reporter.attempts_of(t)) {
+                (Some(last), _) => format!("last: {last}"),
+                (None, 0) => "no attempt yet".to_string(),
+                // Its first request is unanswered (or its body still being judged).
+                (None, n) => format!("attempt {n} still running"),
+            };
             format!("{} ({last})", url::redact(&target.request.url))
         })
         .collect();

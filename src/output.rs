@@ -51,9 +51,9 @@ pub(crate) struct Voice {
 }
 
 impl Voice {
-    /// Before the flags are understood: plain, but a workflow command in GitHub Actions.
-    pub(crate) fn plain() -> Voice {
-        Voice { color: false, github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") }
+    /// Before the run starts (a usage error): plain, or a workflow command in GitHub Actions.
+    pub(crate) fn plain(github: bool) -> Voice {
+        Voice { color: false, github }
     }
 
     pub(crate) fn error_line(&self, message: &str) -> String {
@@ -246,10 +246,11 @@ impl Reporter {
         if self.style.github && !self.several() {
             self.line(t, &format!("::group::poll {}", url::redact(&request.url)));
         }
-        self.line(t, &format!("> {} {}", request.method, url::redact(&request.url)));
-        self.line(t, &format!("> User-Agent: {}", printable(user_agent)));
+        let named = self.named(t);
+        self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
+        self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
         for (name, value) in &request.headers {
-            self.line(t, &format!("> {name}: {}", printable(url::redact_header(name, value))));
+            self.line(t, &format!("{named}> {name}: {}", printable(url::redact_header(name, value))));
         }
     }
 
@@ -323,7 +324,7 @@ impl Reporter {
                     } else {
                         url::redact_header(name, value).to_string()
                     };
-                    self.line(t, &format!("< {name}: {}", printable(&value)));
+                    self.line(t, &format!("{}< {name}: {}", self.named(t), printable(&value)));
                 }
             }
         }
@@ -335,6 +336,9 @@ impl Reporter {
             };
             set(&target.wait, Some(Wait { until: Instant::now() + *after, what, why }));
             target.bar.set_message(format!("attempt {} · {summary}", record.number));
+        } else {
+            // This loop is over: its line stops and says how, while other URLs' lines go on.
+            target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
         *lock(&target.last) = summary;
     }

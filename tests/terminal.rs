@@ -93,3 +93,34 @@ fn colour_can_be_forced_off_a_terminal() {
     let out = support::poll().arg(server.url("/")).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains('\x1b'), "no colour off a terminal by default");
 }
+
+#[test]
+fn two_urls_draw_a_progress_line_each_at_the_same_time() {
+    let pending = Reply::json(200, r#"{"status":"pending"}"#);
+    let done = Reply::json(200, r#"{"status":"done"}"#);
+    let server = Server::routes(vec![
+        ("/a", vec![pending.clone(), done.clone()]),
+        ("/b", vec![pending.clone(), pending.clone(), pending, done]),
+    ]);
+    let (a, b) = (server.url("/a"), server.url("/b"));
+    let args = ["--until", r#".status=="done""#, "-i", "300ms", "--timeout", "1m", &a, &b];
+    let Some((code, drawn)) = on_terminal(&args, &[]) else {
+        eprintln!("`script` is not installed; skipped");
+        return;
+    };
+    assert_eq!(code, 0, "{drawn}");
+    assert_eq!(server.hits(), 6);
+    // Each redraw clears the rows it drew, then writes every line: one redraw holds both.
+    let frames: Vec<&str> = drawn.split("\x1b[2K").collect();
+    let both = |one: &str, other: &str| frames.iter().any(|frame| frame.contains(one) && frame.contains(other));
+    let waiting = |url: &str| format!("{url} · attempt 1 · 200 pending · next poll in 0.");
+    assert!(both(&waiting(&a), &waiting(&b)), "no redraw shows both progress lines: {drawn:?}");
+    // The URL that is done says so and stops, while the other goes on.
+    let over = format!("{a} · attempt 2 · 200 done · 0.");
+    assert!(both(&over, &format!("{b} · attempt 2 · 200 pending · next poll in 0.")), "{drawn:?}");
+    assert!(both(&over, &format!("{b} · attempt 3 · 200 pending · next poll in 0.")), "{drawn:?}");
+
+    let summary = drawn.find("poll: done after 6 attempts in ").expect("summary line");
+    let first = format!(r#"{{"url":"{a}","exit_code":0,"body":{{"status":"done"}}}}"#);
+    assert!(drawn[summary..].contains(&first), "{:?}", &drawn[summary..]);
+}
