@@ -82,7 +82,8 @@ impl Ending {
 
     /// The process could not even start its run (no thread for it).
     pub fn cannot_start(error: &std::io::Error) -> Ending {
-        Ending::new(Vec::new(), Some(&Error::Permanent(format!("cannot start: {error}"))), Voice::plain())
+        let voice = Voice::plain(config::github_actions(None));
+        Ending::new(Vec::new(), Some(&Error::Permanent(format!("cannot start: {error}"))), voice)
     }
 
     /// stdout could not take the body (a closed pipe is fine and never gets

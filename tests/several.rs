@@ -9,35 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::server::{Reply, Server};
+use support::{poll, poll_std};
 
 const PENDING: &str = r#"{"status":"pending"}"#;
 const DONE: &str = r#"{"status":"done"}"#;
 const FAILED: &str = r#"{"status":"failed"}"#;
 const UNTIL_DONE: &str = r#".status=="done""#;
-
-/// Every variable that would change what these tests see: proxies, colour, CI.
-const CLEARED: [&str; 10] = [
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "no_proxy",
-    "NO_COLOR",
-    "GITHUB_ACTIONS",
-];
-
-/// The binary with a clean environment. (A shared `support::poll()` will replace it.)
-fn poll() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("poll");
-    for var in CLEARED {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("CI").timeout(Duration::from_secs(60));
-    cmd
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -347,12 +324,7 @@ fn a_rate_is_shared_by_every_url_of_one_origin() {
 fn sigint_with_two_loops_waiting_exits_130_at_once_and_both_stop() {
     let first = Server::start(vec![Reply::json(200, PENDING)]);
     let second = Server::start(vec![Reply::json(200, PENDING)]);
-    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_poll"));
-    for var in CLEARED {
-        cmd.env_remove(var);
-    }
-    let child = cmd
-        .env_remove("CI")
+    let child = poll_std()
         .args(["--until", ".done", "-i", "30s", &first.url("/"), &second.url("/")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -466,7 +438,7 @@ fn json_log_warnings_ride_on_the_next_object_of_any_url() {
 
 #[test]
 fn a_bad_second_url_is_a_usage_error_and_nothing_is_sent() {
-    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
     for bad in ["http://127.0.0.1:99999/", "ftp://x/", "http:///nohost"] {
         let out = poll().args([&server.url("/"), bad]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
@@ -493,7 +465,8 @@ fn stable_without_until_needs_n_2xx_in_a_row_interval_apart() {
         Reply::text(200, "5"),
         Reply::text(200, "6"),
         Reply::text(200, "never"),
-    ]);
+    ])
+    .expect_hits(6);
     let out = poll()
         .args(["--stable", "3", "-i", "200ms", "--backoff", "200ms", "--jitter", "none", &server.url("/")])
         .output()
@@ -525,7 +498,8 @@ fn stable_with_until_needs_the_condition_on_n_polls_in_a_row() {
         Reply::json(200, DONE),
         Reply::json(200, r#"{"status":"done","n":6}"#),
         Reply::json(200, PENDING),
-    ]);
+    ])
+    .expect_hits(6);
     let out = poll().args(["--stable", "3", "--until", UNTIL_DONE, "-i", "150ms", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.hits(), 6, "a pending body resets the count");
