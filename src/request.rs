@@ -98,6 +98,14 @@ impl Fault {
     }
 }
 
+/// The largest response head read (status line and headers). ureq's input
+/// buffer must hold a whole head, and each connection keeps one, so it is
+/// the head limit and no more: 100 URLs at once cost 100 of them.
+const MAX_RESPONSE_HEAD: usize = 32 << 10;
+
+/// The smallest output buffer: request heads and the body, in chunks, go through it.
+const MIN_OUTPUT_BUFFER: usize = 16 << 10;
+
 /// How much of a redirect's own body is read, so its connection can be reused.
 const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 
@@ -109,7 +117,8 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    pub(crate) fn new(spec: &ClientConfig) -> Client {
+    /// A client for a loop that sends `request` (and requests like it).
+    pub(crate) fn new(spec: &ClientConfig, request: &Request) -> Client {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         if let Some(pem) = &spec.cacert {
             tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
@@ -128,6 +137,9 @@ impl Client {
             .proxy(None)
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
+            .max_response_header_size(MAX_RESPONSE_HEAD)
+            .input_buffer_size(MAX_RESPONSE_HEAD)
+            .output_buffer_size(output_buffer(spec, request))
             .build();
         let connector = proxy::Connector::new(config.clone());
         let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
@@ -235,6 +247,15 @@ impl Client {
         let body = if deflated { inflate(&raw, limit)? } else { raw };
         Ok(Reply { status, headers, body })
     }
+}
+
+/// Room for the request's head twice over (a redirect or a status URL may be
+/// longer), and never less than [`MIN_OUTPUT_BUFFER`]: ureq refuses a head
+/// that does not fit its output buffer.
+fn output_buffer(spec: &ClientConfig, request: &Request) -> usize {
+    let headers: usize = request.headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+    let head = request.method.len() + request.url.len() + spec.user_agent.len() + headers + 512;
+    head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, 16 << 20)
 }
 
 /// `--cacert` adds to the built-in roots (README, "Choices"): an internal API

@@ -58,7 +58,7 @@ pub(crate) struct TargetEnd {
 
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
-    let client = Client::new(&common.client);
+    let client = Client::new(&common.client, &target.request);
     common.reporter.start(t, &target.request, &common.client.user_agent);
     let mut looping = Loop {
         common,

@@ -1038,3 +1038,31 @@ fn tinyproxy_refuses_connect_to_a_port_other_than_443() {
     assert_eq!(target.connections(), 0);
     assert_eq!(proxy.requests(), [format!("CONNECT 127.0.0.1:{port} HTTP/1.1")], "{}", proxy.log());
 }
+
+#[test]
+fn a_response_head_over_32_kib_is_refused_and_retried() {
+    let big = "x".repeat(33 << 10);
+    let server = Server::start(vec![Reply::json(200, "{}").header("X-Big", &big), Reply::json(200, r#"{"ok":1}"#)]);
+    let output = poll().args(["-v", "--backoff", "10ms", &server.url("/")]).assert().code(0).stdout(r#"{"ok":1}"#);
+    let stderr = stderr_of(output.get_output());
+    assert!(stderr.contains("attempt 1: ") && stderr.contains("-> retry in"), "{stderr}");
+    assert_eq!(server.hits(), 2);
+    // Just under the limit is fine.
+    let fits = "x".repeat(30 << 10);
+    let server = Server::start(vec![Reply::json(200, r#"{"ok":2}"#).header("X-Big", &fits)]);
+    poll().arg(server.url("/")).assert().code(0).stdout(r#"{"ok":2}"#);
+}
+
+#[test]
+fn a_long_request_head_still_fits_its_buffer() {
+    // 100 KiB of headers: far more than the 16 KiB output buffer a short request gets.
+    let value = "v".repeat(10 << 10);
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let mut cmd = poll();
+    for i in 0..10 {
+        cmd.args(["-H", &format!("X-Long-{i}: {value}")]);
+    }
+    cmd.arg(server.url(&format!("/{}", "p".repeat(8 << 10)))).assert().code(0).stdout("{}");
+    let request = &server.requests()[0];
+    assert_eq!(request.header("x-long-9").map(str::len), Some(10 << 10));
+}
