@@ -681,3 +681,20 @@ fn in_github_actions_success_off_a_terminal_is_still_silent() {
         assert_eq!(stderr(&out), "", "{urls:?}");
     }
 }
+
+#[test]
+fn a_body_on_a_stdout_line_keeps_its_key_order() {
+    let server = Server::routes(vec![
+        ("/z", vec![Reply::json(200, r#"{"zeta": 1, "alpha": {"y": 2, "b": 3}}"#)]),
+        ("/a", vec![Reply::json(200, "[3, 1]")]),
+    ]);
+    let out = poll().args([&server.url("/z"), &server.url("/a")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let want = format!(
+        "{{\"url\":\"{}\",\"exit_code\":0,\"body\":{{\"zeta\":1,\"alpha\":{{\"y\":2,\"b\":3}}}}}}\n\
+         {{\"url\":\"{}\",\"exit_code\":0,\"body\":[3,1]}}\n",
+        server.url("/z"),
+        server.url("/a")
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}

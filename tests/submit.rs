@@ -844,6 +844,8 @@ fn print_writes_strings_raw_and_other_values_as_compact_json_one_per_line() {
         (".a, .b", "x\n[true,null]\n"),
         (".missing", "null\n"),
         ("empty", ""),
+        // Keys keep their order, as jq keeps them.
+        (r#"{zeta: .n, alpha: .a}"#, "{\"zeta\":42,\"alpha\":\"x\"}\n"),
     ];
     for (filter, want) in cases {
         let server = job_api(vec![accepted_at("/ops/1")], vec![Reply::json(200, body)]);

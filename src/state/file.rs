@@ -32,8 +32,9 @@ pub struct State {
 impl State {
     /// The JSON text of the state file: keys sorted, pretty, one newline at the end.
     pub fn to_json(&self) -> Vec<u8> {
-        // Through a `Value`, whose maps are sorted: the bytes do not depend on field order.
-        let value = serde_json::json!({ "version": VERSION, "origins": self.origins });
+        // Through a `Value` with its keys sorted: the bytes do not depend on field order.
+        let mut value = serde_json::json!({ "version": VERSION, "origins": self.origins });
+        sort_keys(&mut value);
         let mut text = serde_json::to_vec_pretty(&value).unwrap_or_else(|_| b"{}".to_vec());
         text.push(b'\n');
         text
@@ -54,6 +55,18 @@ impl State {
             .map(|(key, value)| Origin::deserialize(value).map(|o| (key.clone(), o)).map_err(|e| format!("{key}: {e}")))
             .collect::<Result<_, _>>()?;
         Ok(State { origins })
+    }
+}
+
+/// Sorts every object's keys, all the way down.
+fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sort_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
     }
 }
 
