@@ -209,6 +209,8 @@ pub struct Conditions {
     /// `--until` is `--submit`'s built-in done test, which also holds for a
     /// status URL's non-202 2xx without a JSON body (ARM's Location mode).
     pub builtin_until: bool,
+    /// `--fail-when` is `--submit`'s built-in failure test.
+    pub builtin_fail_when: bool,
 }
 
 /// What the filters said of one 2xx body.

@@ -155,10 +155,11 @@ impl Config {
         for raw in &cli.urls {
             let (url, credentials) = url::check(raw).map_err(Error::Usage)?;
             let mut headers = headers.clone();
-            if let Some(credentials) = cli.user.clone().or(credentials) {
+            // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
+            let written = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+            if let (Some(credentials), false) = (cli.user.clone().or(credentials), written) {
                 let credentials = if credentials.contains(':') { credentials } else { format!("{credentials}:") };
                 let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-                headers.retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
                 headers.push(("Authorization".into(), format!("Basic {encoded}")));
             }
             let key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
@@ -174,6 +175,7 @@ impl Config {
         let conditions = if cli.submit {
             Conditions {
                 builtin_until: until.is_none(),
+                builtin_fail_when: fail_when.is_none(),
                 until: Some(until.map_or_else(|| compile("--until", BUILTIN_DONE), Ok)?),
                 fail_when: Some(fail_when.map_or_else(|| compile("--fail-when", BUILTIN_FAILED), Ok)?),
                 show: cli.show.as_deref().map(|f| compile("--show", f)).transpose()?,
@@ -184,6 +186,7 @@ impl Config {
                 fail_when,
                 show: cli.show.as_deref().map(|f| compile("--show", f)).transpose()?,
                 builtin_until: false,
+                builtin_fail_when: false,
             }
         };
         let print = cli.print.as_deref().map(|f| compile("--print", f)).transpose()?;

@@ -250,7 +250,10 @@ impl Reporter {
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
         self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
         for (name, value) in &request.headers {
-            self.line(t, &format!("{named}> {name}: {}", printable(url::redact_header(name, value))));
+            // The idempotency key shows whatever its header is called: it is needed to re-run.
+            let shown =
+                if self.idempotency_key.as_deref() == Some(value) { value } else { url::redact_header(name, value) };
+            self.line(t, &format!("{named}> {name}: {}", printable(shown)));
         }
     }
 

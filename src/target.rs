@@ -283,7 +283,12 @@ impl Loop<'_> {
     fn finish(&self, record: Record) -> TargetEnd {
         let result = match record.action {
             Action::FailWhen => {
-                Err(Error::FailWhen(format!("--fail-when matched [{}]", url::redact(&self.request.url))))
+                let what = if self.common.conditions.builtin_fail_when {
+                    "the operation failed (by --submit's built-in failure test)"
+                } else {
+                    "--fail-when matched"
+                };
+                Err(Error::FailWhen(format!("{what} [{}]", url::redact(&self.request.url))))
             }
             _ => Ok(()),
         };

@@ -1066,3 +1066,11 @@ fn a_long_request_head_still_fits_its_buffer() {
     let request = &server.requests()[0];
     assert_eq!(request.header("x-long-9").map(str::len), Some(10 << 10));
 }
+
+#[test]
+fn an_authorization_header_wins_over_user_as_in_curl() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    poll().args(["-u", "user:pass", "-H", "Authorization: Bearer t0ken", &server.url("/")]).assert().code(0);
+    let request = &server.requests()[0];
+    assert_eq!(request.header_all("authorization"), ["Bearer t0ken"]);
+}

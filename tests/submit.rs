@@ -265,7 +265,11 @@ fn builtin_failure_holds_for_each_failure_word_in_any_letter_case() {
         assert_eq!(out.status.code(), Some(4), "{word}: {}", stderr(&out));
         assert_eq!(out.stdout, failed.as_bytes(), "{word}: the final body is printed on exit 4 too");
         assert_eq!(server.hits(), 3, "{word}");
-        assert!(stderr(&out).contains("--fail-when matched"), "{word}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the operation failed (by --submit's built-in failure test)"),
+            "{word}: {}",
+            stderr(&out)
+        );
     }
 }
 
