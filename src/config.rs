@@ -164,7 +164,8 @@ impl Config {
             }
             let key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
             let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
-            let request = Request { method: method.clone(), url, headers, body: body.clone() };
+            let see_other_is_the_answer = cli.submit;
+            let request = Request { method: method.clone(), url, headers, body: body.clone(), see_other_is_the_answer };
             targets.push(Target { request, key, phase });
         }
 

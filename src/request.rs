@@ -33,6 +33,9 @@ pub(crate) struct Request {
     /// Extra headers, in order; `Authorization` from `-u` included.
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// A 301/302/303 answer is the reply itself, not followed: a `--submit`'s
+    /// "see other" names its status monitor, and its `Retry-After` says when to look.
+    pub see_other_is_the_answer: bool,
 }
 
 impl Request {
@@ -53,7 +56,7 @@ impl Request {
             })
             .cloned()
             .collect();
-        Request { method: "GET".into(), url: url.to_string(), headers, body: None }
+        Request { method: "GET".into(), url: url.to_string(), headers, body: None, see_other_is_the_answer: false }
     }
 }
 
@@ -163,7 +166,8 @@ impl Client {
             let mut response = self.send(&method, &url, &headers, body, left)?;
             let status = response.status().as_u16();
             let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let location = location.filter(|_| is_redirect(status) && self.spec.max_redirects > 0);
+            let see_other = request.see_other_is_the_answer && matches!(status, 301 | 302 | 303);
+            let location = location.filter(|_| is_redirect(status) && self.spec.max_redirects > 0 && !see_other);
             let Some(location) = location else {
                 return self.read(response);
             };
@@ -400,6 +404,7 @@ mod tests {
                 ("Idempotency-Key".into(), "k".into()),
             ],
             body: Some(b"{}".to_vec()),
+            see_other_is_the_answer: true,
         };
         let names = |r: &Request| r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         let same = submit.status_poll("https://api.test/ops/1", Some("idempotency-key"), false);

@@ -197,6 +197,12 @@ impl Loop<'_> {
     /// URL it names, if any (then the body is not judged: the operation is).
     fn judge(&mut self, reply: &Result<Reply, Fault>) -> (Option<crate::condition::Judgement>, Option<String>) {
         let Ok(reply) = reply else { return (None, None) };
+        // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
+        let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
+        if see_other {
+            let location = reply.header("location").and_then(|location| url::resolve(&self.submit.url, location));
+            return (None, location);
+        }
         if !(200..300).contains(&reply.status) {
             return (None, None);
         }

@@ -982,3 +982,31 @@ fn verbose_names_the_operation_redacted() {
     assert!(err.contains("attempt 1: 202 submitted") && err.contains("attempt 2: 200 done"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
 }
+
+#[test]
+fn a_see_other_after_the_submit_names_its_monitor_and_its_retry_after_is_honoured() {
+    // curl #11447: a status monitor behind 303 See Other, with Retry-After on the 303.
+    let server = Server::routes(vec![
+        ("/jobs", vec![Reply::redirect(303, "/monitor/1").header("Retry-After", "1")]),
+        ("/monitor/1", vec![Reply::json(200, RUNNING), Reply::json(200, SUCCEEDED)]),
+    ]);
+    let out =
+        poll().args(["--submit", "-d", "x", "-i", "10ms", "--print", ".id", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"j7\n");
+    assert_eq!(sent(&server), [pair("POST", "/jobs"), pair("GET", "/monitor/1"), pair("GET", "/monitor/1")]);
+    let requests = server.requests();
+    let waited = requests[1].at.duration_since(requests[0].at);
+    assert!(waited >= Duration::from_millis(950), "the 303's Retry-After: 1 was not honoured: {waited:?}");
+
+    // 307 and 308 keep the method: the submit goes to the new place, body and all, once.
+    let server = Server::routes(vec![
+        ("/jobs", vec![Reply::redirect(307, "/v2/jobs")]),
+        ("/v2/jobs", vec![accepted_at("/ops/1")]),
+        ("/ops/1", vec![Reply::json(200, SUCCEEDED)]),
+    ]);
+    let out = poll().args(["--submit", "-d", "payload", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(sent(&server), [pair("POST", "/jobs"), pair("POST", "/v2/jobs"), pair("GET", "/ops/1")]);
+    assert_eq!(server.requests()[1].body, b"payload");
+}
