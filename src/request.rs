@@ -166,7 +166,7 @@ impl Client {
             let mut response = self.send(&method, &url, &headers, body, left)?;
             let status = response.status().as_u16();
             let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let see_other = request.see_other_is_the_answer && matches!(status, 301 | 302 | 303);
+            let see_other = request.see_other_is_the_answer && matches!(status, 301..=303);
             let location = location.filter(|_| is_redirect(status) && self.spec.max_redirects > 0 && !see_other);
             let Some(location) = location else {
                 return self.read(response);
