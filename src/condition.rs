@@ -227,13 +227,18 @@ impl Conditions {
     /// Judges the 2xx reply `status` to a request of `phase`: as [`Conditions::judge`],
     /// but a status URL's 202 is never done (the operation is still running),
     /// and with the built-in done test a status URL's non-202 2xx that is not
-    /// JSON is done.
-    pub(crate) fn judge_reply(&self, phase: Phase, status: u16, body: &[u8]) -> Judgement {
+    /// JSON is done. In `location` mode (the status URL came from `Location`,
+    /// ARM's way: 202 until the operation ends, then the resource itself) any
+    /// non-202 2xx is done by the built-in test, JSON or not: the resource's
+    /// own `status` may mean something else, such as a machine's power state.
+    pub(crate) fn judge_reply(&self, phase: Phase, status: u16, body: &[u8], location: bool) -> Judgement {
         let mut judgement = self.judge(body);
         if phase == Phase::Wait {
             judgement.verdict = match judgement.verdict {
-                Verdict::Met | Verdict::NotJson if status == 202 => Verdict::NotMet,
+                // Before the Location rule below: a 202 is "still running" in every mode.
+                Verdict::Met | Verdict::NotJson | Verdict::NotMet if status == 202 => Verdict::NotMet,
                 Verdict::NotJson if self.builtin_until => Verdict::Met,
+                Verdict::NotMet if self.builtin_until && location => Verdict::Met,
                 verdict => verdict,
             };
         }

@@ -68,6 +68,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         request: target.request.clone(),
         phase: target.phase,
         operation: None,
+        location_mode: false,
         reported: HashSet::new(),
     };
     Ok(match looping.poll(&client)? {
@@ -87,6 +88,9 @@ struct Loop<'a> {
     phase: Phase,
     /// `--submit`: the status URL, once the submit's reply named it.
     operation: Option<String>,
+    /// The status URL came from a 2xx's `Location`: ARM's mode, where the
+    /// status URL answers 202 until the operation ends, then the result.
+    location_mode: bool,
     /// jq runtime errors already reported.
     reported: HashSet<String>,
 }
@@ -200,6 +204,7 @@ impl Loop<'_> {
         // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
         let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
         if see_other {
+            // A status monitor (curl #11447), not ARM's Location mode: it answers with a status.
             let location = reply.header("location").and_then(|location| url::resolve(&self.submit.url, location));
             return (None, location);
         }
@@ -211,7 +216,7 @@ impl Loop<'_> {
         {
             return (None, Some(found));
         }
-        let judgement = self.common.conditions.judge_reply(self.phase, reply.status, &reply.body);
+        let judgement = self.common.conditions.judge_reply(self.phase, reply.status, &reply.body, self.location_mode);
         for error in &judgement.errors {
             if self.reported.insert(error.clone()) {
                 self.common.reporter.warn(error);
@@ -226,9 +231,10 @@ impl Loop<'_> {
         let base = &self.submit.url;
         let from_header = OPERATION_HEADERS
             .iter()
-            .find_map(|name| reply.header(name).and_then(|location| url::resolve(base, location)));
-        if from_header.is_some() {
-            return from_header;
+            .find_map(|name| reply.header(name).and_then(|location| url::resolve(base, location)).map(|u| (name, u)));
+        if let Some((name, found)) = from_header {
+            self.location_mode = *name == "location";
+            return Some(found);
         }
         let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
         let input = Input::parse(&reply.body)?;
@@ -254,6 +260,9 @@ impl Loop<'_> {
                 .filter(|url| *url != self.request.url),
             _ => None,
         };
+        if moved.is_some() {
+            self.location_mode = false;
+        }
         let Some(next) = found.or(moved) else { return };
         let Some(submit) = &self.common.submit else { return };
         self.request = self.submit.status_poll(&next, submit.key_header.as_deref(), submit.trusted);

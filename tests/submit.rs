@@ -329,6 +329,41 @@ fn arm_location_mode_is_done_on_the_first_non_202_2xx_without_json() {
 }
 
 #[test]
+fn in_location_mode_the_resource_itself_is_done_whatever_its_status_field() {
+    // ARM answers the Location URL with the resource once it exists: a VM whose
+    // `status` is its power state, "Running", which no operation monitor would mean.
+    let vm = r#"{"name":"vm-1","status":"Running"}"#;
+    let server =
+        job_api(vec![Reply::status(202).header("Location", "/ops/1")], vec![Reply::status(202), Reply::json(200, vm)]);
+    let out = poll()
+        .args(["--submit", "-X", "PUT", "-i", "10ms", "--print", ".name", &server.url("/jobs")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"vm-1\n");
+    assert_eq!(server.hits(), 3);
+
+    // The built-in failure test still comes first.
+    let server = job_api(
+        vec![Reply::status(202).header("Location", "/ops/1")],
+        vec![Reply::json(200, r#"{"status":"Failed"}"#)],
+    );
+    let out = poll().args(["--submit", "-X", "PUT", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+
+    // An Operation-Location monitor is no resource: a 200 without a verdict is still pending.
+    let server = job_api_hit(
+        vec![accepted_at("/ops/1")],
+        vec![Reply::json(200, r#"{"percentComplete":50}"#), Reply::json(200, SUCCEEDED)],
+        1,
+        2,
+    );
+    let out = poll().args(["--submit", "-X", "PUT", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, SUCCEEDED.as_bytes());
+}
+
+#[test]
 fn until_replaces_only_the_builtin_done_test() {
     // `.status == "Succeeded"` no longer ends it: `.ready` does.
     let server = job_api(
