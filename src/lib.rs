@@ -184,16 +184,23 @@ pub fn run(config: Config) -> Ending {
         targets.iter().enumerate().try_for_each(|(t, target)| {
             let (common, target, events) = (Arc::clone(&common), target.clone(), events_tx.clone());
             let shown = url::redact(&target.request.url);
+            let named = shown.clone();
             std::thread::Builder::new()
                 .name(format!("poll-{t}"))
                 .stack_size(STACK_SIZE)
                 .spawn(move || {
-                    if let Ok(end) = target::run(&common, t, &target) {
-                        let _ = events.send(Event::Ended(t, end));
-                    }
+                    // A bug that panics a loop still ends the run (release builds abort instead).
+                    let ran =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target::run(&common, t, &target)));
+                    let end = match ran {
+                        Ok(Ok(end)) => end,
+                        Ok(Err(_cancelled)) => return,
+                        Err(_) => TargetEnd::failed(Error::Permanent(format!("internal error in the loop of {shown}"))),
+                    };
+                    let _ = events.send(Event::Ended(t, end));
                 })
                 .map(drop)
-                .map_err(|e| format!("cannot start a thread for {shown}: {e}"))
+                .map_err(|e| format!("cannot start a thread for {named}: {e}"))
         })
     });
     let over = match started {

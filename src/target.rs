@@ -56,6 +56,13 @@ pub(crate) struct TargetEnd {
     pub printed: Option<Vec<Value>>,
 }
 
+impl TargetEnd {
+    /// A loop that ended with `error` and no body.
+    pub(crate) fn failed(error: Error) -> TargetEnd {
+        TargetEnd { result: Err(error), body: None, printed: None }
+    }
+}
+
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
     let client = Client::new(&common.client, &target.request);
@@ -73,7 +80,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
     };
     Ok(match looping.poll(&client)? {
         Ok(record) => looping.finish(record),
-        Err(error) => TargetEnd { result: Err(error), body: None, printed: None },
+        Err(error) => TargetEnd::failed(error),
     })
 }
 
@@ -322,8 +329,7 @@ impl Loop<'_> {
     }
 
     fn print_failed(&self, why: &str) -> TargetEnd {
-        let error = Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url)));
-        TargetEnd { result: Err(error), body: None, printed: None }
+        TargetEnd::failed(Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url))))
     }
 
     /// Exit 6, naming the key (the origin) and when it will be tried again.
