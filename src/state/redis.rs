@@ -459,6 +459,11 @@ fn describe(e: &RedisError, timeout: Duration) -> String {
         format!("Redis did not answer within {}", human(timeout))
     } else if e.kind() == ErrorKind::AuthenticationFailed {
         "Redis refused the user name or password of the URL".to_string()
+    } else if e.code() == Some("NOAUTH")
+        || ["unauthenticated", "Authentication required"].iter().any(|w| e.to_string().contains(w))
+    {
+        // Redis 7 answers a long command of a client that has not logged in with a protocol error.
+        "Redis wants a password: redis://:PASS@HOST or redis://USER:PASS@HOST".to_string()
     } else if e.is_io_error() || e.is_connection_refusal() {
         format!("cannot reach Redis: {e}")
     } else {

@@ -4,5 +4,6 @@
 // subset of it, so unused items are expected and not worth a warning.
 #![allow(dead_code)]
 
+pub mod redis;
 pub mod server;
 pub mod tinyproxy;
