@@ -249,7 +249,10 @@ impl RedisStore {
             Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
         };
         let scrub = |e: RedisError| scrub(&e.to_string(), &url.secrets);
-        let info: ConnectionInfo = addr.into_connection_info().map_err(scrub)?.set_redis_settings(settings);
+        // Each step is one small request and its reply: no Nagle delay.
+        let tcp = ::redis::io::tcp::TcpSettings::default().set_nodelay(true);
+        let info: ConnectionInfo =
+            addr.into_connection_info().map_err(scrub)?.set_redis_settings(settings).set_tcp_settings(tcp);
         let client = match (cacert, matches!(url.addr, Addr::Tcp { tls: true, .. })) {
             // Given roots replace redis-rs's built-in ones, so the built-in roots come along.
             (Some(pem), true) => {
