@@ -154,11 +154,10 @@ impl Store {
                 (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
             }
             Some(redis) => {
-                let hash = format!("poll:{key}:breaker");
-                let field = |name: &str| redis.query::<Option<String>>(&["HGET", &hash, name]);
-                let window = field("window").map_or(0, |w| w.split_whitespace().count());
-                let cooldown = field("cooldown").and_then(|c| c.parse().ok());
-                (field("state").unwrap_or_else(|| "closed".into()), cooldown, window)
+                let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+                let breaker: Value = text.map_or(Value::Null, |t| serde_json::from_str(&t).expect("JSON"));
+                let window = breaker["window"].as_array().map_or(0, Vec::len);
+                (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
             }
         }
     }

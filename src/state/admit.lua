@@ -6,8 +6,9 @@
 --
 -- KEYS[1] rate     the next free --rate slot (epoch ms)
 -- KEYS[2] advice   the server's "not before" (epoch ms)
--- KEYS[3] breaker  a hash: state (closed|open|half_open), until (the cool-down's or the lease's end),
---                  cooldown, reason, prober (the token of the last probe), window
+-- KEYS[3] breaker  JSON: state (closed|open|half_open), until_ms (the cool-down's end, or
+--                  the lease's while half-open), cooldown_ms, reason, prober (the last
+--                  probe's token), window (outcomes, oldest first, each 2 * ms + 1 if it succeeded)
 -- KEYS[4] probe    the half-open lease: the prober's token, expiring with the lease
 --
 -- ARGV[1] now in epoch ms, or "" for the server's TIME (tests pin the clock)
@@ -35,12 +36,14 @@ local deadline_in = tonumber(ARGV[3])
 local token = ARGV[5]
 local kept = tonumber(ARGV[7])
 
-local probe, cooldown, reason = false, 0, ''
-if ARGV[4] == '1' then
-  -- until: the end of the cool-down while open, of the probe's lease while half-open.
-  local breaker = redis.call('HMGET', KEYS[3], 'state', 'until', 'cooldown', 'reason')
-  local state, open_until = breaker[1], tonumber(breaker[2]) or 0
-  reason = breaker[4] or ''
+-- One read for all three.
+local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+
+local breaker, probe, cooldown, reason = nil, false, 0, ''
+if ARGV[4] == '1' and stored[3] then
+  breaker = cjson.decode(stored[3])
+  local state, open_until = breaker.state, tonumber(breaker.until_ms) or 0
+  reason = breaker.reason or ''
   if state == 'open' and now < open_until then
     return {'open', open_until - now, 0, '', reason}
   end
@@ -55,15 +58,15 @@ if ARGV[4] == '1' then
   if state == 'open' or state == 'half_open' then
     -- The cool-down is over, or the last prober's lease ran out: this caller probes.
     probe = true
-    cooldown = tonumber(breaker[3]) or 0
+    cooldown = tonumber(breaker.cooldown_ms) or 0
     if cooldown <= 0 then cooldown = tonumber(ARGV[6]) end
   end
 end
 
-local advised = math.max(tonumber(redis.call('GET', KEYS[2])) or 0, now)
+local advised = math.max(tonumber(stored[2]) or 0, now)
 local at = advised
 if spacing > 0 then
-  at = math.max(tonumber(redis.call('GET', KEYS[1])) or 0, advised)
+  at = math.max(tonumber(stored[1]) or 0, advised)
 end
 local why = 0
 if at > advised then why = 1 elseif at > now then why = 2 end
@@ -79,8 +82,8 @@ if probe then
     local holder = redis.call('GET', KEYS[4]) or ''
     return {'open', math.max(redis.call('PTTL', KEYS[4]), 0), 0, holder, reason}
   end
-  redis.call('HSET', KEYS[3], 'state', 'half_open', 'prober', token, 'until', at + cooldown)
-  redis.call('PEXPIRE', KEYS[3], wait + cooldown + kept)
+  breaker.state, breaker.prober, breaker.until_ms = 'half_open', token, at + cooldown
+  redis.call('SET', KEYS[3], cjson.encode(breaker), 'PX', wait + cooldown + kept)
 end
 if spacing > 0 then
   -- Past its slot plus one spacing, a missing key means the same as this one: "now".

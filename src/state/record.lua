@@ -4,8 +4,7 @@
 -- clock: keep the server's advice and a good body, and feed the breaker.
 --
 -- KEYS[1] advice   the server's "not before" (epoch ms)
--- KEYS[2] breaker  a hash: state (closed|open|half_open), until (the cool-down's or the lease's end),
---                  cooldown, reason, prober (the token of the last probe), window
+-- KEYS[2] breaker  JSON, as admit.lua describes it
 -- KEYS[3] probe    the half-open lease
 -- KEYS[4] last     a hash: URL -> the last good body
 -- KEYS[5] last_at  a hash: URL -> when it was kept (epoch ms)
@@ -85,61 +84,65 @@ local token, ok, latency = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
 local window, min_success, max_p95 = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local flag_cooldown, cap, kept, fewest = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
 
-local breaker = redis.call('HMGET', KEYS[2], 'state', 'until', 'cooldown', 'reason', 'prober', 'window')
-local state = breaker[1] or 'closed'
-local open_until, cooldown, reason = tonumber(breaker[2]) or 0, tonumber(breaker[3]) or 0, breaker[4] or ''
+local stored = redis.call('GET', KEYS[2])
+local breaker = stored and cjson.decode(stored) or {}
+local state = breaker.state or 'closed'
+local open_until, reason = tonumber(breaker.until_ms) or 0, breaker.reason or ''
 
--- Why the window says the origin is down, if it does (nearest-rank p95).
-local function verdict(samples)
-  local n = #samples
+-- Why the window says the origin is down, if it does.
+local function verdict(outcomes)
+  local n = #outcomes
   if n < fewest then return nil end
-  local good_ones, latencies = 0, {}
-  for i, sample in ipairs(samples) do
-    if sample[1] then good_ones = good_ones + 1 end
-    latencies[i] = sample[2]
+  local good, slow = 0, 0
+  for i = 1, n do
+    local outcome = outcomes[i]
+    if outcome % 2 == 1 then good = good + 1 end
+    if math.floor(outcome / 2) > max_p95 then slow = slow + 1 end
   end
-  if good_ones * 100 < min_success * n then
-    return 'rate:' .. (n - good_ones) .. ':' .. n .. ':' .. min_success
+  if good * 100 < min_success * n then
+    return 'rate:' .. (n - good) .. ':' .. n .. ':' .. min_success
   end
-  table.sort(latencies)
-  local p95 = latencies[math.max(math.floor((n * 95 + 99) / 100), 1)]
-  if p95 > max_p95 then return 'p95:' .. n .. ':' .. p95 .. ':' .. max_p95 end
+  -- The nearest-rank p95 is above the limit exactly when more than n - rank latencies are.
+  local rank = math.max(math.floor((n * 95 + 99) / 100), 1)
+  if slow > n - rank then
+    local latencies = {}
+    for i = 1, n do latencies[i] = math.floor(outcomes[i] / 2) end
+    table.sort(latencies)
+    return 'p95:' .. n .. ':' .. latencies[rank] .. ':' .. max_p95
+  end
   return nil
 end
 
 if state == 'closed' then
-  -- The window, oldest first, as "OK:MS OK:MS ...".
-  local samples = {}
-  for sample_ok, ms in string.gmatch(breaker[6] or '', '(%d):(%d+)') do
-    samples[#samples + 1] = {sample_ok == '1', tonumber(ms)}
+  local outcomes = breaker.window or {}
+  outcomes[#outcomes + 1] = 2 * latency + (ok and 1 or 0)
+  local extra = #outcomes - math.max(window, 1)
+  if extra > 0 then
+    local newer = {}
+    for i = extra + 1, #outcomes do newer[#newer + 1] = outcomes[i] end
+    outcomes = newer
   end
-  samples[#samples + 1] = {ok, latency}
-  while #samples > math.max(window, 1) do table.remove(samples, 1) end
-  local words = {}
-  for i, sample in ipairs(samples) do words[i] = (sample[1] and '1:' or '0:') .. sample[2] end
-  local why = verdict(samples)
+  breaker.window = outcomes
+  local why = verdict(outcomes)
   if why then
-    state, cooldown, reason = 'open', flag_cooldown, why
-    open_until = now + cooldown
-    redis.call('HSET', KEYS[2], 'state', state, 'until', open_until, 'cooldown', cooldown, 'reason', reason,
-      'window', table.concat(words, ' '))
-  else
-    redis.call('HSET', KEYS[2], 'window', table.concat(words, ' '))
+    state, open_until, reason = 'open', now + flag_cooldown, why
+    breaker.state, breaker.until_ms, breaker.cooldown_ms, breaker.reason = state, open_until, flag_cooldown, reason
   end
-  redis.call('PEXPIRE', KEYS[2], math.max(open_until - now, 0) + kept)
-elseif state == 'half_open' and breaker[5] == token then
+  redis.call('SET', KEYS[2], cjson.encode(breaker), 'PX', math.max(open_until - now, 0) + kept)
+elseif state == 'half_open' and breaker.prober == token then
   -- This process's probe: the origin is back (start afresh), or open again for twice as long.
   redis.call('DEL', KEYS[3])
   if ok then
     redis.call('DEL', KEYS[2])
     state = 'closed'
   else
+    local cooldown = tonumber(breaker.cooldown_ms) or 0
     if cooldown <= 0 then cooldown = flag_cooldown end
-    state, cooldown, reason = 'open', math.min(cooldown * 2, cap), 'probe'
-    open_until = now + cooldown
-    redis.call('HSET', KEYS[2], 'state', state, 'until', open_until, 'cooldown', cooldown, 'reason', reason)
-    redis.call('HDEL', KEYS[2], 'prober')
-    redis.call('PEXPIRE', KEYS[2], cooldown + kept)
+    cooldown = math.min(cooldown * 2, cap)
+    state, open_until, reason = 'open', now + cooldown, 'probe'
+    breaker.state, breaker.until_ms, breaker.cooldown_ms, breaker.reason = state, open_until, cooldown, reason
+    breaker.prober = nil
+    redis.call('SET', KEYS[2], cjson.encode(breaker), 'PX', cooldown + kept)
   end
 end
 -- Otherwise: an attempt admitted before the breaker opened, or another

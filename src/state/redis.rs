@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | `rate` | the next free `--rate` slot | one spacing after that slot |
 //! | `advice` | the server's "not before" | when it passes |
-//! | `breaker` | a hash: state, until, cooldown, reason, prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
+//! | `breaker` | JSON: state, until, cool-down, reason, last prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
 //! | `probe` | the half-open lease: the prober's token | one cool-down after the probe's slot |
 //! | `last`, `last_at` | hashes: URL -> last good body, and when it was kept | [`BODY_KEPT`] after each body was written |
 //!
@@ -220,6 +220,8 @@ fn database(text: &str) -> Option<i64> {
 pub(crate) struct RedisStore {
     client: Client,
     connection: Option<::redis::Connection>,
+    /// The read and write timeout the connection has now.
+    bound: Option<Duration>,
     /// The URL for messages, userinfo redacted.
     shown: String,
     /// Scrubbed from every message, whatever said it.
@@ -264,6 +266,7 @@ impl RedisStore {
         Ok(RedisStore {
             client,
             connection: None,
+            bound: None,
             shown: url.shown.clone(),
             secrets: url.secrets.clone(),
             nonce: rand::random(),
@@ -317,11 +320,20 @@ impl RedisStore {
         };
         let connection = match &mut self.connection {
             Some(connection) => connection,
-            None => self.connection.insert(self.client.get_connection_with_timeout(left()?)?),
+            None => {
+                self.bound = None;
+                self.connection.insert(self.client.get_connection_with_timeout(left()?)?)
+            }
         };
+        // The time left, cut to whole 10 ms: the same step after step, so that the
+        // socket's timeouts are set only when it changes, not twice a step.
         let left = left()?;
-        connection.set_read_timeout(Some(left))?;
-        connection.set_write_timeout(Some(left))?;
+        let bound = Duration::from_millis(clock::ms(left) / 10 * 10).max(Duration::from_millis(1));
+        if self.bound != Some(bound) {
+            connection.set_read_timeout(Some(bound))?;
+            connection.set_write_timeout(Some(bound))?;
+            self.bound = Some(bound);
+        }
         call.invoke(connection)
     }
 }
