@@ -100,6 +100,12 @@ fn origin(server: &Server) -> String {
     server.url("").trim_end_matches('/').to_string()
 }
 
+/// The breaker `poll` keeps in `redis` for `key` (JSON), or `null`.
+fn breaker(redis: &Redis, key: &str) -> Value {
+    let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+    text.map_or(Value::Null, |text| serde_json::from_str(&text).expect("the breaker is JSON"))
+}
+
 /// Opens the breaker of `server`'s origin in `state` with five quick 503s (exit 6).
 fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
     let url = server.url("/");
@@ -244,10 +250,7 @@ fn a_prober_killed_with_kill_9_holds_the_origin_until_its_lease_ends_and_no_long
     let prober_pid = prober.pid();
     assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
     let probed = server.requests()[5].at;
-    assert_eq!(
-        redis.query::<Option<String>>(&["HGET", &format!("poll:{}:breaker", origin(&server)), "state"]).as_deref(),
-        Some("half_open")
-    );
+    assert_eq!(breaker(&redis, &origin(&server))["state"], "half_open");
     prober.kill_9();
 
     // The lease (one cool-down) still runs: turned away, naming the prober.
@@ -349,9 +352,32 @@ fn redis_killed_mid_run_costs_a_warning_and_is_used_again_when_it_comes_back() {
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(warned[0].contains("cannot reach Redis"), "{}", warned[0]);
     // The Redis that came back was written to again: it started empty.
-    let window: Option<String> = redis.query(&["HGET", &format!("poll:{}:breaker", origin(&server)), "window"]);
-    let outcomes = window.as_deref().map_or(0, |w| w.split_whitespace().count());
-    assert!(outcomes >= 3, "the breaker's window after the restart: {window:?}");
+    let breaker = breaker(&redis, &origin(&server));
+    let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
+    assert!(outcomes >= 3, "the breaker's window after the restart: {breaker}");
+}
+
+#[test]
+fn a_connection_redis_closed_while_idle_is_made_again_without_a_failure() {
+    let _serial = serial();
+    // Redis closes a client idle for a second.
+    let Some(redis) = Redis::with_args(&["--timeout", "1"]) else { return };
+    let script = [vec![Reply::json(200, PENDING); 2], vec![Reply::json(200, DONE)]].concat();
+    let server = Server::start(script);
+    let connections = || -> u32 {
+        let stats: String = redis.query(&["INFO", "stats"]);
+        let count = stats.lines().find_map(|l| l.strip_prefix("total_connections_received:"));
+        count.and_then(|n| n.trim().parse().ok()).expect("total_connections_received")
+    };
+    let before = connections();
+    let args = ["--state", &redis.url(), "--state-fail", "closed", "-i", "2s", "--until", ".done", &server.url("/")];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(server.hits(), 3);
+    // Less the query that counts: one connection, then one more after each idle spell.
+    let made = connections() - before - 1;
+    assert_eq!(made, 3, "connections poll made");
 }
 
 /// A server that accepts connections and never answers; holds them until dropped.

@@ -60,6 +60,11 @@ impl Redis {
         Redis::start_with(Listen::Plain, None, &[])
     }
 
+    /// A plain server with more flags, e.g. `["--timeout", "1"]`.
+    pub fn with_args(args: &[&str]) -> Option<Redis> {
+        Redis::start_with(Listen::Plain, None, &args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
     /// A server that wants `password` (`--requirepass`).
     pub fn with_password(password: &str) -> Option<Redis> {
         Redis::start_with(Listen::Plain, Some(password), &[])
