@@ -4,10 +4,13 @@
     python3 benches/bench.py            # full run, prints a Markdown table
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
+    python3 benches/bench.py --state    # the cost of --state: none, a file, redis:// (needs only redis-server)
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
-Hurl is measured when `hurl` is on PATH (see README). Only 127.0.0.1 is contacted.
-The alternatives are interleaved round by round so that machine noise hits all alike.
+Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
+(`apt-get install redis-server`), which it starts on a free loopback port and stops.
+Only 127.0.0.1 is contacted. The alternatives are interleaved round by round so that
+machine noise hits all alike.
 """
 
 import argparse
@@ -16,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -256,15 +260,148 @@ def several_main():
     ratio = hundred[1]["cpu_us_per_attempt"] / hundred[0]["cpu_us_per_attempt"]
     print(f"\n100 URLs: peak RSS {rss:.1f} MiB (goal < 20 MiB: {'met' if rss < 20 else 'NOT met'}); "
           f"CPU per attempt at 300ms / at 100ms = {ratio:.2f} (no busy waiting: about 1)")
+class RedisServer:
+    """A redis-server of the benchmark's own on a free loopback port, pinned like the rest."""
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="poll-bench-redis-")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [*PIN, "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 10
+        while True:
+            try:
+                self.command("PING")
+                break
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("redis-server did not start")
+                time.sleep(0.02)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def command(self, *words):
+        """One inline command; returns the reply as text (a bulk string's content)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as conn:
+            conn.sendall((" ".join(words) + "\r\n").encode())
+            reply = b""
+            while not reply.endswith(b"\r\n") or (reply.startswith(b"$") and reply.count(b"\r\n") < 2):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        return reply.decode(errors="replace")
+
+    def calls(self):
+        """{command: (calls, server µs)} since the last CONFIG RESETSTAT, commands run inside
+        scripts included (those are not round trips)."""
+        stats = re.findall(r"^cmdstat_([^:]+):calls=(\d+),usec=(\d+)", self.command("INFO", "commandstats"), re.M)
+        return {name: (int(calls), int(usec)) for name, calls, usec in stats}
+
+
+# What a client sends on its own (one round trip each); everything else in commandstats ran inside a script.
+CLIENT_COMMANDS = ("evalsha", "eval", "script|load", "auth", "select", "hello", "client|setinfo", "ping")
+
+
+def state_overhead(server, polls, rounds):
+    """Tight polling with no --state, with --state FILE and with --state redis://, interleaved:
+    polls per second, and what the state costs per attempt. For Redis also the round trips
+    per attempt and the server's own time per script, from its commandstats."""
+    url = server.base + "/job"
+    folder = tempfile.mkdtemp(prefix="poll-bench-state-")
+    results = {}
+    try:
+        with RedisServer() as redis:
+            kinds = {
+                "no --state": [],
+                "--state FILE": ["--state", os.path.join(folder, "api.state")],
+                "--state redis://": ["--state", redis.url],
+            }
+            walls = {kind: [] for kind in kinds}
+            cpus = {kind: [] for kind in kinds}
+            trips, script_us = [], []
+            for _ in range(rounds):
+                for kind, flags in kinds.items():
+                    if kind == "--state FILE":
+                        for name in os.listdir(folder):
+                            os.remove(os.path.join(folder, name))
+                    if kind == "--state redis://":
+                        redis.command("FLUSHALL")
+                        redis.command("CONFIG", "RESETSTAT")
+                    server.reset(polls)
+                    cmd = [POLL, "--until", '.status=="done"', "--interval", "0", "--timeout", "0", "--retries", "0",
+                           *flags, url]
+                    wall, code, usage = run_rusage(cmd)
+                    assert code == 0, f"{kind} exited {code}"
+                    walls[kind].append(wall)
+                    cpus[kind].append(usage.ru_utime + usage.ru_stime)
+                    if kind == "--state redis://":
+                        calls = redis.calls()
+                        trips.append(sum(calls.get(name, (0, 0))[0] for name in CLIENT_COMMANDS) / polls)
+                        evalsha = calls.get("evalsha", (1, 0))
+                        script_us.append(evalsha[1] / max(evalsha[0], 1))
+            for kind, samples in walls.items():
+                results[kind] = statistics.median(samples)
+                results[kind + " cpu"] = statistics.median(cpus[kind])
+            results["trips"] = statistics.median(trips)
+            results["script_us"] = statistics.median(script_us)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return results
+
+
+def state_main(args):
+    rounds, polls = (3, 500) if args.quick else (7, 2000)
+    if not shutil.which("redis-server"):
+        sys.exit("bench: `redis-server` is missing: apt-get install redis-server")
+    build()
+    with JobServer() as server:
+        results = state_overhead(server, polls, rounds)
+    pinned = "job server, redis-server and poll pinned to CPU 0" if PIN else "not pinned (no taskset)"
+    print(f"\nrounds={rounds} polls={polls} cpus={os.cpu_count()}, {pinned}\n")
+    print("| tight polling, `--interval 0` | polls/s | µs per attempt | state's cost per attempt | poll's own CPU per attempt |")
+    print("|---|---|---|---|---|")
+    base = results["no --state"] / polls * 1e6
+    for kind in ("no --state", "--state FILE", "--state redis://"):
+        per = results[kind] / polls * 1e6
+        extra = "-" if kind == "no --state" else f"{per - base:.1f} µs"
+        cpu = results[kind + " cpu"] / polls * 1e6
+        print(f"| {kind} | {polls / results[kind]:,.0f} | {per:.1f} | {extra} | {cpu:.1f} µs |")
+    trips = results["trips"]
+    file_cost = results["--state FILE"] - results["no --state"]
+    redis_cost = results["--state redis://"] - results["no --state"]
+    print()
+    print("| goal | figure | met |")
+    print("|---|---|---|")
+    print(f"| Redis: at most two round trips per attempt | {trips:.2f} round trips per attempt "
+          f"(the server's own time: {results['script_us']:.1f} µs per script) | {'yes' if trips <= 2.0 else '**no**'} |")
+    print(f"| Redis at least as fast as the file (the Redis server on the same CPU) | {redis_cost / polls * 1e6:.1f} µs vs "
+          f"{file_cost / polls * 1e6:.1f} µs per attempt | {'yes' if redis_cost <= file_cost else '**no**'} |")
+    redis_cpu, file_cpu = results["--state redis:// cpu"], results["--state FILE cpu"]
+    print(f"| poll's own CPU with Redis at most the file's | {redis_cpu / polls * 1e6:.1f} µs vs {file_cpu / polls * 1e6:.1f} µs "
+          f"per attempt | {'yes' if redis_cpu <= file_cpu else '**no**'} |")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--several", action="store_true", help="only the several-URLs measurement")
+    parser.add_argument("--state", action="store_true", help="only the cost of --state (file and redis://)")
     args = parser.parse_args()
     if args.several:
         return several_main()
+    if args.state:
+        return state_main(args)
     rounds, polls, runs = (1, 500, 30) if args.quick else (5, 2000, 300)
     for tool in ("hyperfine", "wrk", "curl", "jq", "/usr/bin/time"):
         if not shutil.which(tool):

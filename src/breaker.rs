@@ -162,7 +162,7 @@ impl Breaker {
                 } else {
                     let cap = clock::ms(MAX_COOLDOWN).max(settings.cooldown);
                     self.cooldown = self.cooldown_or(settings).saturating_mul(2).min(cap);
-                    self.open(now, "the probe after the cool-down failed too".into());
+                    self.open(now, PROBE_FAILED.into());
                 }
             }
             // A request that was admitted before the breaker opened, or another
@@ -197,23 +197,35 @@ impl Breaker {
         }
         let ok = self.window.iter().filter(|s| s.ok).count();
         if ok * 100 < usize::from(settings.min_success) * n {
-            return Some(format!(
-                "{} of the last {n} requests failed, below --breaker-min-success {}%",
-                n - ok,
-                settings.min_success
-            ));
+            return Some(too_many_failures(n - ok, n, settings.min_success));
         }
         let p95 = p95(self.window.iter().map(|s| s.latency));
         if p95 > settings.max_p95 {
-            return Some(format!(
-                "p95 latency of the last {n} requests is {}, above --breaker-max-p95 {}",
-                human(Duration::from_millis(p95)),
-                human(Duration::from_millis(settings.max_p95))
-            ));
+            return Some(too_slow(n, p95, settings.max_p95));
         }
         None
     }
 }
+
+// Why a breaker opened, in words. The Redis store keeps the numbers and
+// words them with these, so that both stores say the same.
+
+/// The success-rate rule: `failed` of the last `n` outcomes failed.
+pub(crate) fn too_many_failures(failed: usize, n: usize, min_success: u8) -> String {
+    format!("{failed} of the last {n} requests failed, below --breaker-min-success {min_success}%")
+}
+
+/// The latency rule: the p95 of the last `n` outcomes, in ms, above `max_p95`.
+pub(crate) fn too_slow(n: usize, p95: u64, max_p95: u64) -> String {
+    format!(
+        "p95 latency of the last {n} requests is {}, above --breaker-max-p95 {}",
+        human(Duration::from_millis(p95)),
+        human(Duration::from_millis(max_p95))
+    )
+}
+
+/// A failed half-open probe.
+pub(crate) const PROBE_FAILED: &str = "the probe after the cool-down failed too";
 
 /// The nearest-rank 95th percentile: with up to 20 values, the largest.
 pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {

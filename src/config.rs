@@ -16,7 +16,7 @@ use crate::output::{ColorChoice, Style};
 use crate::parse;
 use crate::policy::{Jitter, Phase, Policy};
 use crate::request::{ClientConfig, Request};
-use crate::state::StateFail;
+use crate::state::{RedisUrl, StateFail};
 use crate::text::shorten;
 use crate::url;
 
@@ -83,6 +83,8 @@ pub(crate) struct Limits {
 pub(crate) enum StateSpec {
     /// A file whose folder exists.
     File(PathBuf),
+    /// A Redis server, by a URL that parses (a unix socket need not exist yet).
+    Redis(RedisUrl),
 }
 
 /// `--fallback`.
@@ -373,8 +375,8 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> 
 
 /// `--state FILE|URL`: a file whose folder exists, or a store URL that parses.
 fn check_state(value: &str) -> Result<StateSpec, Error> {
-    if let Some((scheme, _)) = value.split_once("://") {
-        return Err(usage("--state", format!("`{scheme}://` is not a state store this poll knows; give a file path")));
+    if RedisUrl::is_url(value) {
+        return RedisUrl::parse(value).map(StateSpec::Redis).map_err(|e| usage("--state", e));
     }
     let path = PathBuf::from(value);
     crate::file::check_writable(&path).map_err(|e| usage("--state", e))?;

@@ -50,7 +50,7 @@ use crate::cli::Asked;
 use crate::config::{Fallback, StateSpec};
 use crate::error::{Error, Signal};
 use crate::output::{Reporter, Summary, TargetSummary, Voice};
-use crate::state::{FileStore, Shared, Store};
+use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::target::{Common, TargetEnd};
 use crate::wait::Cancel;
 
@@ -157,6 +157,15 @@ pub fn run(config: Config) -> Ending {
     let reporter = Reporter::new(style, &urls, idempotency_key);
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
+        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref()) {
+            Ok(store) => Some(Box::new(store)),
+            Err(why) => {
+                // Before anything is sent: the URL parsed, but its TLS roots did not.
+                let error = Error::Usage(format!("--state `{}`: {why}", url.shown()));
+                let line = reporter.finish(&summary(&error, None, None));
+                return Ending { stdout: Vec::new(), error_line: line, code: error.exit_code(), voice: None };
+            }
+        },
         None => None,
     };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);

@@ -1,6 +1,7 @@
 //! End-to-end tests of `--rate`, `--state`, the circuit breaker and
 //! `--fallback`, with real `poll` processes side by side and one after another
-//! against the scripted loopback server.
+//! against the scripted loopback server; what both stores do runs on a state
+//! file and on a redis-server of the test's own (`tests/redis.rs` has the rest).
 
 mod support;
 
@@ -10,6 +11,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::redis::Redis;
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -101,6 +103,82 @@ fn read_state(path: &str) -> Value {
     value
 }
 
+/// The two `--state` stores. The tests of behaviour they share take one and
+/// run once on each (see `on_both_backends!` at the end).
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    File,
+    Redis,
+}
+
+impl Backend {
+    /// A fresh store for one test: a file in its own folder, or a redis-server
+    /// of its own. `None` (the test is skipped, loudly) where redis-server is missing.
+    fn store(self, name: &str) -> Option<Store> {
+        let folder = Folder::new(&format!("{name}-{self:?}"));
+        let (arg, redis) = match self {
+            Backend::File => (folder.file("api.state"), None),
+            Backend::Redis => {
+                let redis = Redis::start()?;
+                (redis.url(), Some(redis))
+            }
+        };
+        Some(Store { arg, redis, folder })
+    }
+}
+
+/// One test's store, and a folder for its other files.
+struct Store {
+    /// The `--state` value.
+    arg: String,
+    redis: Option<Redis>,
+    folder: Folder,
+}
+
+impl Store {
+    /// The state file, parsed, for the file backend.
+    fn file_state(&self) -> Option<Value> {
+        self.redis.is_none().then(|| read_state(&self.arg))
+    }
+
+    /// The breaker of `key`: its state, cool-down (ms) and how many outcomes its window holds.
+    fn breaker(&self, key: &str) -> (String, Option<u64>, usize) {
+        match &self.redis {
+            None => {
+                let value = read_state(&self.arg);
+                let breaker = &value["origins"][key]["breaker"];
+                let window = breaker["window"].as_array().map_or(0, Vec::len);
+                (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
+            }
+            Some(redis) => {
+                let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+                let breaker: Value = text.map_or(Value::Null, |t| serde_json::from_str(&t).expect("JSON"));
+                let window = breaker["window"].as_array().map_or(0, Vec::len);
+                (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
+            }
+        }
+    }
+
+    /// Everything the store keeps, as text, to look for what must not be there.
+    fn dump(&self) -> String {
+        let Some(redis) = &self.redis else { return std::fs::read_to_string(&self.arg).unwrap_or_default() };
+        let mut text = String::new();
+        for key in redis.keys() {
+            let values: Vec<Vec<u8>> = match redis.query::<String>(&["TYPE", &key]).as_str() {
+                "hash" => redis.query(&["HGETALL", &key]),
+                _ => vec![redis.query(&["GET", &key])],
+            };
+            text.push_str(&key);
+            for value in values {
+                text.push(' ');
+                text.push_str(&String::from_utf8_lossy(&value));
+            }
+            text.push('\n');
+        }
+        text
+    }
+}
+
 /// Most requests the server saw in any one-second window.
 fn busiest_second(server: &Server) -> usize {
     let at: Vec<Instant> = server.requests().iter().map(|r| r.at).collect();
@@ -121,11 +199,10 @@ fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
     assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
 }
 
-#[test]
-fn eight_processes_share_one_rate_budget() {
+fn eight_processes_share_one_rate_budget(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("rate8");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("rate8") else { return };
+    let state = store.arg.clone();
     // 409 is retried (--retry-on) and is an answer, so the breaker stays closed: five requests each.
     let server = Server::start(vec![Reply::status(409)]);
     let url = server.url("/jobs");
@@ -142,8 +219,9 @@ fn eight_processes_share_one_rate_budget() {
     assert!(took >= Duration::from_millis(3_800), "40 requests at 10/s took only {took:?}");
     let busiest = busiest_second(&server);
     assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
-    let value = read_state(&state);
-    assert!(value["origins"][server.url("").trim_end_matches('/')]["next_slot_ms"].as_u64().is_some_and(|n| n > 0));
+    if let Some(value) = store.file_state() {
+        assert!(value["origins"][server.url("").trim_end_matches('/')]["next_slot_ms"].as_u64().is_some_and(|n| n > 0));
+    }
 }
 
 #[test]
@@ -177,11 +255,10 @@ fn a_rate_slot_past_the_deadline_stops_at_once_with_exit_1() {
     assert!(err.contains("--rate") && err.contains("deadline"), "{err}");
 }
 
-#[test]
-fn a_breaker_opened_by_one_process_turns_the_next_away_without_a_request() {
+fn a_breaker_opened_by_one_process_turns_the_next_away_without_a_request(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("breaker");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("breaker") else { return };
+    let state = store.arg.clone();
     let server = Server::start(vec![Reply::status(503)]);
     let origin = server.url("").trim_end_matches('/').to_string();
     open_breaker(&server, &state, &[]);
@@ -201,15 +278,13 @@ fn a_breaker_opened_by_one_process_turns_the_next_away_without_a_request() {
     assert_eq!((done["exit_code"].as_u64(), done["reason"].as_str()), (Some(6), Some("circuit_open")), "{done}");
     assert_eq!(server.hits(), 5);
 
-    let value = read_state(&state);
-    assert_eq!(value["origins"][&origin]["breaker"]["state"], "open", "{value}");
+    assert_eq!(store.breaker(&origin).0, "open");
 }
 
-#[test]
-fn exactly_one_of_eight_processes_probes_after_the_cooldown() {
+fn exactly_one_of_eight_processes_probes_after_the_cooldown(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("probe");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("probe") else { return };
+    let state = store.arg.clone();
     // Five quick 503s open the breaker; the probe's 503 is slow, so the others arrive while it is out.
     let mut script = vec![Reply::status(503); 5];
     script.push(Reply::status(503).delay(Duration::from_millis(300)));
@@ -230,16 +305,14 @@ fn exactly_one_of_eight_processes_probes_after_the_cooldown() {
         outs.iter().map(stderr).filter(|e| e.contains("the probe after the cool-down failed too")).collect();
     assert_eq!(probers.len(), 1, "{probers:?}");
     assert!(probers[0].contains("(in 2s)"), "{}", probers[0]);
-    let value = read_state(&state);
-    let breaker = &value["origins"][server.url("").trim_end_matches('/')]["breaker"];
-    assert_eq!((breaker["state"].as_str(), breaker["cooldown_ms"].as_u64()), (Some("open"), Some(2_000)), "{breaker}");
+    let (breaker, cooldown, _) = store.breaker(server.url("").trim_end_matches('/'));
+    assert_eq!((breaker.as_str(), cooldown), ("open", Some(2_000)));
 }
 
-#[test]
-fn a_good_probe_closes_the_breaker() {
+fn a_good_probe_closes_the_breaker(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("close");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("close") else { return };
+    let state = store.arg.clone();
     let mut script = vec![Reply::status(503); 5];
     script.push(Reply::json(200, DONE));
     let server = Server::start(script);
@@ -253,10 +326,9 @@ fn a_good_probe_closes_the_breaker() {
         assert_eq!(stdout(&out), DONE);
     }
     assert_eq!(server.hits(), 7);
-    let value = read_state(&state);
-    let breaker = &value["origins"][server.url("").trim_end_matches('/')]["breaker"];
-    assert_eq!(breaker["state"], "closed", "{breaker}");
-    assert_eq!(breaker["window"].as_array().map(Vec::len), Some(1), "cleared by the probe, then one outcome");
+    let (breaker, _, window) = store.breaker(server.url("").trim_end_matches('/'));
+    assert_eq!(breaker, "closed");
+    assert_eq!(window, 1, "cleared by the probe, then one outcome");
 }
 
 #[test]
@@ -315,11 +387,10 @@ fn kill_9_mid_run_leaves_a_state_file_the_next_process_reads() {
     assert!(!Path::new(&folder.file("api.state.corrupt")).exists());
 }
 
-#[test]
-fn fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged() {
+fn fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("fallback");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("fallback") else { return };
+    let (folder, state) = (&store.folder, store.arg.clone());
     let fallback = r#"{"status":"unknown"}"#;
 
     // 5: retries spent.
@@ -361,11 +432,10 @@ fn fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged() {
     assert_eq!(missing.hits(), 1);
 }
 
-#[test]
-fn fallback_last_prints_the_last_good_body_of_this_url() {
+fn fallback_last_prints_the_last_good_body_of_this_url(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("last");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("last") else { return };
+    let state = store.arg.clone();
     let server = Server::routes(vec![
         ("/a", vec![Reply::json(200, r#"{"v":1}"#), Reply::status(503)]),
         ("/b", vec![Reply::json(200, r#"{"v":2}"#), Reply::status(503)]),
@@ -377,8 +447,11 @@ fn fallback_last_prints_the_last_good_body_of_this_url() {
     let out = run(&["--state", &state, "--fallback", "last", &a]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), r#"{"v":1}"#);
-    let text = std::fs::read_to_string(&state).unwrap_or_default();
-    assert!(!text.contains(r#"{\"v\":2}"#), "a run without --fallback last kept its body: {text}");
+    let text = store.dump();
+    assert!(
+        !text.contains(r#"{\"v\":2}"#) && !text.contains(r#"{"v":2}"#),
+        "a run without --fallback last kept its body: {text}"
+    );
     assert!(!text.contains("s3cret"), "a secret in the URL reached the state file: {text}");
 
     let out = run(&["--state", &state, "--fallback", "last", "--retries", "0", &a]);
@@ -395,11 +468,10 @@ fn fallback_last_prints_the_last_good_body_of_this_url() {
     assert!(stderr(&out).contains("--state"), "{}", stderr(&out));
 }
 
-#[test]
-fn server_advice_is_honoured_by_the_next_process_too() {
+fn server_advice_is_honoured_by_the_next_process_too(backend: Backend) {
     let _serial = serial();
-    let folder = Folder::new("advice");
-    let state = folder.file("api.state");
+    let Some(store) = backend.store("advice") else { return };
+    let state = store.arg.clone();
     let server = Server::start(vec![Reply::status(429).header("Retry-After", "2"), Reply::json(200, DONE)]);
     let url = server.url("/");
     let first = Running::spawn(&["--state", &state, &url]);
@@ -528,3 +600,25 @@ fn a_state_file_written_by_the_first_version_is_honoured() {
     assert!(stderr(&out).contains("4 of the last 5 requests failed"), "{}", stderr(&out));
     assert_eq!(stdout(&out), r#"{"status":"green"}"#, "the kept body of that URL");
 }
+
+/// One `#[test]` per backend for each test of behaviour both stores share.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod on_file {
+            $(#[test] fn $name() { super::$name(super::Backend::File) })*
+        }
+        mod on_redis {
+            $(#[test] fn $name() { super::$name(super::Backend::Redis) })*
+        }
+    };
+}
+
+on_both_backends!(
+    eight_processes_share_one_rate_budget,
+    a_breaker_opened_by_one_process_turns_the_next_away_without_a_request,
+    exactly_one_of_eight_processes_probes_after_the_cooldown,
+    a_good_probe_closes_the_breaker,
+    fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged,
+    fallback_last_prints_the_last_good_body_of_this_url,
+    server_advice_is_honoured_by_the_next_process_too,
+);

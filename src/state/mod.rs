@@ -2,7 +2,8 @@
 //! the server's "not before" time, the circuit breaker and the last good
 //! bodies, per key (the origin, or `--state-key`).
 //!
-//! Every store speaks through [`Store`]: two atomic steps per attempt,
+//! Every store speaks through [`Store`] (the file in `file.rs`, Redis in
+//! `redis.rs`): two atomic steps per attempt,
 //! `admit` before and `record` after (plus `last_good` for `--fallback last`).
 //! [`Shared`] is what the loop talks to: it picks the store, bounds each step
 //! to a second, and when the store cannot be reached follows `--state-fail`:
@@ -10,6 +11,7 @@
 
 mod file;
 mod origin;
+mod redis;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +23,7 @@ use crate::clock;
 use crate::error::Error;
 use crate::policy::WaitReason;
 
+pub(crate) use self::redis::{RedisStore, RedisUrl};
 pub(crate) use file::FileStore;
 pub use file::State;
 use origin::Origin;

@@ -1,0 +1,92 @@
+-- poll's admit step (src/state/redis.rs): the turn before one attempt, as one
+-- atomic script on the Redis server. The rules of Origin::admit in
+-- src/state/origin.rs, on the server's clock: the breaker first, then the
+-- server's "not before", then the --rate slot (GCRA with a burst of one, as
+-- go-redis/redis_rate keeps it: one theoretical arrival time per key).
+--
+-- KEYS[1] rate     the next free --rate slot (epoch ms)
+-- KEYS[2] advice   the server's "not before" (epoch ms)
+-- KEYS[3] breaker  JSON: state (closed|open|half_open), until_ms (the cool-down's end, or
+--                  the lease's while half-open), cooldown_ms, reason, prober (the last
+--                  probe's token), window (outcomes, oldest first, each 2 * ms + 1 if it succeeded)
+-- KEYS[4] probe    the half-open lease: the prober's token, expiring with the lease
+--
+-- ARGV[1] now in epoch ms, or "" for the server's TIME (tests pin the clock)
+-- ARGV[2] --rate spacing in ms, 0 without --rate
+-- ARGV[3] ms left before --timeout, -1 without a deadline
+-- ARGV[4] 1 when the breaker is kept
+-- ARGV[5] this process's token, "PID:NONCE"
+-- ARGV[6] --breaker-cooldown in ms
+-- ARGV[7] how long a breaker is kept after its last write, in ms
+--
+-- Returns {kind, ms, why, prober, reason}:
+--   {'go', wait, why, '', ''}         send after wait ms; why: 0 nothing, 1 the --rate slot, 2 the "not before"
+--   {'late', wait, why, '', ''}       the turn would come at or after the deadline; nothing was taken
+--   {'open', retry_in, 0, prober, reason}  the breaker turns this caller away (prober: the lease holder's token)
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local now = tonumber(ARGV[1])
+if not now then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+local spacing = tonumber(ARGV[2])
+local deadline_in = tonumber(ARGV[3])
+local token = ARGV[5]
+local kept = tonumber(ARGV[7])
+
+-- One read for all three.
+local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+
+local breaker, probe, cooldown, reason = nil, false, 0, ''
+if ARGV[4] == '1' and stored[3] then
+  breaker = cjson.decode(stored[3])
+  local state, open_until = breaker.state, tonumber(breaker.until_ms) or 0
+  reason = breaker.reason or ''
+  if state == 'open' and now < open_until then
+    return {'open', open_until - now, 0, '', reason}
+  end
+  if state == 'half_open' then
+    local holder = redis.call('GET', KEYS[4])
+    if holder and now < open_until then
+      return {'open', open_until - now, 0, holder, reason}
+    end
+    -- A lease the clock says is over goes, even in the millisecond before its key expires.
+    if holder then redis.call('DEL', KEYS[4]) end
+  end
+  if state == 'open' or state == 'half_open' then
+    -- The cool-down is over, or the last prober's lease ran out: this caller probes.
+    probe = true
+    cooldown = tonumber(breaker.cooldown_ms) or 0
+    if cooldown <= 0 then cooldown = tonumber(ARGV[6]) end
+  end
+end
+
+local advised = math.max(tonumber(stored[2]) or 0, now)
+local at = advised
+if spacing > 0 then
+  at = math.max(tonumber(stored[1]) or 0, advised)
+end
+local why = 0
+if at > advised then why = 1 elseif at > now then why = 2 end
+local wait = at - now
+if why ~= 0 and deadline_in >= 0 and wait >= deadline_in then
+  return {'late', wait, why, '', ''}
+end
+
+if probe then
+  -- The lease: one cool-down from the probe's slot. Whoever holds it probes; it
+  -- expires by itself, so a prober killed with kill -9 holds the origin no longer.
+  if not redis.call('SET', KEYS[4], token, 'NX', 'PX', wait + cooldown) then
+    local holder = redis.call('GET', KEYS[4]) or ''
+    return {'open', math.max(redis.call('PTTL', KEYS[4]), 0), 0, holder, reason}
+  end
+  breaker.state, breaker.prober, breaker.until_ms = 'half_open', token, at + cooldown
+  redis.call('SET', KEYS[3], cjson.encode(breaker), 'PX', wait + cooldown + kept)
+end
+if spacing > 0 then
+  -- Past its slot plus one spacing, a missing key means the same as this one: "now".
+  redis.call('SET', KEYS[1], at + spacing, 'PX', wait + 2 * spacing)
+end
+return {'go', wait, why, '', ''}

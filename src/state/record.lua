@@ -1,0 +1,160 @@
+-- poll's record step (src/state/redis.rs): what one attempt leaves behind, as
+-- one atomic script on the Redis server. The rules of Origin::record in
+-- src/state/origin.rs and Breaker::record in src/breaker.rs, on the server's
+-- clock: keep the server's advice and a good body, and feed the breaker.
+--
+-- KEYS[1] advice   the server's "not before" (epoch ms)
+-- KEYS[2] breaker  JSON, as admit.lua describes it
+-- KEYS[3] probe    the half-open lease
+-- KEYS[4] last     a hash: URL -> the last good body
+-- KEYS[5] last_at  a hash: URL -> when it was kept (epoch ms)
+--
+-- ARGV[1]  now in epoch ms, or "" for the server's TIME (tests pin the clock)
+-- ARGV[2]  ms of server-advised wait the run honoured, -1 for none
+-- ARGV[3]  1 when the breaker is kept
+-- ARGV[4]  this process's token, "PID:NONCE"
+-- ARGV[5]  1 when the attempt counts as a success for the breaker
+-- ARGV[6]  its latency in ms
+-- ARGV[7]  --breaker-window
+-- ARGV[8]  --breaker-min-success (percent)
+-- ARGV[9]  --breaker-max-p95 in ms
+-- ARGV[10] --breaker-cooldown in ms
+-- ARGV[11] the cap of a doubled cool-down in ms
+-- ARGV[12] how long a breaker is kept after its last write, in ms
+-- ARGV[13] the fewest outcomes the breaker judges
+-- ARGV[14] 'keep' (ARGV[16] is the good body of URL ARGV[15]), 'drop' (too large to keep: forget URL's), or ''
+-- ARGV[15] the URL (redacted)
+-- ARGV[16] the body
+-- ARGV[17] bodies kept per key, at most
+-- ARGV[18] how long a body is kept after it was written, in ms
+--
+-- Returns {'ok', 0, 0, '', ''}, or {'open', retry_in, 0, prober, reason} when
+-- the breaker turns callers away afterwards. A reason is kept as numbers
+-- ('rate:FAILED:N:PCT', 'p95:N:P95:MAX', 'probe') that poll puts in words.
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local now = tonumber(ARGV[1])
+if not now then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- The server's advice: the later "not before" stands, and expires when it passes.
+local advised = tonumber(ARGV[2])
+if advised > 0 and now + advised > (tonumber(redis.call('GET', KEYS[1])) or 0) then
+  redis.call('SET', KEYS[1], now + advised, 'PX', advised)
+end
+
+-- The last good body of a URL, each kept for ARGV[18] after it was written;
+-- beyond ARGV[17] bodies the oldest goes first.
+local good, url = ARGV[14], ARGV[15]
+if good == 'keep' then
+  local ttl, most = tonumber(ARGV[18]), tonumber(ARGV[17])
+  redis.call('HSET', KEYS[4], url, ARGV[16])
+  redis.call('HSET', KEYS[5], url, now)
+  local times, fresh = redis.call('HGETALL', KEYS[5]), {}
+  for i = 1, #times, 2 do
+    local at = tonumber(times[i + 1]) or 0
+    if now - at >= ttl then
+      redis.call('HDEL', KEYS[4], times[i])
+      redis.call('HDEL', KEYS[5], times[i])
+    else
+      fresh[#fresh + 1] = {times[i], at}
+    end
+  end
+  table.sort(fresh, function(a, b)
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[1] < b[1]
+  end)
+  for i = 1, #fresh - most do
+    redis.call('HDEL', KEYS[4], fresh[i][1])
+    redis.call('HDEL', KEYS[5], fresh[i][1])
+  end
+  redis.call('PEXPIRE', KEYS[4], ttl)
+  redis.call('PEXPIRE', KEYS[5], ttl)
+elseif good == 'drop' then
+  redis.call('HDEL', KEYS[4], url)
+  redis.call('HDEL', KEYS[5], url)
+end
+
+if ARGV[3] ~= '1' then return {'ok', 0, 0, '', ''} end
+
+local token, ok, latency = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
+local window, min_success, max_p95 = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local flag_cooldown, cap, kept, fewest = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+
+local stored = redis.call('GET', KEYS[2])
+local breaker = stored and cjson.decode(stored) or {}
+local state = breaker.state or 'closed'
+local open_until, reason = tonumber(breaker.until_ms) or 0, breaker.reason or ''
+
+-- Why the window says the origin is down, if it does.
+local function verdict(outcomes)
+  local n = #outcomes
+  if n < fewest then return nil end
+  local good, slow = 0, 0
+  for i = 1, n do
+    local outcome = outcomes[i]
+    if outcome % 2 == 1 then good = good + 1 end
+    if math.floor(outcome / 2) > max_p95 then slow = slow + 1 end
+  end
+  if good * 100 < min_success * n then
+    return 'rate:' .. (n - good) .. ':' .. n .. ':' .. min_success
+  end
+  -- The nearest-rank p95 is above the limit exactly when more than n - rank latencies are.
+  local rank = math.max(math.floor((n * 95 + 99) / 100), 1)
+  if slow > n - rank then
+    local latencies = {}
+    for i = 1, n do latencies[i] = math.floor(outcomes[i] / 2) end
+    table.sort(latencies)
+    return 'p95:' .. n .. ':' .. latencies[rank] .. ':' .. max_p95
+  end
+  return nil
+end
+
+if state == 'closed' then
+  local outcomes = breaker.window or {}
+  outcomes[#outcomes + 1] = 2 * latency + (ok and 1 or 0)
+  local extra = #outcomes - math.max(window, 1)
+  if extra > 0 then
+    local newer = {}
+    for i = extra + 1, #outcomes do newer[#newer + 1] = outcomes[i] end
+    outcomes = newer
+  end
+  breaker.window = outcomes
+  local why = verdict(outcomes)
+  if why then
+    state, open_until, reason = 'open', now + flag_cooldown, why
+    breaker.state, breaker.until_ms, breaker.cooldown_ms, breaker.reason = state, open_until, flag_cooldown, reason
+  end
+  redis.call('SET', KEYS[2], cjson.encode(breaker), 'PX', math.max(open_until - now, 0) + kept)
+elseif state == 'half_open' and breaker.prober == token then
+  -- This process's probe: the origin is back (start afresh), or open again for twice as long.
+  redis.call('DEL', KEYS[3])
+  if ok then
+    redis.call('DEL', KEYS[2])
+    state = 'closed'
+  else
+    local cooldown = tonumber(breaker.cooldown_ms) or 0
+    if cooldown <= 0 then cooldown = flag_cooldown end
+    cooldown = math.min(cooldown * 2, cap)
+    state, open_until, reason = 'open', now + cooldown, 'probe'
+    breaker.state, breaker.until_ms, breaker.cooldown_ms, breaker.reason = state, open_until, cooldown, reason
+    breaker.prober = nil
+    redis.call('SET', KEYS[2], cjson.encode(breaker), 'PX', cooldown + kept)
+  end
+end
+-- Otherwise: an attempt admitted before the breaker opened, or another
+-- process's probe; its outcome does not change the verdict.
+
+if state == 'open' and now < open_until then
+  return {'open', open_until - now, 0, '', reason}
+end
+if state == 'half_open' then
+  local holder = redis.call('GET', KEYS[3])
+  if holder and now < open_until then
+    return {'open', open_until - now, 0, holder, reason}
+  end
+end
+return {'ok', 0, 0, '', ''}

@@ -1,0 +1,622 @@
+//! End-to-end tests of `--state redis://` that only Redis has: processes that
+//! share nothing but the server, `--state-key`, the probe's lease, a Redis
+//! that is down, dies, comes back or stalls, expiries, passwords, TLS and unix
+//! sockets. Each test starts its own redis-server (`support::redis`); the
+//! behaviour both stores share is tested on both in `tests/state.rs`.
+
+mod support;
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::redis::Redis;
+use support::server::{Reply, Server};
+
+const PENDING: &str = r#"{"done":false}"#;
+const DONE: &str = r#"{"done":true}"#;
+
+/// These tests time processes against each other: one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The binary with the hermetic environment of `support::poll_std()`.
+fn poll(args: &[&str]) -> Command {
+    let mut cmd = support::poll_std();
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    poll(args).output().expect("run poll")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The warning lines of a run.
+fn warnings(out: &Output) -> Vec<String> {
+    stderr(out).lines().filter(|line| line.contains("warning")).map(str::to_string).collect()
+}
+
+/// A child that is killed if the test fails before it is waited for.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(args: &[&str]) -> Running {
+        Running(Some(poll(args).spawn().expect("spawn poll")))
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    fn wait(mut self) -> Output {
+        self.0.take().expect("not waited yet").wait_with_output().expect("wait for poll")
+    }
+
+    fn kill_9(mut self) {
+        if let Some(mut child) = self.0.take() {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Most requests that `servers` saw together in any one-second window.
+fn busiest_second(servers: &[&Server]) -> usize {
+    let at: Vec<Instant> = servers.iter().flat_map(|s| s.requests()).map(|r| r.at).collect();
+    at.iter()
+        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `scheme://host:port` of a test server: its state key.
+fn origin(server: &Server) -> String {
+    server.url("").trim_end_matches('/').to_string()
+}
+
+/// The breaker `poll` keeps in `redis` for `key` (JSON), or `null`.
+fn breaker(redis: &Redis, key: &str) -> Value {
+    let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+    text.map_or(Value::Null, |text| serde_json::from_str(&text).expect("the breaker is JSON"))
+}
+
+/// Opens the breaker of `server`'s origin in `state` with five quick 503s (exit 6).
+fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
+    let url = server.url("/");
+    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
+    args.extend_from_slice(extra);
+    args.push(&url);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
+}
+
+/// A folder for files a test makes (certificates), removed on drop.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create the test folder");
+        Folder(path)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn processes_that_share_only_redis_and_a_state_key_share_one_rate_budget_across_origins() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    // Two origins (one API behind two names, say), one budget: the key is the token's, not the origin.
+    // 409 is retried and is an answer, so the breaker stays closed: five requests each.
+    let (a, b) = (Server::start(vec![Reply::status(409)]), Server::start(vec![Reply::status(409)]));
+    let urls = [a.url("/jobs"), b.url("/jobs")];
+    let started = Instant::now();
+    let children: Vec<Running> = (0..8)
+        .map(|i| {
+            Running::spawn(&[
+                "--state",
+                &state,
+                "--state-key",
+                "token-a",
+                "--rate",
+                "10/s",
+                "--retry-on",
+                "409",
+                "--retries",
+                "4",
+                "--backoff",
+                "0",
+                "-q",
+                &urls[i % 2],
+            ])
+        })
+        .collect();
+    for child in children {
+        let out = child.wait();
+        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().filter(|l| l.contains("warning")).count(), 0, "{}", stderr(&out));
+    }
+    let took = started.elapsed();
+    assert_eq!(a.hits() + b.hits(), 40);
+    assert!(took >= Duration::from_millis(3_800), "40 requests at 10/s took only {took:?}");
+    let busiest = busiest_second(&[&a, &b]);
+    assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
+    let keys = redis.keys();
+    assert!(keys.iter().all(|k| k.starts_with("poll:token-a:")), "{keys:?}");
+}
+
+#[test]
+fn two_state_keys_keep_two_budgets() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    let server = Server::start(vec![Reply::status(409)]);
+    let (a, b) = (server.url("/a"), server.url("/b"));
+    let flags = ["--rate", "2/s", "--retry-on", "409", "--retries", "2", "--backoff", "0", "-q"];
+    let started = Instant::now();
+    let children: Vec<Running> = [("a", &a), ("a", &a), ("b", &b), ("b", &b)]
+        .iter()
+        .map(|(key, url)| Running::spawn(&[&["--state", &state, "--state-key", key][..], &flags, &[url]].concat()))
+        .collect();
+    for child in children {
+        assert_eq!(child.wait().status.code(), Some(5));
+    }
+    let took = started.elapsed();
+    // Six requests per key at 2/s: 2.5 s each, side by side; one shared budget would take 5.5 s.
+    assert_eq!(server.hits(), 12);
+    assert!(took >= Duration::from_millis(2_400), "{took:?}");
+    assert!(took < Duration::from_millis(5_000), "the keys shared a budget: {took:?}");
+    for path in ["/a", "/b"] {
+        let at: Vec<Instant> = server.requests().iter().filter(|r| r.path == path).map(|r| r.at).collect();
+        assert_eq!(at.len(), 6, "{path}");
+        for pair in at.windows(2) {
+            let gap = pair[1].duration_since(pair[0]);
+            assert!(gap >= Duration::from_millis(450), "{path}: requests {gap:?} apart at --rate 2/s");
+        }
+    }
+}
+
+#[test]
+fn a_breaker_opened_over_tcp_turns_away_a_process_on_the_unix_socket_without_a_request() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let server = Server::start(vec![Reply::status(503)]);
+    open_breaker(&server, &redis.url(), &[]);
+    let out = run(&["--state", &redis.unix_url(), &server.url("/other")]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "an open breaker sends nothing");
+    let err = stderr(&out);
+    assert!(err.contains(&format!("circuit open for {}", origin(&server))), "{err}");
+    assert!(err.contains("5 of the last 5 requests failed, below --breaker-min-success 60%"), "{err}");
+    assert!(err.contains("Z (in 30s)") || err.contains("Z (in 29s)"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_prober_killed_with_kill_9_holds_the_origin_until_its_lease_ends_and_no_longer() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    // Five quick 503s open the breaker; the probe never gets its answer; the next probe does.
+    let mut script = vec![Reply::status(503); 5];
+    script.push(Reply::hang());
+    script.push(Reply::json(200, DONE));
+    let server = Server::start(script);
+    let cooldown = ["--breaker-cooldown", "1s"];
+    open_breaker(&server, &state, &cooldown);
+    std::thread::sleep(Duration::from_millis(1_100));
+
+    let url = server.url("/");
+    let args = ["--state", &state, cooldown[0], cooldown[1], &url];
+    let prober = Running::spawn(&args);
+    let prober_pid = prober.pid();
+    assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
+    let probed = server.requests()[5].at;
+    assert_eq!(breaker(&redis, &origin(&server))["state"], "half_open");
+    prober.kill_9();
+
+    // The lease (one cool-down) still runs: turned away, naming the prober.
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("process {prober_pid} is probing it")), "{}", stderr(&out));
+    assert!(stderr(&out).contains("at the latest"), "{}", stderr(&out));
+    assert_eq!(server.hits(), 6);
+
+    // After it, the next process probes, and its answer closes the breaker.
+    let lease_end = probed + Duration::from_millis(1_000);
+    std::thread::sleep(lease_end.saturating_duration_since(Instant::now()) + Duration::from_millis(100));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(server.hits(), 7);
+    let second = server.requests()[6].at.duration_since(probed);
+    assert!(second >= Duration::from_millis(950), "the next probe came {second:?} after the first, inside its lease");
+    assert!(redis.keys().iter().all(|k| !k.ends_with(":probe")), "{:?}", redis.keys());
+}
+
+#[test]
+fn retry_after_is_kept_across_runs_until_it_passes() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    let server = Server::start(vec![Reply::status(429).header("Retry-After", "3"), Reply::json(200, DONE)]);
+    let url = server.url("/");
+    // The first run waits for the Retry-After and is killed during the wait.
+    let first = Running::spawn(&["--state", &state, &url]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(200));
+    first.kill_9();
+    let advice = format!("poll:{}:advice", origin(&server));
+    let ttl: i64 = redis.query(&["PTTL", &advice]);
+    assert!((1_000..=3_000).contains(&ttl), "the advice expires when it passes: PTTL {ttl}");
+
+    let out = run(&["--state", &state, "-v", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Retry-After or rate-limit reset, kept in --state"), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let after = requests[1].at.duration_since(requests[0].at);
+    assert!(after >= Duration::from_millis(2_900), "the next run sent {after:?} after Retry-After: 3");
+}
+
+#[test]
+fn redis_down_at_start_warns_once_and_keeps_the_own_rate_or_ends_the_run_when_closed() {
+    let _serial = serial();
+    let port = support::redis::free_port();
+    let state = format!("redis://127.0.0.1:{port}");
+    let script = [vec![Reply::json(200, PENDING); 3], vec![Reply::json(200, DONE)]].concat();
+    let server = Server::start(script);
+    let url = server.url("/");
+    let out = run(&["--state", &state, "--rate", "5/s", "-i", "0", "--until", ".done", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 1, "one warning for the run: {warned:?}");
+    assert!(warned[0].contains(&format!("--state `{state}`: cannot reach Redis")), "{}", warned[0]);
+    assert!(warned[0].contains("going on with this process's own limits (--state-fail open)"), "{}", warned[0]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(180), "the own --rate 5/s kept requests only {gap:?} apart");
+    }
+
+    let closed = Server::start(vec![Reply::json(200, DONE)]);
+    let out = run(&["--state", &state, "--state-fail", "closed", &closed.url("/")]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(closed.connections(), 0, "nothing is sent under --state-fail closed");
+    let err = stderr(&out);
+    assert!(err.contains("cannot reach Redis") && err.contains("nothing more is sent (--state-fail closed)"), "{err}");
+
+    // A unix socket that does not exist yet is no usage error: the server may start later.
+    let out = run(&["--state", "redis+unix:///no/such/redis.sock", &closed.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(warnings(&out).len(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn redis_killed_mid_run_costs_a_warning_and_is_used_again_when_it_comes_back() {
+    let _serial = serial();
+    let Some(mut redis) = Redis::start() else { return };
+    let state = redis.url();
+    let script = [vec![Reply::json(200, PENDING); 14], vec![Reply::json(200, DONE)]].concat();
+    let server = Server::start(script);
+    let child = Running::spawn(&["--state", &state, "-i", "100ms", "--until", ".done", &server.url("/")]);
+    assert!(server.wait_hits(3, Duration::from_secs(10)));
+    redis.kill();
+    assert!(server.wait_hits(6, Duration::from_secs(10)), "the run goes on without Redis");
+    redis.restart();
+    let out = child.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(server.hits(), 15);
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("cannot reach Redis"), "{}", warned[0]);
+    // The Redis that came back was written to again: it started empty.
+    let breaker = breaker(&redis, &origin(&server));
+    let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
+    assert!(outcomes >= 3, "the breaker's window after the restart: {breaker}");
+}
+
+#[test]
+fn a_connection_redis_closed_while_idle_is_made_again_without_a_failure() {
+    let _serial = serial();
+    // Redis closes a client idle for a second.
+    let Some(redis) = Redis::with_args(&["--timeout", "1"]) else { return };
+    let script = [vec![Reply::json(200, PENDING); 2], vec![Reply::json(200, DONE)]].concat();
+    let server = Server::start(script);
+    let connections = || -> u32 {
+        let stats: String = redis.query(&["INFO", "stats"]);
+        let count = stats.lines().find_map(|l| l.strip_prefix("total_connections_received:"));
+        count.and_then(|n| n.trim().parse().ok()).expect("total_connections_received")
+    };
+    let before = connections();
+    let args = ["--state", &redis.url(), "--state-fail", "closed", "-i", "2s", "--until", ".done", &server.url("/")];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(server.hits(), 3);
+    // Less the query that counts: one connection, then one more after each idle spell.
+    let made = connections() - before - 1;
+    assert_eq!(made, 3, "connections poll made");
+}
+
+/// A server that accepts connections and never answers; holds them until dropped.
+struct Stalled {
+    port: u16,
+    held: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Stalled {
+    fn start() -> Stalled {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&held);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                keep.lock().unwrap_or_else(PoisonError::into_inner).push(stream);
+            }
+        });
+        Stalled { port, held }
+    }
+
+    fn connections(&self) -> usize {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+#[test]
+fn a_stalled_redis_costs_about_a_second_a_step_and_never_runs_past_the_deadline() {
+    let _serial = serial();
+    let stalled = Stalled::start();
+    let state = format!("redis://127.0.0.1:{}", stalled.port);
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+
+    // One attempt: the admit and the record each wait a second for an answer that never comes.
+    let started = Instant::now();
+    let out = run(&["--state", &state, &server.url("/")]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 1);
+    assert!(took >= Duration::from_millis(1_900) && took < Duration::from_millis(3_500), "{took:?}");
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("Redis did not answer within 1.0s"), "{}", warned[0]);
+    assert!(stalled.connections() >= 2, "a stalled connection is dropped and made again");
+
+    // The deadline bounds every step: no step may run past --timeout.
+    let pending = Server::start(vec![Reply::json(200, PENDING)]);
+    let started = Instant::now();
+    let out = run(&["--state", &state, "--timeout", "1500ms", "-i", "0", "--until", ".done", &pending.url("/")]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took >= Duration::from_millis(1_400) && took < Duration::from_millis(2_300), "{took:?}");
+
+    // Closed: a second, then exit 6 without a request.
+    let closed = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let started = Instant::now();
+    let out = run(&["--state", &state, "--state-fail", "closed", &closed.url("/")]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(closed.connections(), 0);
+    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(2_500), "{took:?}");
+}
+
+#[test]
+fn every_key_poll_writes_expires() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    let mut down = vec![Reply::status(503); 4];
+    down.push(Reply::hang());
+    let server = Server::routes(vec![
+        ("/good", vec![Reply::json(200, DONE)]),
+        ("/busy", vec![Reply::status(429).header("Retry-After", "20")]),
+        ("/down", down),
+    ]);
+    let cooldown = ["--breaker-cooldown", "2s"];
+    // The breaker's window and a last good body.
+    let out = run(&["--state", &state, "--fallback", "last", cooldown[0], cooldown[1], &server.url("/good")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The server's advice, kept (under a key of its own, or it would hold up the rest) by a run
+    // killed while it waits.
+    let busy = Running::spawn(&["--state", &state, "--state-key", "advice-run", &server.url("/busy")]);
+    assert!(server.wait_hits(2, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(200));
+    busy.kill_9();
+    // Four 503s open the breaker (1 of 5 succeeded); the probe hangs and its prober is killed.
+    let down = server.url("/down");
+    let out = run(&["--state", &state, "--retries", "9", "--backoff", "0", cooldown[0], cooldown[1], &down]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(2_100));
+    // The probe takes a --rate slot too.
+    let prober = Running::spawn(&["--state", &state, "--rate", "1/m", cooldown[0], cooldown[1], &down]);
+    assert!(server.wait_hits(7, Duration::from_secs(10)), "the probe arrives");
+    prober.kill_9();
+
+    let key = origin(&server);
+    let mut layout = vec!["poll:advice-run:advice".to_string(), "poll:advice-run:breaker".to_string()];
+    layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| format!("poll:{key}:{part}")));
+    assert_eq!(redis.keys(), layout, "the key layout");
+    let (second, hour) = (1_000, 60 * 60 * 1_000);
+    let bounds = [
+        ("poll:advice-run:advice".to_string(), 10 * second, 20 * second),
+        ("poll:advice-run:breaker".to_string(), hour - 60 * second, hour),
+        (format!("poll:{key}:breaker"), hour - 60 * second, hour + 2 * second),
+        (format!("poll:{key}:last"), 24 * hour - 60 * second, 24 * hour),
+        (format!("poll:{key}:last_at"), 24 * hour - 60 * second, 24 * hour),
+        (format!("poll:{key}:probe"), 1, 2 * second),
+        (format!("poll:{key}:rate"), 60 * second, 120 * second),
+    ];
+    for (key, low, high) in bounds {
+        let ttl: i64 = redis.query(&["PTTL", &key]);
+        assert!((low..=high).contains(&ttl), "{key} expires in {ttl} ms, not in {low}..={high}");
+    }
+}
+
+#[test]
+fn a_password_in_the_url_works_and_never_shows_even_when_it_is_wrong() {
+    let _serial = serial();
+    let password = "s3cr3t-Pa55";
+    let Some(redis) = Redis::with_password(password) else { return };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let url = server.url("/");
+    for userinfo in [format!(":{password}"), format!("default:{password}")] {
+        let state = redis.url_with(&userinfo);
+        let out = run(&["--state", &state, "--state-fail", "closed", "-vv", &url]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(!stderr(&out).contains(password), "{}", stderr(&out));
+    }
+    assert!(!redis.keys().is_empty(), "the runs wrote their state");
+
+    let wrong = "wr0ng-Pa55";
+    for userinfo in [format!(":{wrong}"), format!("default:{wrong}"), "bob:p%40ss".to_string()] {
+        let state = redis.url_with(&userinfo);
+        for extra in [&["-vv"][..], &["--log-format", "json"]] {
+            let out = run(&[&["--state", &state][..], extra, &[&url]].concat());
+            assert_eq!(out.status.code(), Some(0), "open goes on: {}", stderr(&out));
+            let err = stderr(&out);
+            for secret in [wrong, password, "p%40ss", "p@ss"] {
+                assert!(!err.contains(secret), "{secret} in: {err}");
+            }
+            assert!(err.contains("redis://<redacted>@127.0.0.1"), "{err}");
+            assert!(err.contains("Redis refused the user name or password"), "{err}");
+        }
+        let out = run(&["--state", &state, "--state-fail", "closed", &url]);
+        assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+        assert!(!stderr(&out).contains(wrong) && !stderr(&out).contains("p@ss"), "{}", stderr(&out));
+    }
+    // No password for a server that wants one.
+    let out = run(&["--state", &redis.url(), "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Redis wants a password"), "{}", stderr(&out));
+    // A JSON log carries the warning, and the password nowhere.
+    let out = run(&["--state", &redis.url_with(&format!(":{wrong}")), "--log-format", "json", &url]);
+    let objects: Vec<Value> = stderr(&out).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(objects.iter().any(|o| o.to_string().contains("Redis refused")), "{}", stderr(&out));
+}
+
+/// A CA and a leaf it signed for 127.0.0.1, made with openssl in `folder`:
+/// rustls refuses a self-signed certificate used as the server's own.
+fn certificates(folder: &Folder) -> bool {
+    if !support::have_tool("openssl", "apt-get install openssl") {
+        return false;
+    }
+    let path = |name: &str| folder.path(name).display().to_string();
+    std::fs::write(
+        folder.path("leaf.ext"),
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n\
+         subjectAltName=IP:127.0.0.1\n",
+    )
+    .expect("write leaf.ext");
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2";
+    let (ca, ca_key, leaf, leaf_key, csr, ext) =
+        (path("ca.pem"), path("ca.key"), path("leaf.pem"), path("leaf.key"), path("leaf.csr"), path("leaf.ext"));
+    let steps = [
+        format!("req -x509 -new {ec} -keyout {ca_key} -out {ca} -subj /CN=poll-test-CA"),
+        format!("req -new {ec} -keyout {leaf_key} -out {csr} -subj /CN=127.0.0.1"),
+        format!("x509 -req -in {csr} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {leaf} -days 2 -extfile {ext}"),
+    ];
+    let ca_extensions =
+        ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"];
+    for (i, step) in steps.iter().enumerate() {
+        // The paths are under the target folder: no spaces to split on.
+        let mut args: Vec<&str> = step.split(' ').collect();
+        if i == 0 {
+            args.extend(ca_extensions);
+        }
+        let out = Command::new("openssl").args(&args).output().expect("run openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    true
+}
+
+#[test]
+fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
+    let _serial = serial();
+    let folder = Folder::new("tls");
+    if !certificates(&folder) {
+        return;
+    }
+    let Some(redis) = Redis::with_tls(&folder.path("leaf.pem"), &folder.path("leaf.key"), &folder.path("ca.pem"))
+    else {
+        return;
+    };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let url = server.url("/");
+    let ca = folder.path("ca.pem").display().to_string();
+    let state = redis.tls_url();
+    let out = run(&["--state", &state, "--cacert", &ca, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(redis.keys().len(), 1, "{:?}", redis.keys());
+
+    let before = server.hits();
+    let out = run(&["--state", &state, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid peer certificate: UnknownIssuer"), "{}", stderr(&out));
+    assert_eq!(server.hits(), before, "nothing is sent");
+    // The certificate is for 127.0.0.1, not for another name of it.
+    let out =
+        run(&["--state", &state.replace("127.0.0.1", "localhost"), "--cacert", &ca, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not valid for name"), "{}", stderr(&out));
+}
+
+#[test]
+fn state_urls_that_do_not_parse_are_usage_errors_before_anything_is_sent() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let url = server.url("/");
+    for (state, why) in [
+        ("mongodb://127.0.0.1:27017", "`mongodb://` is not a state store this poll knows"),
+        ("redis://", "it has no host"),
+        ("redis://127.0.0.1:0", "port `0` is not a number from 1 to 65535"),
+        ("redis://127.0.0.1:99999", "port `99999`"),
+        ("rediss://:hunter2@127.0.0.1:6379/x", "the path `/x` is not a database number"),
+        ("redis://bob:hunter2@:6379", "it has no host"),
+        ("redis+unix://host/tmp/s", "names no host"),
+    ] {
+        let out = run(&["--state", state, &url]);
+        assert_eq!(out.status.code(), Some(2), "{state}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(why), "{state}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert_eq!(server.connections(), 0);
+}
