@@ -323,20 +323,24 @@ pub(crate) enum Asked {
     Generate(Generate),
 }
 
-/// Parses the command line.
+/// Parses the command line. `poll --generate KIND` is a command of its own,
+/// so that the model above (its usage line, completions and man page) never
+/// shows it.
 pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Asked, clap::Error> {
-    let generate = clap::Arg::new("generate")
-        .long("generate")
-        .value_name("KIND")
-        .value_parser(clap::builder::EnumValueParser::<Generate>::new())
-        .exclusive(true)
-        .hide(true);
-    let command =
-        command().arg(generate).mut_arg("urls", |urls| urls.required(false).required_unless_present("generate"));
-    let mut matches = command.try_get_matches_from(args)?;
-    if let Some(kind) = matches.remove_one::<Generate>("generate") {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let generating =
+        args.get(1).and_then(|a| a.to_str()).is_some_and(|a| a == "--generate" || a.starts_with("--generate="));
+    if generating {
+        let generate = clap::Arg::new("generate")
+            .long("generate")
+            .value_name("KIND")
+            .required(true)
+            .value_parser(clap::builder::EnumValueParser::<Generate>::new());
+        let mut matches = clap::Command::new("poll").arg(generate).try_get_matches_from(args)?;
+        let kind = matches.remove_one::<Generate>("generate").unwrap_or(Generate::Man);
         return Ok(Asked::Generate(kind));
     }
+    let mut matches = command().try_get_matches_from(args)?;
     Cli::from_arg_matches_mut(&mut matches).map(|cli| Asked::Run(Box::new(cli)))
 }
 
@@ -501,8 +505,13 @@ mod tests {
     fn the_hidden_generator_is_exclusive_and_absent_from_the_model() {
         let asked = super::parse(["poll", "--generate", "man"].map(OsString::from));
         assert!(matches!(asked, Ok(Asked::Generate(Generate::Man))), "{asked:?}");
+        let asked = super::parse(["poll", "--generate=zsh"].map(OsString::from));
+        assert!(matches!(asked, Ok(Asked::Generate(Generate::Zsh))), "{asked:?}");
         assert!(super::parse(["poll", "--generate", "man", "http://x/"].map(OsString::from)).is_err());
+        assert!(super::parse(["poll", "--generate", "nroff"].map(OsString::from)).is_err());
         assert!(command().get_arguments().all(|arg| arg.get_id() != "generate"));
+        // The URL stays required in the model: the usage line says so.
+        assert!(command().render_usage().to_string().contains("<URL>..."));
     }
 
     #[test]
