@@ -8,87 +8,21 @@ mod support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::process::{Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
 const DONE: &str = r#"{"done":true}"#;
 
-/// These tests time processes against each other: one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The binary with the hermetic environment of `support::poll_std()`.
-fn poll(args: &[&str]) -> Command {
-    let mut cmd = support::poll_std();
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd
-}
-
-fn run(args: &[&str]) -> Output {
-    poll(args).output().expect("run poll")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The warning lines of a run.
 fn warnings(out: &Output) -> Vec<String> {
     stderr(out).lines().filter(|line| line.contains("warning")).map(str::to_string).collect()
-}
-
-/// A child that is killed if the test fails before it is waited for.
-struct Running(Option<Child>);
-
-impl Running {
-    fn spawn(args: &[&str]) -> Running {
-        Running(Some(poll(args).spawn().expect("spawn poll")))
-    }
-
-    fn pid(&self) -> u32 {
-        self.0.as_ref().map_or(0, Child::id)
-    }
-
-    fn wait(mut self) -> Output {
-        self.0.take().expect("not waited yet").wait_with_output().expect("wait for poll")
-    }
-
-    fn kill_9(mut self) {
-        if let Some(mut child) = self.0.take() {
-            child.kill().expect("SIGKILL");
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Most requests that `servers` saw together in any one-second window.
-fn busiest_second(servers: &[&Server]) -> usize {
-    let at: Vec<Instant> = servers.iter().flat_map(|s| s.requests()).map(|r| r.at).collect();
-    at.iter()
-        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
-        .max()
-        .unwrap_or(0)
 }
 
 /// `scheme://host:port` of a test server: its state key.

@@ -8,6 +8,7 @@ use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::process::busiest_second;
 use support::server::{Reply, Server};
 use support::{poll, poll_std};
 
@@ -37,15 +38,6 @@ fn done_after(n: usize) -> Vec<Reply> {
 /// Requests the server saw on `path`.
 fn hits_on(server: &Server, path: &str) -> usize {
     server.requests().iter().filter(|r| r.path == path).count()
-}
-
-/// Most requests the server saw in any one-second window.
-fn busiest_second(server: &Server) -> usize {
-    let at: Vec<Instant> = server.requests().iter().map(|r| r.at).collect();
-    at.iter()
-        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
-        .max()
-        .unwrap_or(0)
 }
 
 /// After a run: nothing more arrives at `server` (no loop outlived the process).
@@ -307,7 +299,7 @@ fn a_rate_is_shared_by_every_url_of_one_origin() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let requests = server.requests();
     assert_eq!(requests.len(), 12);
-    let busiest = busiest_second(&server);
+    let busiest = busiest_second(&[&server]);
     assert!(busiest <= 6, "{busiest} requests in one second at --rate 5/s");
     for pair in requests.windows(2) {
         let gap = pair[1].at.duration_since(pair[0].at);

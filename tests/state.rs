@@ -6,71 +6,16 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::process::{Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
 const DONE: &str = r#"{"done":true}"#;
-
-/// These tests time processes against each other: one at a time, so that
-/// they do not share two cores with each other's processes.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `support::poll_std()` with `args`, no stdin and both outputs captured.
-fn poll(args: &[&str]) -> Command {
-    let mut cmd = support::poll_std();
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd
-}
-
-fn run(args: &[&str]) -> Output {
-    poll(args).output().expect("run poll")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A child that is killed if the test fails before it is waited for.
-struct Running(Option<Child>);
-
-impl Running {
-    fn spawn(args: &[&str]) -> Running {
-        Running(Some(poll(args).spawn().expect("spawn poll")))
-    }
-
-    fn wait(mut self) -> Output {
-        self.0.take().expect("not waited yet").wait_with_output().expect("wait for poll")
-    }
-
-    fn kill_9(mut self) {
-        if let Some(mut child) = self.0.take() {
-            child.kill().expect("SIGKILL");
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 /// A fresh folder for one test's state file, under cargo's temp dir for tests.
 struct Folder(PathBuf);
@@ -179,15 +124,6 @@ impl Store {
     }
 }
 
-/// Most requests the server saw in any one-second window.
-fn busiest_second(server: &Server) -> usize {
-    let at: Vec<Instant> = server.requests().iter().map(|r| r.at).collect();
-    at.iter()
-        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
-        .max()
-        .unwrap_or(0)
-}
-
 /// Opens the breaker of `server`'s origin in `state`: five quick 503s, exit 6.
 fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
     let url = server.url("/");
@@ -217,7 +153,7 @@ fn eight_processes_share_one_rate_budget(backend: Backend) {
     let took = started.elapsed();
     assert_eq!(server.hits(), 40);
     assert!(took >= Duration::from_millis(3_800), "40 requests at 10/s took only {took:?}");
-    let busiest = busiest_second(&server);
+    let busiest = busiest_second(&[&server]);
     assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
     if let Some(value) = store.file_state() {
         assert!(value["origins"][server.url("").trim_end_matches('/')]["next_slot_ms"].as_u64().is_some_and(|n| n > 0));

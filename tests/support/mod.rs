@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cmd;
+pub mod process;
 pub mod redis;
 pub mod server;
 pub mod tinyproxy;

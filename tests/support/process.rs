@@ -1,0 +1,78 @@
+//! `poll` as a process of its own, for tests that run several side by side,
+//! kill them, or count what reached a server when: the shared-state tests,
+//! on the file and on Redis, and the tests of several URLs.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::server::Server;
+
+/// Tests that time processes against each other run one at a time, so that
+/// they do not share two cores with each other's processes.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `poll_std()` with `args`, no stdin and both outputs captured.
+pub fn poll(args: &[&str]) -> Command {
+    let mut cmd = super::poll_std();
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs `poll` with `args` to its end.
+pub fn run(args: &[&str]) -> Output {
+    poll(args).output().expect("run poll")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A `poll` process that is killed if the test fails before it is waited for.
+pub struct Running(Option<Child>);
+
+impl Running {
+    pub fn spawn(args: &[&str]) -> Running {
+        Running(Some(poll(args).spawn().expect("spawn poll")))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn wait(mut self) -> Output {
+        self.0.take().expect("not waited yet").wait_with_output().expect("wait for poll")
+    }
+
+    pub fn kill_9(mut self) {
+        if let Some(mut child) = self.0.take() {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Most requests that `servers` saw together in any one-second window.
+pub fn busiest_second(servers: &[&Server]) -> usize {
+    let at: Vec<Instant> = servers.iter().flat_map(|s| s.requests()).map(|r| r.at).collect();
+    at.iter()
+        .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
+        .max()
+        .unwrap_or(0)
+}
