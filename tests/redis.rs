@@ -7,13 +7,12 @@
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::process::{Running, busiest_second, run, serial, stderr, stdout};
+use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
 
@@ -45,28 +44,6 @@ fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
     let out = run(&args);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
-}
-
-/// A folder for files a test makes (certificates), removed on drop.
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(name: &str) -> Folder {
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create the test folder");
-        Folder(path)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -504,7 +481,7 @@ fn certificates(folder: &Folder) -> bool {
 #[test]
 fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
     let _serial = serial();
-    let folder = Folder::new("tls");
+    let folder = Folder::new("redis-tls");
     if !certificates(&folder) {
         return;
     }

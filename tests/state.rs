@@ -5,39 +5,17 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::process::{Running, busiest_second, run, serial, stderr, stdout};
+use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
 const DONE: &str = r#"{"done":true}"#;
-
-/// A fresh folder for one test's state file, under cargo's temp dir for tests.
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(name: &str) -> Folder {
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("state-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create the test folder");
-        Folder(path)
-    }
-
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The state file, parsed; panics when it is not a version-1 state file.
 fn read_state(path: &str) -> Value {
@@ -270,7 +248,7 @@ fn a_good_probe_closes_the_breaker(backend: Backend) {
 #[test]
 fn a_corrupt_state_file_is_set_aside_and_the_run_succeeds() {
     let _serial = serial();
-    let folder = Folder::new("corrupt");
+    let folder = Folder::new("state-corrupt");
     let state = folder.file("api.state");
     std::fs::write(&state, b"garbage{").expect("write");
     let server = Server::start(vec![Reply::json(200, DONE)]);
@@ -295,7 +273,7 @@ fn a_corrupt_state_file_is_set_aside_and_the_run_succeeds() {
 #[test]
 fn kill_9_mid_run_leaves_a_state_file_the_next_process_reads() {
     let _serial = serial();
-    let folder = Folder::new("kill");
+    let folder = Folder::new("state-kill");
     let state = folder.file("api.state");
     let server =
         Server::routes(vec![("/slow", vec![Reply::json(200, PENDING)]), ("/ready", vec![Reply::json(200, DONE)])]);
@@ -463,7 +441,7 @@ fn state_flag_errors_are_usage_errors_before_anything_is_sent() {
 #[test]
 fn a_state_file_that_cannot_be_locked_follows_state_fail() {
     let _serial = serial();
-    let folder = Folder::new("stuck");
+    let folder = Folder::new("state-stuck");
     let state = folder.file("api.state");
     // Another process holds the lock and never lets go (here: this test).
     let held = std::fs::File::create(folder.file("api.state.lock")).expect("lock file");
@@ -502,7 +480,7 @@ fn a_state_file_that_cannot_be_locked_follows_state_fail() {
 #[test]
 fn a_state_file_whose_lock_cannot_be_opened_follows_state_fail() {
     let _serial = serial();
-    let folder = Folder::new("nolock");
+    let folder = Folder::new("state-nolock");
     let state = folder.file("api.state");
     std::fs::create_dir(folder.file("api.state.lock")).expect("a folder where the lock file goes");
     let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
@@ -518,7 +496,7 @@ fn a_state_file_whose_lock_cannot_be_opened_follows_state_fail() {
 #[test]
 fn a_state_file_written_by_the_first_version_is_honoured() {
     let _serial = serial();
-    let folder = Folder::new("v1");
+    let folder = Folder::new("state-v1");
     let state = folder.file("api.state");
     let server =
         Server::routes(vec![("/good", vec![Reply::status(503)]), ("/bad", vec![Reply::status(503)])]).expect_hits(0);

@@ -76,3 +76,31 @@ pub fn busiest_second(servers: &[&Server]) -> usize {
         .max()
         .unwrap_or(0)
 }
+
+/// A fresh folder for one test's files (a state file, certificates), under
+/// cargo's temp dir for tests, removed on drop.
+pub struct Folder(std::path::PathBuf);
+
+impl Folder {
+    pub fn new(name: &str) -> Folder {
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create the test folder");
+        Folder(path)
+    }
+
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+
+    /// `path`, as the text a flag takes.
+    pub fn file(&self, name: &str) -> String {
+        self.path(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
