@@ -13,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
 use crate::policy::{Action, Outcome, Phase, Verdict, WaitReason};
-use crate::record::Record;
+use crate::record::{Record, Seen};
 use crate::request::Request;
 use crate::text::{count, human, printable};
 use crate::url;
@@ -130,7 +130,7 @@ struct Target {
     attempts: AtomicU32,
     /// The last outcome in words: for the progress line, and for a deadline
     /// that names what each URL still pending last saw.
-    last: Mutex<String>,
+    last: Mutex<Seen>,
     /// `--submit`: where the operation is watched, once known.
     operation: Mutex<Option<String>>,
 }
@@ -181,7 +181,7 @@ impl Reporter {
                     bar,
                     wait,
                     attempts: AtomicU32::new(0),
-                    last: Mutex::new(String::new()),
+                    last: Mutex::new(Seen::default()),
                     operation: Mutex::new(None),
                 }
             })
@@ -230,7 +230,7 @@ impl Reporter {
 
     /// The last outcome of loop `t` in words, if it made an attempt.
     pub(crate) fn last(&self, t: usize) -> Option<String> {
-        self.targets.get(t).map(|target| lock(&target.last).clone()).filter(|last| !last.is_empty())
+        self.targets.get(t).map(|target| lock(&target.last).words()).filter(|last| !last.is_empty())
     }
 
     /// `--submit`: the status URL loop `t` watches, once known.
@@ -265,7 +265,7 @@ impl Reporter {
             return; // Nothing to draw: tight polling pays for no formatting.
         }
         set(&target.wait, None);
-        let last = lock(&target.last);
+        let last = lock(&target.last).words();
         let last = if last.is_empty() { String::new() } else { format!(" · last: {last}") };
         target.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
@@ -298,11 +298,11 @@ impl Reporter {
     /// An attempt of loop `t` sent `request`, and the policy decided.
     pub(crate) fn attempt(&self, t: usize, request: &Request, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
-        let summary = record.summary();
         if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
-            *lock(&target.last) = summary;
+            *lock(&target.last) = record.seen();
             return;
         }
+        let summary = record.summary();
         if self.style.json {
             let url = url::redact(&request.url);
             let mut event = attempt_event(record, &request.method, &url, self.started.elapsed());
@@ -343,7 +343,7 @@ impl Reporter {
             // This loop is over: its line stops and says how, while other URLs' lines go on.
             target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
-        *lock(&target.last) = summary;
+        *lock(&target.last) = record.seen();
     }
 
     /// A warning, such as a jq runtime error; shown once by the caller's choice.

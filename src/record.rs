@@ -51,7 +51,36 @@ impl Record {
 
     /// The outcome in a few words: `200 pending`, `503`, `connection refused`.
     pub(crate) fn summary(&self) -> String {
-        let mut text = match (&self.outcome, self.status()) {
+        self.seen().words()
+    }
+
+    /// What [`Record::summary`] is made of, kept without putting it in words:
+    /// tight polling pays for no formatting that nobody reads.
+    pub(crate) fn seen(&self) -> Seen {
+        let shown = self.judgement.as_ref().and_then(|j| j.shown.clone());
+        Seen { outcome: Some(self.outcome.clone()), status: self.status(), shown }
+    }
+
+    /// The body of the final response, for stdout.
+    pub(crate) fn into_body(self) -> Vec<u8> {
+        self.reply.map(|reply| reply.body).unwrap_or_default()
+    }
+}
+
+/// An attempt's outcome, its status and `--show` output, to be put in words
+/// when someone asks (the progress line, a deadline naming what is pending).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Seen {
+    outcome: Option<Outcome>,
+    status: Option<u16>,
+    shown: Option<String>,
+}
+
+impl Seen {
+    /// `200 pending · progress 42`; empty before the first attempt.
+    pub(crate) fn words(&self) -> String {
+        let Some(outcome) = &self.outcome else { return String::new() };
+        let mut text = match (outcome, self.status) {
             (Outcome::Failed(failure), _) => failure.to_string(),
             (Outcome::Success { verdict, .. }, Some(status)) => {
                 let word = match verdict {
@@ -65,14 +94,9 @@ impl Record {
             (Outcome::Submitted { .. }, Some(status)) => format!("{status} submitted"),
             (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
         };
-        if let Some(shown) = self.judgement.as_ref().and_then(|j| j.shown.as_deref()) {
+        if let Some(shown) = &self.shown {
             text.push_str(&format!(" · {}", crate::text::printable(&crate::text::shorten(shown))));
         }
         text
-    }
-
-    /// The body of the final response, for stdout.
-    pub(crate) fn into_body(self) -> Vec<u8> {
-        self.reply.map(|reply| reply.body).unwrap_or_default()
     }
 }
