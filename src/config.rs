@@ -171,6 +171,8 @@ impl Config {
             targets.push(Target { request, key, phase });
         }
 
+        let urls: Vec<&str> = targets.iter().map(|target: &Target| target.request.url.as_str()).collect();
+        crate::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
         let until = cli.until.as_deref().map(|f| compile("--until", f)).transpose()?;

@@ -19,6 +19,15 @@ use ureq::http::uri::Scheme;
 use ureq::unversioned::transport::{self, Buffers, ConnectionDetails, DefaultConnector, NextTimeout, Transport};
 use ureq::{Proxy, ProxyProtocol};
 
+/// The variables that name the proxy of http:// and of https:// URLs, first found wins.
+const HTTP_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
+const HTTPS_VARS: [&str; 4] = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"];
+
+/// An HTTP (or HTTPS) proxy, not a SOCKS one.
+fn is_http(proxy: &Proxy) -> bool {
+    matches!(proxy.protocol(), ProxyProtocol::Http | ProxyProtocol::Https)
+}
+
 /// The run's proxy settings, read once from the environment.
 #[derive(Debug)]
 pub(crate) struct Proxies {
@@ -39,9 +48,11 @@ impl Proxies {
     }
 
     fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Proxies {
+        // A SOCKS proxy never reaches ureq, which is built without it (and
+        // would panic): `check_env` has refused it for the URLs given.
         let proxy = |names: [&str; 4]| {
             let value = names.iter().find_map(|name| var(name).filter(|v| !v.trim().is_empty()))?;
-            Proxy::new(value.trim()).ok()
+            Proxy::new(value.trim()).ok().filter(is_http)
         };
         let exempt = ["no_proxy", "NO_PROXY"].iter().find_map(|name| var(name)).unwrap_or_default();
         let exempt = exempt
@@ -50,11 +61,42 @@ impl Proxies {
             .map(|entry| entry.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase())
             .filter(|entry| !entry.is_empty())
             .collect();
-        Proxies {
-            http: proxy(["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]),
-            https: proxy(["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]),
-            exempt,
+        Proxies { http: proxy(HTTP_VARS), https: proxy(HTTPS_VARS), exempt }
+    }
+
+    /// The proxy variable each of `urls` would go through, checked before
+    /// anything is sent: one that is no proxy URL, or names a SOCKS proxy
+    /// (not built in), is a usage error rather than a proxy silently skipped.
+    pub(crate) fn check_env(urls: &[&str]) -> Result<(), String> {
+        Proxies::check_lookup(urls, |name| std::env::var(name).ok())
+    }
+
+    fn check_lookup(urls: &[&str], var: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+        let exempt = Proxies::from_lookup(&var);
+        for url in urls {
+            let https = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+            let names = if https { HTTPS_VARS } else { HTTP_VARS };
+            let Some((name, value)) =
+                names.iter().find_map(|n| var(n).filter(|v| !v.trim().is_empty()).map(|v| (n, v)))
+            else {
+                continue;
+            };
+            let host = url.parse::<Uri>().ok().and_then(|uri| uri.host().map(str::to_owned)).unwrap_or_default();
+            if exempt.is_exempt(&host) {
+                continue;
+            }
+            let shown = crate::url::redact_userinfo(value.trim());
+            match Proxy::new(value.trim()) {
+                Err(_) => return Err(format!("{name}: `{shown}` is not a proxy URL; use e.g. http://host:3128")),
+                Ok(proxy) if !is_http(&proxy) => {
+                    return Err(format!(
+                        "{name}: `{shown}` is a SOCKS proxy, which poll does not speak; use an HTTP proxy"
+                    ));
+                }
+                Ok(_) => {}
+            }
         }
+        Ok(())
     }
 
     /// The proxy a request to `uri` goes through, if any.
@@ -282,6 +324,23 @@ mod tests {
         for (vars, url, want) in rows {
             assert_eq!(chosen(&proxies(vars), url).as_deref(), want, "{vars:?} {url}");
         }
+    }
+
+    #[test]
+    fn a_socks_or_unparsable_proxy_that_would_be_used_is_a_usage_error() {
+        let check = |vars: Vars, url: &str| {
+            Proxies::check_lookup(&[url], |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string()))
+        };
+        let socks = [("ALL_PROXY", "socks5://bob:pw@h:1080")];
+        let Err(e) = check(&socks, "http://x/") else { panic!("socks is refused") };
+        assert!(e.contains("is a SOCKS proxy") && e.contains("ALL_PROXY") && !e.contains("pw"), "{e}");
+        assert!(check(&[("https_proxy", "http://[bad")], "https://x/").is_err_and(|e| e.contains("not a proxy URL")));
+        // Not used for this URL: not checked.
+        assert_eq!(check(&[("https_proxy", "socks5://h:1080")], "http://x/"), Ok(()));
+        assert_eq!(check(&[("ALL_PROXY", "socks5://h:1080"), ("NO_PROXY", "x")], "http://x/"), Ok(()));
+        assert_eq!(check(&[("http_proxy", "http://h:3128")], "http://x/"), Ok(()));
+        // And a SOCKS proxy never reaches ureq, which would panic on it.
+        assert_eq!(chosen(&proxies(&socks), "http://x/"), None);
     }
 
     #[test]

@@ -1074,3 +1074,19 @@ fn an_authorization_header_wins_over_user_as_in_curl() {
     let request = &server.requests()[0];
     assert_eq!(request.header_all("authorization"), ["Bearer t0ken"]);
 }
+
+#[test]
+fn a_socks_or_broken_proxy_is_a_usage_error_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(0);
+    for (var, value, why) in [
+        ("ALL_PROXY", "socks5://user:secret@127.0.0.1:1080", "is a SOCKS proxy"),
+        ("http_proxy", "http://[::1", "is not a proxy URL"),
+    ] {
+        let output = poll().env(var, value).arg(server.url("/")).assert().code(2).stdout("");
+        let stderr = stderr_of(output.get_output());
+        assert_one_error_line(&stderr);
+        assert!(stderr.contains(why) && stderr.contains(var), "{stderr}");
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
+    assert_eq!(server.connections(), 0);
+}
