@@ -301,9 +301,11 @@ fn a_rate_is_shared_by_every_url_of_one_origin() {
     assert_eq!(requests.len(), 12);
     let busiest = busiest_second(&[&server]);
     assert!(busiest <= 6, "{busiest} requests in one second at --rate 5/s");
+    // Slots are 200 ms apart; a loop the scheduler wakes late sends late, so
+    // two requests may come closer than that, never near together.
     for pair in requests.windows(2) {
         let gap = pair[1].at.duration_since(pair[0].at);
-        assert!(gap >= Duration::from_millis(180), "requests {gap:?} apart at --rate 5/s");
+        assert!(gap >= Duration::from_millis(100), "requests {gap:?} apart at --rate 5/s");
     }
     let span = requests[11].at.duration_since(requests[0].at);
     assert!(span >= Duration::from_millis(2150), "12 requests at 5/s in {span:?}");
