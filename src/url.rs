@@ -15,17 +15,18 @@ const SECRET_WORDS: [&str; 12] =
 pub(crate) const REDACTED: &str = "<redacted>";
 
 /// A URL cut at its authority: `scheme://[userinfo@]host` and the rest.
-struct UrlParts<'a> {
-    scheme: &'a str,
-    userinfo: Option<&'a str>,
+pub(crate) struct UrlParts<'a> {
+    pub scheme: &'a str,
+    pub userinfo: Option<&'a str>,
     /// Host and port, as written.
-    host: &'a str,
+    pub host: &'a str,
     /// Path, query and fragment.
-    rest: &'a str,
+    pub rest: &'a str,
 }
 
 impl<'a> UrlParts<'a> {
-    fn split(url: &'a str) -> Option<UrlParts<'a>> {
+    /// `None` when there is no `scheme://`.
+    pub(crate) fn split(url: &'a str) -> Option<UrlParts<'a>> {
         let (scheme, after) = url.split_once("://")?;
         let (authority, rest) = after.split_at(after.find(['/', '?', '#']).unwrap_or(after.len()));
         let (userinfo, host) = match authority.rsplit_once('@') {
@@ -60,10 +61,7 @@ pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
     };
     let port = match port {
         None => String::new(),
-        Some(port) => match port.parse::<u16>() {
-            Ok(n) if n >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => format!(":{n}"),
-            _ => return Err(bad(&format!("port `{port}` is not a number from 1 to 65535"))),
-        },
+        Some(port) => format!(":{}", self::port(port).map_err(|why| bad(&why))?),
     };
     let path = parts.rest.split('#').next().unwrap_or_default();
     let url = format!("{}://{host}{port}{path}", parts.scheme.to_ascii_lowercase());
@@ -80,6 +78,14 @@ fn split_port(authority: &str) -> (&str, Option<&str>) {
     match authority[after_brackets..].rfind(':') {
         Some(i) => (&authority[..after_brackets + i], Some(&authority[after_brackets + i + 1..])),
         None => (authority, None),
+    }
+}
+
+/// A port as written in a URL: digits only, 1 to 65535.
+pub(crate) fn port(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!("port `{}` is not a number from 1 to 65535", crate::text::printable(text))),
     }
 }
 

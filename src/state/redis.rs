@@ -106,8 +106,8 @@ impl RedisUrl {
     pub(crate) fn parse(raw: &str) -> Result<RedisUrl, String> {
         let shown = url::redact_userinfo(raw);
         let bad = |why: &str| format!("invalid Redis URL `{}`: {why}", printable(&shown));
-        let Some((scheme, rest)) = raw.split_once("://") else { return Err(bad("it needs a scheme")) };
-        let scheme = scheme.to_ascii_lowercase();
+        let Some(parts) = url::UrlParts::split(raw) else { return Err(bad("it needs a scheme")) };
+        let scheme = parts.scheme.to_ascii_lowercase();
         if !matches!(scheme.as_str(), "redis" | "rediss" | "redis+unix") {
             return Err(format!(
                 "`{}://` is not a state store this poll knows; give a file path, or a redis://, rediss:// or \
@@ -115,18 +115,14 @@ impl RedisUrl {
                 printable(&shorten(&scheme))
             ));
         }
-        if rest.contains('#') {
+        if parts.rest.contains('#') {
             return Err(bad("a fragment (`#...`) means nothing here"));
         }
-        let (rest, query) = match rest.split_once('?') {
-            Some((rest, query)) => (rest, Some(query)),
-            None => (rest, None),
+        let (path, query) = match parts.rest.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (parts.rest, None),
         };
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let (userinfo, host) = match authority.rsplit_once('@') {
-            Some((userinfo, host)) => (Some(userinfo), host),
-            None => (None, authority),
-        };
+        let (userinfo, host) = (parts.userinfo, parts.host);
         let (user, password, secrets) = match userinfo.map(|u| u.split_once(':')) {
             None => (None, None, Vec::new()),
             Some(None) => return Err(bad("a user needs a password: USER:PASS@HOST, or :PASS@HOST")),
@@ -203,10 +199,7 @@ fn host_and_port(authority: &str) -> Result<(String, u16), String> {
     }
     let port = match port {
         None => DEFAULT_PORT,
-        Some(port) => match port.parse::<u16>() {
-            Ok(n) if n >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => return Err(format!("port `{}` is not a number from 1 to 65535", printable(port))),
-        },
+        Some(port) => url::port(port)?,
     };
     Ok((host.to_ascii_lowercase(), port))
 }
