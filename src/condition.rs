@@ -121,8 +121,15 @@ impl Filter {
         }))
     }
 
-    /// Every output as a JSON value, for `--print`. A runtime error anywhere fails the whole.
-    pub(crate) fn values(&self, input: &Input) -> Result<Vec<serde_json::Value>, String> {
+    /// `--print` on a final body: every output, as JSON values. A body that
+    /// is not JSON, or a runtime error anywhere, fails the whole.
+    pub(crate) fn print(&self, body: &[u8]) -> Result<Vec<serde_json::Value>, String> {
+        let input = Input::parse(body).ok_or_else(|| "the final body is not JSON".to_string())?;
+        self.values(&input)
+    }
+
+    /// Every output as a JSON value. A runtime error anywhere fails the whole.
+    fn values(&self, input: &Input) -> Result<Vec<serde_json::Value>, String> {
         self.outputs(input)?
             .into_iter()
             .map(|v| serde_json::from_str(&v.to_string()).map_err(|e| self.error(&e.to_string())))

@@ -350,19 +350,13 @@ fn finish(
         };
         if let Some(body) = body {
             fell_back = true;
-            stdout = match &common.print {
+            stdout = match common.print.as_ref().map(|print| print.print(&body)) {
                 None => body,
-                Some(print) => match condition::Input::parse(&body).map(|input| print.values(&input)) {
-                    Some(Ok(values)) => print_lines(&values),
-                    Some(Err(e)) => {
-                        reporter.warn(&format!("--fallback: --print: {e}"));
-                        Vec::new()
-                    }
-                    None => {
-                        reporter.warn("--fallback: --print: the fallback body is not JSON");
-                        Vec::new()
-                    }
-                },
+                Some(Ok(values)) => print_lines(&values),
+                Some(Err(e)) => {
+                    reporter.warn(&format!("--fallback: --print: {e}"));
+                    Vec::new()
+                }
             };
         }
     }

@@ -225,11 +225,16 @@ impl Loop<'_> {
         }
         let judgement = self.common.conditions.judge_reply(self.phase, reply.status, &reply.body, self.location_mode);
         for error in &judgement.errors {
-            if self.reported.insert(error.clone()) {
-                self.common.reporter.warn(error);
-            }
+            self.warn_once(error);
         }
         (Some(judgement), None)
+    }
+
+    /// A jq runtime error, reported the first time it happens only.
+    fn warn_once(&mut self, error: &str) {
+        if self.reported.insert(error.to_string()) {
+            self.common.reporter.warn(error);
+        }
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
@@ -248,9 +253,7 @@ impl Loop<'_> {
         match filter.first_string(&input) {
             Ok(found) => found.and_then(|found| url::resolve(base, &found)),
             Err(error) => {
-                if self.reported.insert(error.clone()) {
-                    self.common.reporter.warn(&error);
-                }
+                self.warn_once(&error);
                 None
             }
         }
@@ -292,9 +295,10 @@ impl Loop<'_> {
             Action::Poll { after, reason } | Action::Retry { after, reason } if reason.is_advice() => Some(*after),
             _ => None,
         };
-        let redacted = url::redact(&self.submit.url);
-        let good_body = match (&record.action, &record.reply) {
-            (Action::Done, Ok(reply)) if common.keep_last => Some((redacted.as_str(), reply.body.as_slice())),
+        // Kept under the URL as given, redacted: no secret goes into the store.
+        let kept_url = (common.keep_last && record.action == Action::Done).then(|| url::redact(&self.submit.url));
+        let good_body = match (&kept_url, &record.reply) {
+            (Some(url), Ok(reply)) => Some((url.as_str(), reply.body.as_slice())),
             _ => None,
         };
         let sample = Sample { ok: !breaker::counts_as_failure(&record.outcome), latency: clock::ms(record.latency) };
@@ -315,21 +319,14 @@ impl Loop<'_> {
             _ => Ok(()),
         };
         let body = record.into_body();
-        let printed = match &self.common.print {
-            None => None,
-            Some(print) => match Input::parse(&body).ok_or_else(|| "the final body is not JSON".to_string()) {
-                Ok(input) => match print.values(&input) {
-                    Ok(values) => Some(values),
-                    Err(e) => return self.print_failed(&e),
-                },
-                Err(e) => return self.print_failed(&e),
-            },
+        let printed = match self.common.print.as_ref().map(|print| print.print(&body)).transpose() {
+            Ok(printed) => printed,
+            Err(why) => {
+                let error = Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url)));
+                return TargetEnd::failed(error);
+            }
         };
         TargetEnd { result, body: Some(body), printed }
-    }
-
-    fn print_failed(&self, why: &str) -> TargetEnd {
-        TargetEnd::failed(Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url))))
     }
 
     /// Exit 6, naming the key (the origin) and when it will be tried again.
