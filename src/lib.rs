@@ -161,9 +161,7 @@ pub fn run(config: Config) -> Ending {
             Ok(store) => Some(Box::new(store)),
             Err(why) => {
                 // Before anything is sent: the URL parsed, but its TLS roots did not.
-                let error = Error::Usage(format!("--state `{}`: {why}", url.shown()));
-                let line = reporter.finish(&summary(&error, None, None));
-                return Ending { stdout: Vec::new(), error_line: line, code: error.exit_code(), voice: None };
+                return stopped_early(&reporter, &Error::Usage(format!("--state `{}`: {why}", url.shown())));
             }
         },
         None => None,
@@ -215,10 +213,8 @@ pub fn run(config: Config) -> Ending {
     let over = match started {
         Ok(()) => watch(&events, &mut ends, &common.reporter, any, deadline),
         Err(why) => {
-            let error = Error::Permanent(why);
             common.cancel.cancel();
-            let line = common.reporter.finish(&summary(&error, None, None));
-            return Ending { stdout: Vec::new(), error_line: line, code: error.exit_code(), voice: None };
+            return stopped_early(&common.reporter, &Error::Permanent(why));
         }
     };
     // Loops still running stop at their next wait; one in a request ends with the process.
@@ -310,7 +306,7 @@ fn finish(
     if several {
         for (t, end) in ends.iter().enumerate() {
             let Some(end) = end else { continue };
-            let code = end.result.as_ref().err().map_or(0, Error::exit_code);
+            let code = end.code();
             if !matches!(code, 0 | 4) {
                 continue;
             }
@@ -385,7 +381,7 @@ fn finish(
                 let end = ends.get(t).and_then(Option::as_ref);
                 TargetSummary {
                     url: url::redact(&target.request.url),
-                    exit_code: end.map(|end| end.result.as_ref().err().map_or(0, Error::exit_code)),
+                    exit_code: end.map(TargetEnd::code),
                     reason: end
                         .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
                         .to_string(),
@@ -400,12 +396,18 @@ fn finish(
         summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
     }
     let error_line = reporter.finish(&summary);
-    let code = error.as_ref().map_or(0, Error::exit_code);
-    Ending { stdout, error_line, code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+    Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
 }
 
-fn summary(error: &Error, targets: Option<Vec<TargetSummary>>, operation: Option<String>) -> Summary {
-    summary_of(Some(error), targets, operation)
+/// A run that ends before its loops could run: only the reporter's last word.
+fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
+    let error_line = reporter.finish(&summary_of(Some(error), None, None));
+    Ending {
+        stdout: Vec::new(),
+        error_line,
+        code: error.exit_code(),
+        voice: (!reporter.is_json()).then(|| reporter.voice()),
+    }
 }
 
 fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operation_url: Option<String>) -> Summary {
@@ -418,8 +420,7 @@ fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operat
     }
 }
 
-/// One line of stdout with several URLs. A struct, not `json!`, so that the
-/// fields keep the contract's order (`json!` sorts them).
+/// One line of stdout with several URLs, its fields in the documented order.
 #[derive(serde::Serialize)]
 struct Line<'a> {
     url: String,

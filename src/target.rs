@@ -57,6 +57,11 @@ pub(crate) struct TargetEnd {
 }
 
 impl TargetEnd {
+    /// The URL's exit code.
+    pub(crate) fn code(&self) -> u8 {
+        self.result.as_ref().err().map_or(0, Error::exit_code)
+    }
+
     /// A loop that ended with `error` and no body.
     pub(crate) fn failed(error: Error) -> TargetEnd {
         TargetEnd { result: Err(error), body: None, printed: None }
