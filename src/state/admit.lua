@@ -26,11 +26,7 @@
 
 if redis.replicate_commands then redis.replicate_commands() end
 
-local now = tonumber(ARGV[1])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+local now = clock(ARGV[1])
 local spacing = tonumber(ARGV[2])
 local deadline_in = tonumber(ARGV[3])
 local token = ARGV[5]

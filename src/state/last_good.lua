@@ -6,11 +6,7 @@
 -- KEYS[2] last_at  a hash: URL -> when it was kept (epoch ms)
 -- ARGV[3] now in epoch ms, or "" for the server's TIME (tests pin the clock)
 
-local now = tonumber(ARGV[3])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+local now = clock(ARGV[3])
 local at = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
 if not at or now - at >= tonumber(ARGV[2]) then return nil end
 return redis.call('HGET', KEYS[1], ARGV[1])

@@ -34,11 +34,7 @@
 
 if redis.replicate_commands then redis.replicate_commands() end
 
-local now = tonumber(ARGV[1])
-if not now then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+local now = clock(ARGV[1])
 
 -- The server's advice: the later "not before" stands, and expires when it passes.
 local advised = tonumber(ARGV[2])

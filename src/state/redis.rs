@@ -58,9 +58,13 @@ pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 /// The port of a `redis://` URL that names none.
 const DEFAULT_PORT: u16 = 6379;
 
-static ADMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("admit.lua")));
-static RECORD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("record.lua")));
-static LAST_GOOD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("last_good.lua")));
+// Each script starts with the one clock they share.
+static ADMIT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("admit.lua"))));
+static RECORD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("record.lua"))));
+static LAST_GOOD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("last_good.lua"))));
 
 /// A `--state` Redis URL, checked: `redis://[USER:PASS@]HOST[:PORT][/DB]`,
 /// `rediss://...` (TLS) or `redis+unix://[USER:PASS@]/PATH[?db=N]`.
