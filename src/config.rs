@@ -175,24 +175,19 @@ impl Config {
         crate::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
-        let until = cli.until.as_deref().map(|f| compile("--until", f)).transpose()?;
-        let fail_when = cli.fail_when.as_deref().map(|f| compile("--fail-when", f)).transpose()?;
-        let conditions = if cli.submit {
-            Conditions {
-                builtin_until: until.is_none(),
-                builtin_fail_when: fail_when.is_none(),
-                until: Some(until.map_or_else(|| compile("--until", BUILTIN_DONE), Ok)?),
-                fail_when: Some(fail_when.map_or_else(|| compile("--fail-when", BUILTIN_FAILED), Ok)?),
-                show: cli.show.as_deref().map(|f| compile("--show", f)).transpose()?,
-            }
-        } else {
-            Conditions {
-                until,
-                fail_when,
-                show: cli.show.as_deref().map(|f| compile("--show", f)).transpose()?,
-                builtin_until: false,
-                builtin_fail_when: false,
-            }
+        let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
+        let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
+        // With --submit, what the user did not give is built in.
+        let or_builtin = |filter: Option<Filter>, flag: &str, builtin: &str| match filter {
+            None if cli.submit => compile(flag, builtin).map(Some),
+            filter => Ok(filter),
+        };
+        let conditions = Conditions {
+            builtin_until: cli.submit && until.is_none(),
+            builtin_fail_when: cli.submit && fail_when.is_none(),
+            until: or_builtin(until, "--until", BUILTIN_DONE)?,
+            fail_when: or_builtin(fail_when, "--fail-when", BUILTIN_FAILED)?,
+            show: given("--show", &cli.show)?,
         };
         let print = cli.print.as_deref().map(|f| compile("--print", f)).transpose()?;
         let submit = cli.submit.then(|| -> Result<Submit, Error> {
