@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["docs"],
     &["config"],
     &["target"],
+    &["run"],
     &["lib"],
 ];
 

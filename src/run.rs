@@ -1,0 +1,411 @@
+//! The run's coordinator: one loop per URL (`target.rs`), each on its own
+//! thread, and the one place a run ends. Everything that can end it arrives
+//! on one channel: a loop's ending or a signal; the deadline is the
+//! channel's receive timeout, so no thread watches the clock.
+
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::config::{self, Config, Fallback, StateSpec};
+use crate::error::{Error, Signal};
+use crate::output::{Reporter, Summary, TargetSummary, Voice};
+use crate::state::{FileStore, RedisStore, Shared, Store};
+use crate::target::{self, Common, TargetEnd};
+use crate::wait::{self, Cancel};
+use crate::{file, url};
+
+/// How long after the deadline an attempt still in flight is abandoned; a
+/// request's own timeout ends it at the deadline, so only a jq filter that
+/// never finishes is still running then.
+const DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
+/// jaq parses and evaluates filters recursively; a generous stack lets every
+/// filter that passes the length and nesting limits (see `condition.rs`) run.
+/// It is reserved, not used: untouched pages cost no memory.
+pub const STACK_SIZE: usize = 256 << 20;
+
+/// How a run ends: what goes to stdout, the one error line for stderr, the exit code.
+#[derive(Debug)]
+pub struct Ending {
+    pub stdout: Vec<u8>,
+    pub error_line: Option<String>,
+    pub code: u8,
+    /// How a late error line is written; `None` when stderr carries JSON only.
+    voice: Option<Voice>,
+}
+
+impl Ending {
+    pub(crate) fn new(stdout: Vec<u8>, error: Option<&Error>, voice: Voice) -> Ending {
+        let error_line = error.map(|e| voice.error_line(&e.to_string()));
+        Ending { stdout, error_line, code: error.map_or(0, Error::exit_code), voice: Some(voice) }
+    }
+
+    /// The process could not even start its run (no thread for it).
+    pub fn cannot_start(error: &std::io::Error) -> Ending {
+        let voice = Voice::plain(config::github_actions(None));
+        Ending::new(Vec::new(), Some(&Error::Permanent(format!("cannot start: {error}"))), voice)
+    }
+
+    /// stdout could not take the body (a closed pipe is fine and never gets
+    /// here): a run that was to print its answer fails with exit 3; a
+    /// fallback's exit code stands.
+    pub fn stdout_failed(mut self, error: &std::io::Error) -> Ending {
+        if matches!(self.code, 0 | 4) {
+            let error = Error::Permanent(format!("cannot write the body to stdout: {error}"));
+            self.error_line = self.voice.map(|voice| voice.error_line(&error.to_string()));
+            self.code = error.exit_code();
+        }
+        self
+    }
+}
+
+/// What the run's coordinator hears.
+enum Event {
+    Signal(Signal),
+    /// Loop `t` ended.
+    Ended(usize, TargetEnd),
+}
+
+/// Why the run is over.
+enum Over {
+    /// Every URL is done (or, with `--any`, this one).
+    Done,
+    /// This URL's ending ends the run.
+    Failed(usize),
+    Signal(Signal),
+    /// Still running after the deadline.
+    Stuck,
+}
+
+/// Runs every URL's loop to the run's end.
+pub fn run(config: Config) -> Ending {
+    let Config {
+        targets,
+        client,
+        conditions,
+        print,
+        policy,
+        submit,
+        idempotency_key,
+        timeout,
+        any,
+        output_file,
+        style,
+        limits,
+    } = config;
+    let urls: Vec<String> = targets.iter().map(|t| t.request.url.clone()).collect();
+    let reporter = Reporter::new(style, &urls, idempotency_key);
+    let store: Option<Box<dyn Store>> = match &limits.state {
+        Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
+        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref()) {
+            Ok(store) => Some(Box::new(store)),
+            Err(why) => {
+                // Before anything is sent: the URL parsed, but its TLS roots did not.
+                return stopped_early(&reporter, &Error::Usage(format!("--state `{}`: {why}", url.shown())));
+            }
+        },
+        None => None,
+    };
+    let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    let common = Arc::new(Common {
+        client,
+        conditions,
+        print,
+        policy,
+        submit,
+        keep_last: limits.fallback == Some(Fallback::Last),
+        deadline,
+        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail),
+        reporter,
+        cancel: Cancel::default(),
+    });
+
+    let (events_tx, events) = mpsc::channel();
+    let signals = events_tx.clone();
+    let mut ends: Vec<Option<TargetEnd>> = targets.iter().map(|_| None).collect();
+    let started = wait::listen(move |signal| {
+        let _ = signals.send(Event::Signal(signal));
+    })
+    .map_err(|e| format!("cannot install signal handlers: {e}"))
+    .and_then(|()| {
+        targets.iter().enumerate().try_for_each(|(t, target)| {
+            let (common, target, events) = (Arc::clone(&common), target.clone(), events_tx.clone());
+            let shown = url::redact(&target.request.url);
+            let named = shown.clone();
+            std::thread::Builder::new()
+                .name(format!("poll-{t}"))
+                .stack_size(STACK_SIZE)
+                .spawn(move || {
+                    // A bug that panics a loop still ends the run (release builds abort instead).
+                    let ran =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target::run(&common, t, &target)));
+                    let end = match ran {
+                        Ok(Ok(end)) => end,
+                        Ok(Err(_cancelled)) => return,
+                        Err(_) => TargetEnd::failed(Error::Permanent(format!("internal error in the loop of {shown}"))),
+                    };
+                    let _ = events.send(Event::Ended(t, end));
+                })
+                .map(drop)
+                .map_err(|e| format!("cannot start a thread for {named}: {e}"))
+        })
+    });
+    let over = match started {
+        Ok(()) => watch(&events, &mut ends, &common.reporter, any, deadline),
+        Err(why) => {
+            common.cancel.cancel();
+            return stopped_early(&common.reporter, &Error::Permanent(why));
+        }
+    };
+    // Loops still running stop at their next wait; one in a request ends with the process.
+    common.cancel.cancel();
+    finish(&common, &targets, ends, over, output_file.as_deref(), &limits.fallback)
+}
+
+/// Waits for the event that ends the run.
+fn watch(
+    events: &mpsc::Receiver<Event>,
+    ends: &mut [Option<TargetEnd>],
+    reporter: &Reporter,
+    any: bool,
+    deadline: Option<Instant>,
+) -> Over {
+    loop {
+        let event = match deadline {
+            Some(deadline) => {
+                let left = (deadline + DEADLINE_GRACE).saturating_duration_since(Instant::now());
+                match events.recv_timeout(left) {
+                    Ok(event) => event,
+                    Err(_) => return Over::Stuck,
+                }
+            }
+            None => match events.recv() {
+                Ok(event) => event,
+                Err(_) => return Over::Stuck,
+            },
+        };
+        match event {
+            Event::Signal(signal) => return Over::Signal(signal),
+            Event::Ended(t, end) => {
+                reporter.ended(t);
+                let done = end.result.is_ok();
+                if let Some(slot) = ends.get_mut(t) {
+                    *slot = Some(end);
+                }
+                let all_ended = ends.iter().all(Option::is_some);
+                match (any, done) {
+                    (true, true) | (false, true) if any || all_ended => return Over::Done,
+                    (false, false) => return Over::Failed(t),
+                    (true, false) if all_ended => {
+                        let worst = ends
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(t, end)| end.as_ref().and_then(|e| e.result.as_ref().err()).map(|e| (t, e)))
+                            .max_by_key(|(t, e)| (e.severity(), std::cmp::Reverse(*t)))
+                            .map_or(t, |(t, _)| t);
+                        return Over::Failed(worst);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The one ending of a run: the error (if any), stdout (the body, `--print`'s
+/// outputs, one line per URL, or the fallback), `-o`, then the reporter's
+/// last word and the error line it renders.
+fn finish(
+    common: &Common,
+    targets: &[config::Target],
+    ends: Vec<Option<TargetEnd>>,
+    over: Over,
+    output_file: Option<&std::path::Path>,
+    fallback: &Option<Fallback>,
+) -> Ending {
+    let reporter = &common.reporter;
+    let several = targets.len() > 1;
+    let mut error = match over {
+        Over::Done => None,
+        Over::Failed(t) => ends.get(t).and_then(|end| end.as_ref()).and_then(|end| end.result.clone().err()),
+        Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: reporter.attempts() }),
+        Over::Stuck => {
+            let stuck = ends.iter().position(Option::is_none).unwrap_or(0);
+            Some(Error::Deadline(format!(
+                "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
+                reporter.attempts_of(stuck)
+            )))
+        }
+    };
+    if several && let Some(Error::Deadline(_)) = &error {
+        error = Some(Error::Deadline(pending(reporter, targets, &ends)));
+    }
+
+    let mut stdout = Vec::new();
+    let mut fell_back = false;
+    if several {
+        for (t, end) in ends.iter().enumerate() {
+            let Some(end) = end else { continue };
+            let code = end.code();
+            if !matches!(code, 0 | 4) {
+                continue;
+            }
+            let body = match (&end.printed, &end.body) {
+                (None, Some(body)) => Some(
+                    serde_json::from_slice(body)
+                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+                ),
+                _ => None,
+            };
+            let line = Line {
+                url: url::redact(&targets[t].request.url),
+                exit_code: code,
+                body,
+                print: end.printed.as_deref(),
+            };
+            stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+            stdout.push(b'\n');
+        }
+    } else if let Some(Some(end)) = ends.first()
+        && (end.result.is_ok() || end.result.as_ref().err().is_some_and(Error::keeps_body))
+    {
+        stdout = match (&end.printed, &end.body) {
+            (Some(printed), _) => print_lines(printed),
+            (None, Some(body)) => body.clone(),
+            (None, None) => Vec::new(),
+        };
+    } else if let (Some(fallback), Some(e)) = (fallback, &error)
+        && e.takes_fallback()
+    {
+        let body = match fallback {
+            Fallback::Body(body) => Some(body.clone()),
+            Fallback::Last => targets.first().and_then(|target| {
+                let url = url::redact(&target.request.url);
+                common.shared.last_good(&target.key, &url, &|w| reporter.warn(w))
+            }),
+        };
+        if let Some(body) = body {
+            fell_back = true;
+            stdout = match common.print.as_ref().map(|print| print.print(&body)) {
+                None => body,
+                Some(Ok(values)) => print_lines(&values),
+                Some(Err(e)) => {
+                    reporter.warn(&format!("--fallback: --print: {e}"));
+                    Vec::new()
+                }
+            };
+        }
+    }
+
+    if let Some(path) = output_file
+        && (!stdout.is_empty() || error.is_none() || error.as_ref().is_some_and(Error::keeps_body))
+    {
+        if let Err(e) = file::replace(path, &stdout, true) {
+            let why = format!("cannot write `{}`: {e}", path.display());
+            if fell_back {
+                // The exit code of a run that printed its --fallback stays what the run said.
+                reporter.warn(&format!("--fallback: {why}"));
+            } else {
+                error = Some(Error::Permanent(why));
+            }
+        }
+        stdout = Vec::new();
+    }
+
+    let operation = targets.first().filter(|_| !several).and_then(|_| reporter.operation(0)).map(|o| url::redact(&o));
+    let target_summaries = several.then(|| {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(t, target)| {
+                let end = ends.get(t).and_then(Option::as_ref);
+                TargetSummary {
+                    url: url::redact(&target.request.url),
+                    exit_code: end.map(TargetEnd::code),
+                    reason: end
+                        .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
+                        .to_string(),
+                    attempts: reporter.attempts_of(t),
+                }
+            })
+            .collect()
+    });
+    let mut summary = summary_of(error.as_ref(), target_summaries, operation);
+    // A --submit run that a signal ended names where its operation is, to resume the wait.
+    if let (Some(Error::Interrupted { .. }), Some(operation)) = (&error, reporter.operation(0).filter(|_| !several)) {
+        summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
+    }
+    let error_line = reporter.finish(&summary);
+    Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+}
+
+/// A run that ends before its loops could run: only the reporter's last word.
+fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
+    let error_line = reporter.finish(&summary_of(Some(error), None, None));
+    Ending {
+        stdout: Vec::new(),
+        error_line,
+        code: error.exit_code(),
+        voice: (!reporter.is_json()).then(|| reporter.voice()),
+    }
+}
+
+fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operation_url: Option<String>) -> Summary {
+    Summary {
+        code: error.map_or(0, Error::exit_code),
+        reason: error.map_or("done", Error::reason),
+        message: error.map(Error::to_string),
+        targets,
+        operation_url,
+    }
+}
+
+/// One line of stdout with several URLs, its fields in the documented order.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    url: String,
+    exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    print: Option<&'a [Value]>,
+}
+
+/// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
+fn print_lines(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in values {
+        match value {
+            Value::String(text) => out.extend_from_slice(text.as_bytes()),
+            other => out.extend_from_slice(other.to_string().as_bytes()),
+        }
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A deadline with several URLs names only those still pending, each with its last outcome.
+fn pending(reporter: &Reporter, targets: &[config::Target], ends: &[Option<TargetEnd>]) -> String {
+    let pending: Vec<String> = targets
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
+        .map(|(t, target)| {
+            let last = match (reporter.last(t), reporter.attempts_of(t)) {
+                (Some(last), _) => format!("last: {last}"),
+                (None, 0) => "no attempt yet".to_string(),
+                // Its first request is unanswered (or its body still being judged).
+                (None, n) => format!("attempt {n} still running"),
+            };
+            format!("{} ({last})", url::redact(&target.request.url))
+        })
+        .collect();
+    format!(
+        "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
+        pending.len(),
+        targets.len(),
+        pending.join(", ")
+    )
+}
