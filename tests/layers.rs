@@ -2,7 +2,6 @@
 //! module names must sit in a lower layer than the module itself. Unit tests
 //! (`#[cfg(test)] mod tests`) may reach anywhere.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// From the bottom up; a module may use only modules of earlier layers.
@@ -26,7 +25,7 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// The modules `text` names as `crate::x`, before its unit tests.
+/// The modules `text` (one file) names as `crate::x`, before its own unit tests.
 fn imports(text: &str) -> Vec<String> {
     let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
     let mut found = Vec::new();
@@ -46,39 +45,63 @@ fn imports(text: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn modules_only_import_modules_below_them() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut modules: BTreeMap<String, String> = BTreeMap::new();
-    for entry in std::fs::read_dir(&src).expect("src").flatten() {
+/// Every Rust file of `src/` but `main.rs`, each with the module it belongs
+/// to: a file of a folder belongs to the folder's module.
+fn files(src: &Path) -> Vec<(String, std::path::PathBuf)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(src).expect("src").flatten() {
         let path = entry.path();
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
         if path.is_dir() {
             for file in std::fs::read_dir(&path).expect("module folder").flatten() {
-                let text = std::fs::read_to_string(file.path()).unwrap_or_default();
-                modules.entry(name.clone()).or_default().push_str(&text);
+                if file.path().extension().is_some_and(|e| e == "rs") {
+                    files.push((name.clone(), file.path()));
+                }
             }
-        } else if name != "main" {
-            modules.insert(name, std::fs::read_to_string(&path).unwrap_or_default());
+        } else if name != "main" && path.extension().is_some_and(|e| e == "rs") {
+            files.push((name, path));
         }
     }
+    files.sort();
+    files
+}
+
+/// What is wrong with the imports of `module`'s file `text`.
+fn wrong_imports(module: &str, text: &str) -> Vec<String> {
+    let Some(own) = layer_of(module) else {
+        return vec![format!("{module} is in no layer: add it to LAYERS")];
+    };
+    imports(text)
+        .into_iter()
+        .filter(|import| import != module && import != "self" && import != "super")
+        .filter(|import| layer_of(import).is_none_or(|layer| layer >= own))
+        .map(|import| format!("{module} (layer {own}) uses {import}, which is not below it"))
+        .collect()
+}
+
+#[test]
+fn modules_only_import_modules_below_them() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = files(&src);
+    assert!(files.iter().any(|(m, p)| m == "state" && p.ends_with("redis.rs")), "the folders' files are read");
     let mut wrong = Vec::new();
-    for (module, text) in &modules {
-        let Some(own) = layer_of(module) else {
-            wrong.push(format!("{module} is in no layer: add it to LAYERS"));
-            continue;
-        };
-        for import in imports(text) {
-            match layer_of(&import) {
-                _ if import == *module || import == "self" || import == "super" => {}
-                Some(layer) if layer < own => {}
-                _ => wrong.push(format!("{module} (layer {own}) uses {import}, which is not below it")),
-            }
-        }
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).expect("a source file");
+        wrong.extend(wrong_imports(module, &text).into_iter().map(|w| format!("{}: {w}", path.display())));
     }
     wrong.sort();
     wrong.dedup();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Each file is cut at its own tests: an upward import in a folder's second
+/// file is found, and one inside a file's unit tests is allowed.
+#[test]
+fn every_file_is_checked_up_to_its_own_tests() {
+    let upward = "use crate::state::FileStore;\nuse crate::target::Common;\n";
+    assert_eq!(wrong_imports("state", upward), ["state (layer 5) uses target, which is not below it"]);
+    let in_tests = "use crate::clock;\n#[cfg(test)]\nmod tests {\n    use crate::target::Common;\n}\n";
+    assert!(wrong_imports("state", in_tests).is_empty());
 }
 
 #[test]
