@@ -2,7 +2,7 @@
 //! against them, and redaction for display, with the one list of names that
 //! mark a header or a query key as a secret.
 
-use ureq::http::Uri;
+use url::Url;
 
 /// Words that mark a header name or a query key as a secret wherever they
 /// appear in it (lowercased): `Authorization`, `Set-Cookie`, `X-Api-Key`,
@@ -43,33 +43,38 @@ impl<'a> UrlParts<'a> {
 /// to become basic auth so that it never travels in the URL or shows in logs;
 /// a fragment is dropped, as it never goes on the wire.
 pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
-    let bad = |why: &str| format!("invalid URL `{}`: {why}", redact_userinfo(raw));
+    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::text::printable(&redact_userinfo(raw)));
     let Some(parts) = UrlParts::split(raw) else {
         return Err(bad("it needs a scheme, e.g. http://host/path or https://host/path"));
     };
     if !parts.scheme.eq_ignore_ascii_case("http") && !parts.scheme.eq_ignore_ascii_case("https") {
         return Err(bad("only http:// and https:// are supported"));
     }
+    // The URL standard drops tabs and newlines and escapes spaces; a user who typed them made a mistake.
+    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("it has a space or a control character in it"));
+    }
     let (host, port) = split_port(parts.host);
     if host.is_empty() || host == "[]" {
         return Err(bad("it has no host"));
     }
-    let host = if host.is_ascii() {
-        host.to_string()
-    } else {
-        idna::domain_to_ascii(host).map_err(|_| bad(&format!("`{host}` is not a valid host name")))?
-    };
-    let port = match port {
-        None => String::new(),
-        Some(port) => format!(":{}", self::port(port).map_err(|why| bad(&why))?),
-    };
-    let path = parts.rest.split('#').next().unwrap_or_default();
-    let url = format!("{}://{host}{port}{path}", parts.scheme.to_ascii_lowercase());
-    let uri: Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
-    if uri.host().is_none_or(str::is_empty) {
+    if let Some(port) = port {
+        self::port(port).map_err(|why| bad(&why))?;
+    }
+    let mut url = Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
+    if url.host_str().is_none_or(str::is_empty) {
         return Err(bad("it has no host"));
     }
-    Ok((url, parts.userinfo.map(percent_decode)))
+    url.set_fragment(None);
+    let credentials = match (url.username(), url.password()) {
+        ("", None) => None,
+        (user, None) => Some(percent_decode(user)),
+        (user, Some(password)) => Some(format!("{}:{}", percent_decode(user), percent_decode(password))),
+    };
+    // Infallible for an http(s) URL with a host.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    Ok((url.into(), credentials))
 }
 
 /// `host:port` -> (`host`, `port`); an IPv6 literal keeps its brackets.
@@ -96,55 +101,41 @@ pub(crate) fn default_port(scheme: &str) -> u16 {
 
 /// (scheme, host, port), lowercased, with the default port filled in: two
 /// URLs are on the same origin when these are equal.
-pub(crate) fn origin(uri: &Uri) -> (String, String, u16) {
-    let scheme = uri.scheme_str().unwrap_or("").to_ascii_lowercase();
-    let host = uri.host().unwrap_or("").to_ascii_lowercase();
-    let port = uri.port_u16().unwrap_or_else(|| default_port(&scheme));
-    (scheme, host, port)
+fn origin(url: &str) -> Option<(String, String, u16)> {
+    let url = Url::parse(url).ok()?;
+    let host = url.host_str()?.to_ascii_lowercase();
+    let port = url.port_or_known_default().unwrap_or_else(|| default_port(url.scheme()));
+    Some((url.scheme().to_string(), host, port))
 }
 
 /// `scheme://host:port` of a URL, the default port spelled out, so that
 /// `http://H/a` and `http://h:80/b` share one bucket and one breaker.
 pub(crate) fn origin_key(url: &str) -> String {
-    let Ok(uri) = url.parse::<Uri>() else { return url.to_string() };
-    let (scheme, host, port) = origin(&uri);
-    format!("{scheme}://{host}:{port}")
+    match origin(url) {
+        Some((scheme, host, port)) => format!("{scheme}://{host}:{port}"),
+        None => url.to_string(),
+    }
 }
 
 /// Whether two URLs are on the same origin.
 pub(crate) fn same_origin(a: &str, b: &str) -> bool {
-    matches!((a.parse::<Uri>(), b.parse::<Uri>()), (Ok(a), Ok(b)) if origin(&a) == origin(&b))
+    matches!((origin(a), origin(b)), (Some(a), Some(b)) if a == b)
 }
 
 /// Resolves a `Location` (or any URL reference a server sends) against the
-/// URL that sent it; `None` when it is empty or not http(s).
+/// URL that sent it, by RFC 3986 section 5.2 (`..` and `.` removed); `None`
+/// when it is empty or not http(s). The fragment never goes on the wire.
 pub(crate) fn resolve(base: &str, location: &str) -> Option<String> {
-    let base: Uri = base.parse().ok()?;
     let location = location.trim();
-    let scheme = base.scheme_str()?;
-    let authority = base.authority()?.as_str();
     if location.is_empty() {
         return None;
     }
-    if let Some((s, _)) = location.split_once("://")
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    {
-        let lower = s.to_ascii_lowercase();
-        return (lower == "http" || lower == "https").then(|| location.to_string());
+    let mut url = Url::parse(base).ok()?.join(location).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return None;
     }
-    if let Some(rest) = location.strip_prefix("//") {
-        return Some(format!("{scheme}://{rest}"));
-    }
-    if location.starts_with('/') {
-        return Some(format!("{scheme}://{authority}{location}"));
-    }
-    let path = base.path();
-    if location.starts_with('?') {
-        return Some(format!("{scheme}://{authority}{path}{location}"));
-    }
-    let folder = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    let folder = if folder.is_empty() { "/" } else { folder };
-    Some(format!("{scheme}://{authority}{folder}{location}"))
+    url.set_fragment(None);
+    Some(url.into())
 }
 
 /// Whether a header name or query key names a secret (see [`SECRET_WORDS`]).
@@ -186,23 +177,7 @@ pub(crate) fn redact(url: &str) -> String {
 
 /// `%XX` escapes decoded; anything else kept as it is.
 pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -261,12 +236,16 @@ mod tests {
             ("/root", Some("http://h:8080/root")),
             ("c", Some("http://h:8080/a/c")),
             ("?z=2", Some("http://h:8080/a/b?z=2")),
+            ("../ops/1", Some("http://h:8080/ops/1")),
+            ("./c/../d#f", Some("http://h:8080/a/d")),
             ("ftp://x/", None),
             ("", None),
         ];
         for (location, want) in rows {
             assert_eq!(resolve(base, location).as_deref(), want, "{location}");
         }
+        // RFC 3986 section 5.2's own example of the issue: `..` is resolved, not sent.
+        assert_eq!(resolve("http://h/v1/jobs/new", "../ops/1").as_deref(), Some("http://h/v1/ops/1"));
     }
 
     #[test]

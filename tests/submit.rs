@@ -145,6 +145,19 @@ fn every_header_form_on_a_202_or_201_names_the_status_url() {
 }
 
 #[test]
+fn a_relative_status_url_is_joined_by_rfc_3986_and_no_dot_segment_reaches_the_server() {
+    let server = Server::routes(vec![
+        ("/v1/jobs/new", vec![accepted_at("../ops/1")]),
+        ("/v1/ops/1", vec![Reply::json(200, RUNNING).header("Operation-Location", "./2/../3")]),
+        ("/v1/ops/3", vec![Reply::json(200, SUCCEEDED)]),
+    ]);
+    let out = poll().args(["--submit", "-d", "x", "-i", "10ms", &server.url("/v1/jobs/new")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, SUCCEEDED.as_bytes());
+    assert_eq!(sent(&server), [pair("POST", "/v1/jobs/new"), pair("GET", "/v1/ops/1"), pair("GET", "/v1/ops/3")]);
+}
+
+#[test]
 fn operation_location_wins_over_azure_asyncoperation_which_wins_over_location() {
     let routes = |submit: Reply| {
         Server::routes(vec![
