@@ -20,6 +20,7 @@ mod config;
 mod docs;
 mod error;
 mod file;
+pub mod fuzz;
 mod output;
 pub mod parse;
 pub mod policy;

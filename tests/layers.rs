@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["target"],
     &["run"],
+    &["fuzz"],
     &["lib"],
 ];
 

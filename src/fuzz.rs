@@ -1,0 +1,123 @@
+//! The bodies of the fuzz targets (`fuzz/fuzz_targets/*.rs` are one-line
+//! calls), so that `cargo test` builds them and runs them on the seeds in
+//! `fuzz/seeds/`: a target that no longer compiles fails the tests.
+
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::advice::{self, Advice};
+use crate::condition::{Conditions, Filter, Input};
+use crate::parse;
+use crate::state::State;
+
+/// Words of filters that may loop or recurse forever (`def f: f; f`,
+/// `last(repeat(1))`), in jq as in poll: such a filter is compiled, not run.
+const UNBOUNDED: &[&str] =
+    &["def", "repeat", "range", "recurse", "while", "until", "limit", "walk", "..", "env", "input"];
+
+/// jq filters: the first line is compiled as a filter, the rest is judged as a
+/// body. Runs on one worker thread with poll's own stack (jaq recurses), made
+/// once: a thread per input would cost more than the filter.
+pub fn jq(data: &[u8]) {
+    type Job = (Vec<u8>, mpsc::Sender<()>);
+    static WORKER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    let worker = WORKER.get_or_init(|| {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new().stack_size(crate::run::STACK_SIZE).spawn(move || {
+            for (data, done) in inbox {
+                jq_on_this_thread(&data);
+                let _ = done.send(());
+            }
+        });
+        if let Err(e) = spawned {
+            panic!("cannot start the fuzz worker: {e}");
+        }
+        Mutex::new(jobs)
+    });
+    let (done, finished) = mpsc::channel();
+    let sent = worker.lock().map(|jobs| jobs.send((data.to_vec(), done)));
+    // A worker that panicked drops its channel: the panic is the finding.
+    if !matches!(sent, Ok(Ok(()))) || finished.recv().is_err() {
+        panic!("the jq worker panicked");
+    }
+}
+
+fn jq_on_this_thread(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (source, body) = text.split_once('\n').unwrap_or((&text, "{}"));
+    let Ok(filter) = Filter::compile(source) else { return };
+    if UNBOUNDED.iter().any(|word| source.contains(word)) {
+        return;
+    }
+    if let Some(input) = Input::parse(body.as_bytes()) {
+        let _ = filter.holds(&input);
+        let _ = filter.show(&input);
+    }
+    let conditions = Conditions { until: Some(filter), ..Conditions::default() };
+    let _ = conditions.judge(body.as_bytes());
+}
+
+/// Retry-After and every rate-limit header form: header lines parse to some
+/// advice or none, never a panic.
+pub fn advice(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let now = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let headers: Vec<(&str, &str)> = text.lines().filter_map(|line| line.split_once(':')).collect();
+    let _ = Advice::from_headers(headers.iter().copied(), now);
+    for now in [now, UNIX_EPOCH, SystemTime::UNIX_EPOCH + Duration::from_secs(u64::from(u32::MAX) * 4)] {
+        let _ = advice::retry_after(&text, now);
+        let _ = advice::reset(&text, now);
+    }
+}
+
+/// The flag-value parsers: durations, sizes, rates, headers and status codes.
+pub fn flags(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = parse::duration(&text);
+    let _ = parse::size(&text);
+    let _ = parse::rate(&text);
+    for code in text.split(',') {
+        let _ = parse::status(code);
+    }
+    if let Ok((name, value)) = parse::header(&text) {
+        // Whatever is accepted can never split a request apart.
+        assert!(!name.contains(['\r', '\n', '\0', ':']), "{name:?}");
+        assert!(!value.contains(['\r', '\n', '\0']), "{value:?}");
+    }
+}
+
+/// The `--state` file reader: any bytes parse to a state that writes back to
+/// bytes that parse to the same state, or are refused; never a panic.
+pub fn state(data: &[u8]) {
+    if let Ok(state) = State::from_json(data) {
+        let written = state.to_json();
+        let again = State::from_json(&written);
+        assert!(
+            again.as_ref().is_ok_and(|again| again.to_json() == written),
+            "a state poll wrote must read back the same"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every target on every seed of its folder in `fuzz/seeds/`.
+    #[test]
+    fn every_target_runs_on_its_seeds() {
+        type Target = fn(&[u8]);
+        let targets: [(&str, Target); 4] =
+            [("jq", super::jq), ("advice", super::advice), ("flags", super::flags), ("state", super::state)];
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+        for (name, target) in targets {
+            let mut count = 0;
+            for seed in std::fs::read_dir(seeds.join(name)).expect("a seed folder").flatten() {
+                target(&std::fs::read(seed.path()).expect("a seed"));
+                count += 1;
+            }
+            assert!(count >= 3, "{name} has {count} seeds");
+        }
+    }
+}
