@@ -19,29 +19,47 @@ const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
 
-const EXAMPLES: &str = "\
-Examples:
-  Wait for a job, fail fast if it fails, give up after 10 minutes:
-    poll --until '.status==\"done\"' --fail-when '.status==\"failed\"' --timeout 10m \"$JOB_URL\"
-
-  Wait until a service is healthy (any 2xx), retrying 503s and refused connections:
-    poll --timeout 2m --interval 2s http://localhost:8080/healthz
-
-  Wait for three services at once, each healthy three polls in a row:
-    poll --stable 3 --timeout 2m http://localhost:5432/health http://localhost:6379/health http://localhost:8080/healthz
-
-  Start a job with POST, wait for it, and print its id (safe to retry with a key):
-    ID=$(poll --submit --json '{\"name\":\"build\"}' --idempotency-key auto --print .id https://ci.example.com/builds)
-
-  Let parallel CI jobs share one rate budget and circuit breaker, with a fallback body:
-    poll --state /tmp/api.state --rate 10/s --fallback '{\"status\":\"unknown\"}' \"$STATUS_URL\"";
+/// Examples: what each does, then the command lines; in `--help` and the man page.
+pub(crate) const EXAMPLES: [(&str, &str); 6] = [
+    (
+        "Wait for a job, stop early if it fails, give up after ten minutes:",
+        r#"poll --until '.status=="done"' --fail-when '.status=="failed"' --timeout 10m "$JOB_URL""#,
+    ),
+    (
+        "Wait until a freshly deployed service answers its health check:",
+        "poll --timeout 2m --interval 2s https://staging.example.com/healthz",
+    ),
+    (
+        "Wait for three services at once, each healthy on three polls in a row:",
+        "poll --stable 3 --timeout 2m \\\n  http://localhost:8080/healthz http://localhost:8081/healthz http://localhost:8082/healthz",
+    ),
+    (
+        "Start an export, wait for it, and keep its id; safe to retry with the same key:",
+        "ID=$(poll --submit --json '{\"table\":\"users\"}' --idempotency-key \"$GITHUB_RUN_ID-export\" \\\n  --print .result.id https://api.example.com/exports)",
+    ),
+    (
+        "Branch on the outcome in a script:",
+        "poll -q --until '.ok' \"$URL\" > result.json\ncase $? in\n  0) echo ready ;;\n  1) echo \"timed out\" ;;\n  4) echo \"job failed\" ;;\n  *) echo \"poll failed\" ;;\nesac",
+    ),
+    (
+        "Let every CI machine share one rate budget and breaker, with the last good answer as a fallback:",
+        "poll --state redis://ci-redis.internal:6379/0 --state-key \"$API_TOKEN_NAME\" \\\n  --rate 10/s --fallback last https://api.example.com/status",
+    ),
+];
 
 /// The help text after the flags: examples, the built-in conditions of
 /// `--submit`, and the exit codes, from the one table in `error.rs`.
 pub(crate) fn after_long_help() -> String {
     let codes: String = EXIT_CODES.iter().map(|(code, meaning)| format!("\n  {code:<3}  {meaning}")).collect();
+    let examples: Vec<String> = EXAMPLES
+        .iter()
+        .map(|(what, lines)| {
+            format!("  {what}\n{}", lines.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"))
+        })
+        .collect();
+    let examples = format!("Examples:\n{}", examples.join("\n\n"));
     format!(
-        "{EXAMPLES}\n\n\
+        "{examples}\n\n\
          Built-in conditions of --submit (--until and --fail-when replace them one by one):\n  \
          done:   {BUILTIN_DONE}\n          or the status URL answers a non-202 2xx without a JSON body\n  \
          failed: {BUILTIN_FAILED}\n\n\

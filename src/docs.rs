@@ -34,34 +34,6 @@ const ENVIRONMENT: [(&str, &str); 6] = [
     ("GITHUB_ACTIONS", "When true, errors and warnings are GitHub workflow commands (as --ci github)."),
 ];
 
-/// Examples: what each does, then the command lines.
-const EXAMPLES: [(&str, &str); 6] = [
-    (
-        "Wait for a job, stop early if it fails, give up after ten minutes:",
-        r#"poll --until '.status=="done"' --fail-when '.status=="failed"' --timeout 10m https://api.example.com/jobs/42"#,
-    ),
-    (
-        "Wait until a freshly deployed service answers its health check:",
-        "poll --timeout 2m --interval 2s https://staging.example.com/healthz",
-    ),
-    (
-        "Wait for three services at once, each healthy on three polls in a row:",
-        "poll --stable 3 --timeout 2m http://localhost:8080/healthz http://localhost:8081/healthz http://localhost:8082/healthz",
-    ),
-    (
-        "Start an export, wait for it, and keep its id; safe to retry with the same key:",
-        r#"ID=$(poll --submit --json '{"table":"users"}' --idempotency-key "$GITHUB_RUN_ID-export" --print .result.id https://api.example.com/exports)"#,
-    ),
-    (
-        "Branch on the outcome in a script:",
-        "poll -q --until '.ok' \"$URL\" > result.json\ncase $? in\n  0) echo ready ;;\n  1) echo \"timed out\" ;;\n  4) echo \"job failed\" ;;\n  *) echo \"poll failed\" ;;\nesac",
-    ),
-    (
-        "Let every CI machine share one rate budget and circuit breaker for an API, and carry on with the last good answer when it is down:",
-        "poll --state redis://ci-redis.internal:6379/0 --state-key \"$API_TOKEN_NAME\" --rate 10/s --fallback last https://api.example.com/status",
-    ),
-];
-
 /// clap_mangen's sections, plus the ones a man page reader looks for.
 fn man_page() -> Vec<u8> {
     let man = clap_mangen::Man::new(cli::command());
@@ -94,7 +66,7 @@ fn extra_sections() -> String {
         roff.push_str(&format!(".TP\n{}\n{}\n", names.join(", "), escape(meaning)));
     }
     roff.push_str(".SH EXAMPLES\n");
-    for (what, lines) in EXAMPLES {
+    for (what, lines) in cli::EXAMPLES {
         roff.push_str(&format!("{}\n.PP\n.nf\n.RS\n{}\n.RE\n.fi\n.PP\n", escape(what), escape(lines)));
     }
     roff
