@@ -109,6 +109,8 @@ pub fn run(config: Config) -> Ending {
         None => None,
     };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    // How long a half-open probe may take: its lease must outlast it.
+    let probe_budget = client.connect_timeout + client.request_timeout;
     let common = Arc::new(Common {
         client,
         conditions,
@@ -117,7 +119,7 @@ pub fn run(config: Config) -> Ending {
         submit,
         keep_last: limits.fallback == Some(Fallback::Last),
         deadline,
-        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail),
+        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail, probe_budget),
         reporter,
         cancel: Cancel::default(),
     });

@@ -32,6 +32,10 @@ use origin::Origin;
 /// unreachable (never longer than the time left before `--timeout`).
 pub(crate) const STEP_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How much longer than the probe may take its lease lasts: the time to
+/// record its outcome, and clocks that disagree a little.
+const LEASE_MARGIN: Duration = Duration::from_secs(1);
+
 /// Where shared state lives. Each call is one atomic step on the store (a
 /// read-modify-write under the file's lock); all times are relative to the
 /// store's own clock, in milliseconds, so that a store on another machine
@@ -62,6 +66,9 @@ pub(crate) struct Ask {
     pub deadline_in: Option<u64>,
     /// The breaker settings; `None` where no breaker is kept.
     pub breaker: Option<Settings>,
+    /// The shortest half-open lease in ms: the probe's own budget (connect
+    /// plus request timeout) plus a second, so that the lease outlasts the probe.
+    pub lease: u64,
 }
 
 /// Whether and when the next attempt may go.
@@ -124,6 +131,8 @@ pub(crate) struct Shared {
     warned: AtomicBool,
     spacing: Option<u64>,
     breaker: Settings,
+    /// See [`Ask::lease`].
+    lease: u64,
     pid: u32,
 }
 
@@ -133,6 +142,7 @@ impl Shared {
         rate: Option<Duration>,
         breaker: Settings,
         fail: StateFail,
+        probe_budget: Duration,
     ) -> Shared {
         Shared {
             store: store.map(Mutex::new),
@@ -141,6 +151,7 @@ impl Shared {
             warned: AtomicBool::new(false),
             spacing: rate.map(crate::bucket::spacing_ms),
             breaker,
+            lease: clock::ms(probe_budget + LEASE_MARGIN),
             pid: std::process::id(),
         }
     }
@@ -152,7 +163,13 @@ impl Shared {
 
     /// Before an attempt on `key`, with `left` before the deadline.
     pub(crate) fn admit(&self, key: &str, left: Option<Duration>, warn: &dyn Fn(&str)) -> Result<Admission, Error> {
-        let ask = Ask { pid: self.pid, spacing: self.spacing, deadline_in: left.map(clock::ms), breaker: None };
+        let ask = Ask {
+            pid: self.pid,
+            spacing: self.spacing,
+            deadline_in: left.map(clock::ms),
+            breaker: None,
+            lease: self.lease,
+        };
         let shared = Ask { breaker: Some(self.breaker), ..ask };
         match self.with_store(left, warn, |store, timeout| store.admit(key, &shared, timeout))? {
             Some(admission) => Ok(admission),
@@ -229,7 +246,8 @@ mod tests {
 
     #[test]
     fn without_a_store_the_rate_is_kept_in_memory_per_key() {
-        let shared = Shared::new(None, Some(Duration::from_millis(100)), Settings::default(), StateFail::Open);
+        let shared =
+            Shared::new(None, Some(Duration::from_millis(100)), Settings::default(), StateFail::Open, Duration::ZERO);
         let quiet = |_: &str| {};
         assert_eq!(shared.admit("a", None, &quiet), Ok(Admission::Go { wait: 0, why: None }));
         assert!(matches!(shared.admit("a", None, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
@@ -260,8 +278,13 @@ mod tests {
     fn an_unreachable_store_warns_once_when_open_and_ends_the_run_when_closed() {
         let warnings = Mutex::new(Vec::new());
         let warn = |w: &str| lock(&warnings).push(w.to_string());
-        let open =
-            Shared::new(Some(Box::new(Gone)), Some(Duration::from_millis(100)), Settings::default(), StateFail::Open);
+        let open = Shared::new(
+            Some(Box::new(Gone)),
+            Some(Duration::from_millis(100)),
+            Settings::default(),
+            StateFail::Open,
+            Duration::ZERO,
+        );
         assert_eq!(open.admit("a", None, &warn), Ok(Admission::Go { wait: 0, why: None }));
         assert!(matches!(open.admit("a", None, &warn), Ok(Admission::Go { wait: 90..=100, .. })), "own --rate");
         assert_eq!(lock(&warnings).len(), 1, "{:?}", lock(&warnings));
@@ -271,7 +294,7 @@ mod tests {
             "--state nowhere: nowhere is unreachable; going on with this process's own limits (--state-fail open)"
         );
 
-        let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed);
+        let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed, Duration::ZERO);
         let Err(Error::StateUnreachable(why)) = closed.admit("a", None, &warn) else { panic!("closed ends the run") };
         assert!(why.contains("--state-fail closed"), "{why}");
     }

@@ -14,13 +14,15 @@
 //! | `rate` | the next free `--rate` slot | one spacing after that slot |
 //! | `advice` | the server's "not before" | when it passes |
 //! | `breaker` | JSON: state, until, cool-down, reason, last prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
-//! | `probe` | the half-open lease: the prober's token | one cool-down after the probe's slot |
+//! | `probe` | the half-open lease: the prober's token | when the lease ends: one cool-down after the probe's slot, or the probe's budget (connect plus request timeout) plus 1 s when longer |
 //! | `last`, `last_at` | hashes: URL -> last good body, and when it was kept | [`BODY_KEPT`] after each body was written |
 //!
 //! No lock is held across a request: the half-open probe is a lease (`SET
-//! probe TOKEN NX PX cool-down`) that exactly one process in the fleet wins
-//! and that expires by itself, so a prober killed with `kill -9` holds the
-//! origin for at most one cool-down, as in the file store.
+//! probe TOKEN NX PX LEASE`) that exactly one process in the fleet wins and
+//! that expires by itself. It outlasts the probe (see [`super::Ask::lease`]),
+//! so no second probe starts while the first is in flight, and a prober
+//! killed with `kill -9` holds the origin for no longer than the lease, as in
+//! the file store.
 //!
 //! A step that cannot connect, fails, or takes longer than its timeout (a
 //! second, never past `--timeout`) is an `Err`; the connection is dropped and
@@ -368,7 +370,8 @@ impl Store for RedisStore {
             .arg(u8::from(ask.breaker.is_some()))
             .arg(self.token(ask.pid))
             .arg(settings.cooldown)
-            .arg(breaker_kept(&settings));
+            .arg(breaker_kept(&settings))
+            .arg(ask.lease);
         let reply: Reply = self.step(timeout, &call)?;
         admission(reply)
     }
@@ -716,6 +719,7 @@ mod tests {
                     spacing: [None, Some(50), Some(300)][rng.random_range(0..3)],
                     deadline_in: rng.random_bool(0.3).then(|| rng.random_range(0..2_000)),
                     breaker: rng.random_bool(0.95).then_some(settings),
+                    lease: [0, 500, 2_500][rng.random_range(0..3)],
                 };
                 let want = origin.admit(now, &ask);
                 let got = store.admit("k", &ask, SECOND);
@@ -793,7 +797,7 @@ mod tests {
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
-        let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings) };
+        let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), lease: 0 };
         let report = |pid, ok, latency, not_before_in| Report {
             pid,
             sample: Sample { ok, latency },
@@ -851,7 +855,7 @@ mod tests {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
         let mut store = RedisStore::new(&server.url(), None).expect("a store");
-        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None };
+        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);
         let Err(e) = store.admit("k", &ask, SECOND) else { panic!("the server is gone") };
