@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
@@ -33,17 +34,6 @@ fn origin(server: &Server) -> String {
 fn breaker(redis: &Redis, key: &str) -> Value {
     let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
     text.map_or(Value::Null, |text| serde_json::from_str(&text).expect("the breaker is JSON"))
-}
-
-/// Opens the breaker of `server`'s origin in `state` with five quick 503s (exit 6).
-fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
-    let url = server.url("/");
-    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
-    args.extend_from_slice(extra);
-    args.push(&url);
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
 use support::redis::Redis;
 use support::server::{Reply, Server};
@@ -100,17 +101,6 @@ impl Store {
         }
         text
     }
-}
-
-/// Opens the breaker of `server`'s origin in `state`: five quick 503s, exit 6.
-fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
-    let url = server.url("/");
-    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
-    args.extend_from_slice(extra);
-    args.push(&url);
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
 }
 
 fn eight_processes_share_one_rate_budget(backend: Backend) {

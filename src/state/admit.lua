@@ -41,17 +41,10 @@ if ARGV[4] == '1' and stored[3] then
   breaker = cjson.decode(stored[3])
   local state, open_until = breaker.state, tonumber(breaker.until_ms) or 0
   reason = breaker.reason or ''
-  if state == 'open' and now < open_until then
-    return {'open', open_until - now, 0, '', reason}
-  end
-  if state == 'half_open' then
-    local holder = redis.call('GET', KEYS[4])
-    if holder and now < open_until then
-      return {'open', open_until - now, 0, holder, reason}
-    end
-    -- A lease the clock says is over goes, even in the millisecond before its key expires.
-    if holder then redis.call('DEL', KEYS[4]) end
-  end
+  local refused, stale = refusal(state, open_until, reason, now, KEYS[4])
+  if refused then return refused end
+  -- A lease the clock says is over goes, even in the millisecond before its key expires.
+  if stale then redis.call('DEL', KEYS[4]) end
   if state == 'open' or state == 'half_open' then
     -- The cool-down is over, or the last prober's lease ran out: this caller probes.
     probe = true

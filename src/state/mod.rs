@@ -12,6 +12,8 @@
 mod file;
 mod origin;
 mod redis;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -60,11 +60,14 @@ pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 /// The port of a `redis://` URL that names none.
 const DEFAULT_PORT: u16 = 6379;
 
-// Each script starts with the one clock they share.
-static ADMIT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("admit.lua"))));
-static RECORD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("record.lua"))));
+// Each script starts with the one clock they share; the two that judge the
+// breaker, with the one refusal they share.
+static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("admit.lua")))
+});
+static RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("record.lua")))
+});
 static LAST_GOOD: LazyLock<Script> =
     LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("last_good.lua"))));
 
@@ -496,29 +499,22 @@ fn scrub(text: &str, secrets: &[String]) -> String {
     secrets.iter().filter(|s| !s.is_empty()).fold(text.to_string(), |text, secret| text.replace(secret, url::REDACTED))
 }
 
-/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: what redis-rs
-/// takes for a custom root store.
+/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: redis-rs takes
+/// a custom root store only as PEM, and given roots replace its built-in ones.
 fn roots_and(pem: &[u8]) -> Vec<u8> {
-    use base64::Engine as _;
+    let builtin: Vec<::pem::Pem> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|root| ::pem::Pem::new("CERTIFICATE", root.as_ref().to_vec()))
+        .collect();
     let mut bundle = pem.to_vec();
     bundle.push(b'\n');
-    for root in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(root.as_ref());
-        bundle.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
-        for line in encoded.as_bytes().chunks(64) {
-            bundle.extend_from_slice(line);
-            bundle.push(b'\n');
-        }
-        bundle.extend_from_slice(b"-----END CERTIFICATE-----\n");
-    }
+    bundle.extend_from_slice(::pem::encode_many(&builtin).as_bytes());
     bundle
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::process::{Child, Command, Stdio};
-    use std::sync::atomic::{AtomicU32, Ordering};
 
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
@@ -627,70 +623,11 @@ mod tests {
         assert!(RedisStore::new(&url, Some(&pem)).is_ok());
     }
 
-    /// A redis-server of this test's own on a unix socket, killed on drop;
-    /// `None` (after one loud line) where redis-server is not installed.
-    struct Server {
-        child: Child,
-        dir: PathBuf,
-    }
+    use crate::state::test_support::redis::Redis as Server;
 
-    impl Server {
-        fn start() -> Option<Server> {
-            if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
-                let install = "apt-get install redis-server";
-                if std::env::var("POLL_TEST_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-                    panic!("redis-server is not installed and POLL_TEST_REQUIRE_TOOLS=1: {install}");
-                }
-                use std::io::Write as _;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED: redis-server is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this \
-                     a failure)"
-                );
-                return None;
-            }
-            static N: AtomicU32 = AtomicU32::new(0);
-            let name = format!("poll-redis-unit-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-            let dir = std::env::temp_dir().join(name);
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("a temp folder");
-            let child = Command::new("redis-server")
-                .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocket"])
-                .arg(dir.join("redis.sock"))
-                .arg("--dir")
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start redis-server");
-            let server = Server { child, dir };
-            let until = Instant::now() + Duration::from_secs(10);
-            while !server.socket().exists() {
-                assert!(Instant::now() < until, "redis-server made no socket in 10s");
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Some(server)
-        }
-
-        fn socket(&self) -> PathBuf {
-            self.dir.join("redis.sock")
-        }
-
-        fn url(&self) -> RedisUrl {
-            parsed(&format!("redis+unix://{}", self.socket().display()))
-        }
-
-        fn connection(&self) -> ::redis::Connection {
-            let info = ConnectionAddr::Unix(self.socket()).into_connection_info().expect("info");
-            Client::open(info).and_then(|c| c.get_connection()).expect("connect")
-        }
-    }
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+    /// The store's view of the test's server: over its unix socket.
+    fn url_of(server: &Server) -> RedisUrl {
+        parsed(&server.unix_url())
     }
 
     /// The Lua scripts against the pure rules the file store runs: a seeded
@@ -699,7 +636,7 @@ mod tests {
     #[test]
     fn the_scripts_follow_the_file_stores_rules_step_for_step() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
         let mut origin = Origin::default();
         let mut rng = StdRng::seed_from_u64(11);
         let settings = Settings { window: 6, min_success: 60, max_p95: 800, cooldown: 1_000 };
@@ -793,7 +730,7 @@ mod tests {
     #[test]
     fn the_edges_match_the_file_stores_too() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
@@ -854,7 +791,7 @@ mod tests {
     fn a_store_that_cannot_connect_says_so_and_connects_again_when_it_can() {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
         let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);
