@@ -478,7 +478,7 @@ fn state_urls_that_do_not_parse_are_usage_errors_before_anything_is_sent() {
         ("mongodb://127.0.0.1:27017", "`mongodb://` is not a state store this poll knows"),
         ("redis://", "it has no host"),
         ("redis://127.0.0.1:0", "port `0` is not a number from 1 to 65535"),
-        ("redis://127.0.0.1:99999", "port `99999`"),
+        ("redis://127.0.0.1:99999", "the port is not a number from 1 to 65535"),
         ("rediss://:hunter2@127.0.0.1:6379/x", "the path `/x` is not a database number"),
         ("redis://bob:hunter2@:6379", "it has no host"),
         ("redis+unix://host/tmp/s", "names no host"),

@@ -29,7 +29,6 @@
 //! made again at the next step, so a Redis that comes back is used again.
 
 use std::fmt;
-use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -72,7 +71,8 @@ static LAST_GOOD: LazyLock<Script> =
     LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("last_good.lua"))));
 
 /// A `--state` Redis URL, checked: `redis://[USER:PASS@]HOST[:PORT][/DB]`,
-/// `rediss://...` (TLS) or `redis+unix://[USER:PASS@]/PATH[?db=N]`.
+/// `rediss://...` (TLS) or `redis+unix://[USER:PASS@]/PATH[?db=N]`, or the
+/// same under Valkey's names (`valkey://`, `valkeys://`, `valkey+unix://`).
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct RedisUrl {
     addr: Addr,
@@ -111,106 +111,128 @@ impl RedisUrl {
         &self.shown
     }
 
-    /// Checks a `--state` URL; the error never holds the password.
+    /// Checks a `--state` URL (parsed by the `url` crate); the error never
+    /// holds the password.
     pub(crate) fn parse(raw: &str) -> Result<RedisUrl, String> {
         let shown = url::redact_userinfo(raw);
         let bad = |why: &str| format!("invalid Redis URL `{}`: {why}", printable(&shown));
-        let Some(parts) = url::UrlParts::split(raw) else { return Err(bad("it needs a scheme")) };
-        let scheme = parts.scheme.to_ascii_lowercase();
-        if !matches!(scheme.as_str(), "redis" | "rediss" | "redis+unix") {
+        let scheme = raw.split_once("://").map_or(raw, |(scheme, _)| scheme).to_ascii_lowercase();
+        let Some(kind) = Kind::of(&scheme) else {
             return Err(format!(
-                "`{}://` is not a state store this poll knows; give a file path, or a redis://, rediss:// or \
-                 redis+unix:// URL",
+                "`{}://` is not a state store this poll knows; give a file path, or a redis://, rediss://, \
+                 redis+unix://, valkey://, valkeys:// or valkey+unix:// URL",
                 printable(&shorten(&scheme))
             ));
-        }
-        if parts.rest.contains('#') {
+        };
+        // `redis+unix://:PASS@/PATH` has a login but no host, which the url crate
+        // refuses: such a URL is parsed with a stand-in host, taken out again below.
+        let stand_in = match (kind, raw.split_once("://")) {
+            (Kind::Unix, Some((scheme, rest))) => {
+                let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                authority.ends_with('@').then(|| format!("{scheme}://{authority}{UNIX_HOST}{path}"))
+            }
+            _ => None,
+        };
+        let parsed = ::url::Url::parse(stand_in.as_deref().unwrap_or(raw)).map_err(|e| {
+            bad(match e {
+                ::url::ParseError::EmptyHost => "it has no host",
+                ::url::ParseError::InvalidPort => "the port is not a number from 1 to 65535",
+                ::url::ParseError::InvalidIpv6Address => "the IPv6 address in `[...]` is not one",
+                ::url::ParseError::RelativeUrlWithoutBase => "it needs a scheme",
+                _ => "the host is not a host name or address",
+            })
+        })?;
+        if parsed.fragment().is_some() {
             return Err(bad("a fragment (`#...`) means nothing here"));
         }
-        let (path, query) = match parts.rest.split_once('?') {
-            Some((path, query)) => (path, Some(query)),
-            None => (parts.rest, None),
-        };
-        let (userinfo, host) = (parts.userinfo, parts.host);
-        let (user, password, secrets) = match userinfo.map(|u| u.split_once(':')) {
-            None => (None, None, Vec::new()),
-            Some(None) => return Err(bad("a user needs a password: USER:PASS@HOST, or :PASS@HOST")),
-            Some(Some((_, ""))) => return Err(bad("the password is empty")),
-            Some(Some((user, pass))) => {
-                let user = url::percent_decode(user);
-                let password = url::percent_decode(pass);
+        let (user, password, secrets) = match (parsed.username(), parsed.password()) {
+            ("", None) => (None, None, Vec::new()),
+            (_, None | Some("")) => return Err(bad("a user needs a password: USER:PASS@HOST, or :PASS@HOST")),
+            (user, Some(pass)) => {
+                let password = decode(pass);
                 let secrets = vec![password.clone(), pass.to_string()];
-                (Some(user).filter(|u| !u.is_empty()), Some(password), secrets)
+                (Some(decode(user)).filter(|u| !u.is_empty()), Some(password), secrets)
             }
         };
+        let host = match parsed.host_str() {
+            Some(UNIX_HOST) if stand_in.is_some() => "",
+            host => host.unwrap_or_default(),
+        };
+        let path = parsed.path();
 
-        let (addr, db) = if scheme == "redis+unix" {
-            if !host.is_empty() {
-                return Err(bad("a unix socket URL names no host: redis+unix:///PATH"));
+        let (addr, db) = match kind {
+            Kind::Unix => {
+                if !host.is_empty() {
+                    return Err(bad("a unix socket URL names no host: redis+unix:///PATH"));
+                }
+                if path.len() < 2 {
+                    return Err(bad("it names no socket: redis+unix:///PATH"));
+                }
+                let mut db = 0;
+                for (name, value) in parsed.query_pairs() {
+                    if name != "db" {
+                        return Err(bad("the only query it takes is ?db=N"));
+                    }
+                    db = database(&value).ok_or_else(|| bad(&format!("`{value}` is not a database number")))?;
+                }
+                (Addr::Unix(PathBuf::from(decode(path))), db)
             }
-            if path.len() < 2 {
-                return Err(bad("it names no socket: redis+unix:///PATH"));
+            Kind::Tcp { tls } => {
+                if parsed.query().is_some() {
+                    return Err(bad("a query (`?...`) means nothing here; the database is the path, /0, /1, ..."));
+                }
+                let host = match parsed.host() {
+                    None => return Err(bad("it has no host")),
+                    Some(::url::Host::Ipv6(ip)) => ip.to_string(),
+                    Some(_) => host.to_ascii_lowercase(),
+                };
+                if host.is_empty() {
+                    return Err(bad("it has no host"));
+                }
+                if matches!(host.as_str(), "0.0.0.0" | "::") {
+                    return Err(bad(&format!("`{host}` is where a server listens, not an address to connect to")));
+                }
+                let port = match parsed.port() {
+                    None => DEFAULT_PORT,
+                    Some(0) => return Err(bad("port `0` is not a number from 1 to 65535")),
+                    Some(port) => port,
+                };
+                let db = match path.trim_start_matches('/') {
+                    "" => 0,
+                    db => database(db).ok_or_else(|| bad(&format!("the path `{path}` is not a database number")))?,
+                };
+                (Addr::Tcp { host, port, tls }, db)
             }
-            let db = match query {
-                None => 0,
-                Some(query) => match query.strip_prefix("db=") {
-                    Some(db) => database(db).ok_or_else(|| bad(&format!("`{db}` is not a database number")))?,
-                    None => return Err(bad("the only query it takes is ?db=N")),
-                },
-            };
-            (Addr::Unix(PathBuf::from(url::percent_decode(path))), db)
-        } else {
-            if query.is_some() {
-                return Err(bad("a query (`?...`) means nothing here; the database is the path, /0, /1, ..."));
-            }
-            let (host, port) = host_and_port(host).map_err(|why| bad(&why))?;
-            let db = match path.trim_start_matches('/') {
-                "" => 0,
-                db => database(db).ok_or_else(|| bad(&format!("the path `{path}` is not a database number")))?,
-            };
-            (Addr::Tcp { host, port, tls: scheme == "rediss" }, db)
         };
         Ok(RedisUrl { addr, db, user, password, secrets, shown })
     }
 }
 
-/// `host[:port]` -> the host (an IPv6 literal without brackets) and the port.
-fn host_and_port(authority: &str) -> Result<(String, u16), String> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let Some((inside, after)) = v6.split_once(']') else {
-                return Err("an IPv6 address needs its closing `]`".into());
-            };
-            if inside.parse::<Ipv6Addr>().is_err() {
-                return Err(format!("`[{inside}]` is not an IPv6 address"));
-            }
-            match after {
-                "" => (inside, None),
-                _ => match after.strip_prefix(':') {
-                    Some(port) => (inside, Some(port)),
-                    None => return Err(format!("`{after}` after the address is not a port")),
-                },
-            }
+/// The stand-in host of a unix socket URL with a login (see [`RedisUrl::parse`]).
+const UNIX_HOST: &str = "unix-socket.invalid";
+
+/// What a scheme names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tcp { tls: bool },
+    Unix,
+}
+
+impl Kind {
+    /// The redis schemes, and Valkey's names for the same (it speaks the same protocol).
+    fn of(scheme: &str) -> Option<Kind> {
+        match scheme {
+            "redis" | "valkey" => Some(Kind::Tcp { tls: false }),
+            "rediss" | "valkeys" => Some(Kind::Tcp { tls: true }),
+            "redis+unix" | "valkey+unix" => Some(Kind::Unix),
+            _ => None,
         }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    if host.is_empty() {
-        return Err("it has no host".into());
     }
-    if !host.chars().all(|c| c.is_ascii_alphanumeric() || "-._:".contains(c)) {
-        return Err(format!("`{}` is not a host name or address", printable(host)));
-    }
-    if matches!(host, "0.0.0.0" | "::") {
-        return Err(format!("`{host}` is where a server listens, not an address to connect to"));
-    }
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(port) => url::port(port)?,
-    };
-    Ok((host.to_ascii_lowercase(), port))
+}
+
+/// A percent-decoded URL part (bytes that are not UTF-8 shown as U+FFFD).
+fn decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 /// A database number: digits only.
@@ -542,6 +564,9 @@ mod tests {
             ("redis+unix:///run/redis.sock", Addr::Unix("/run/redis.sock".into()), 0, None, None),
             ("redis+unix:///tmp/a%20b?db=3", Addr::Unix("/tmp/a b".into()), 3, None, None),
             ("redis+unix://:pw@/tmp/s", Addr::Unix("/tmp/s".into()), 0, None, Some("pw")),
+            ("valkey://h:7000/3", tcp("h", 7000, false), 3, None, None),
+            ("VALKEYS://u:pw@h", tcp("h", 6379, true), 0, Some("u"), Some("pw")),
+            ("valkey+unix:///run/v.sock?db=2", Addr::Unix("/run/v.sock".into()), 2, None, None),
         ];
         for (raw, addr, db, user, password) in rows {
             let url = parsed(raw);
@@ -561,22 +586,26 @@ mod tests {
             ("redis://", "it has no host"),
             ("redis://:6379", "it has no host"),
             ("redis://h:0", "port `0` is not a number from 1 to 65535"),
-            ("redis://h:99999", "port `99999`"),
-            ("redis://h:+1", "port `+1`"),
+            ("redis://h:99999", "the port is not a number from 1 to 65535"),
+            ("redis://h:+1", "the port is not"),
             ("redis://h/x", "the path `/x` is not a database number"),
             ("redis://h/1/2", "the path `/1/2`"),
             ("redis://h?db=1", "a query"),
             ("redis://h#insecure", "a fragment"),
             ("redis://h h", "is not a host name"),
-            ("redis://[::1", "closing `]`"),
-            ("redis://[nope]", "is not an IPv6 address"),
+            ("redis://h<", "is not a host name"),
+            ("redis://[::1", "the IPv6 address"),
+            ("redis://[nope]", "the IPv6 address"),
             ("redis://0.0.0.0", "where a server listens"),
+            ("redis://[::]:1", "where a server listens"),
             ("redis://bob@h", "a user needs a password"),
-            ("redis://bob:@h", "the password is empty"),
+            ("redis://bob:@h", "a user needs a password"),
+            ("valkey://", "it has no host"),
             ("redis+unix://h/tmp/s", "names no host"),
             ("redis+unix://", "names no socket"),
             ("redis+unix:///tmp/s?pass=x", "the only query it takes is ?db=N"),
             ("redis+unix:///tmp/s?db=x", "`x` is not a database number"),
+            ("valkey+unix://h/tmp/s", "names no host"),
         ];
         for (raw, why) in rows {
             let Err(e) = RedisUrl::parse(raw) else { panic!("{raw} is accepted") };
