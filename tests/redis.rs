@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::Redis;
+use support::redis::{Redis, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -32,7 +32,7 @@ fn origin(server: &Server) -> String {
 
 /// The breaker `poll` keeps in `redis` for `key` (JSON), or `null`.
 fn breaker(redis: &Redis, key: &str) -> Value {
-    let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+    let text: Option<String> = redis.query(&["GET", &state_key(key, "breaker")]);
     text.map_or(Value::Null, |text| serde_json::from_str(&text).expect("the breaker is JSON"))
 }
 
@@ -77,7 +77,7 @@ fn processes_that_share_only_redis_and_a_state_key_share_one_rate_budget_across_
     let busiest = busiest_second(&[&a, &b]);
     assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
     let keys = redis.keys();
-    assert!(keys.iter().all(|k| k.starts_with("poll:token-a:")), "{keys:?}");
+    assert!(keys.iter().all(|k| k.starts_with("poll:{token-a}:")), "{keys:?}");
 }
 
 #[test]
@@ -127,6 +127,24 @@ fn a_breaker_opened_over_tcp_turns_away_a_process_on_the_unix_socket_without_a_r
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// Valkey speaks Redis's protocol: its schemes are the redis ones under other
+/// names. A breaker opened through `valkey://` turns away a process that names
+/// the same server as `valkey+unix://`, and the keys are where redis:// keeps them.
+#[test]
+fn valkey_schemes_are_the_redis_schemes() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let server = Server::start(vec![Reply::status(503); 5]);
+    let valkey = redis.url().replacen("redis://", "valkey://", 1);
+    open_breaker(&server, &valkey, &[]);
+    let unix = redis.unix_url().replacen("redis+unix://", "valkey+unix://", 1);
+    let out = run(&["--state", &unix, &server.url("/")]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("circuit open for {}", origin(&server))), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "an open breaker sends nothing");
+    assert_eq!(breaker(&redis, &origin(&server))["state"], "open");
+}
+
 #[test]
 fn retry_after_is_kept_across_runs_until_it_passes() {
     let _serial = serial();
@@ -139,7 +157,7 @@ fn retry_after_is_kept_across_runs_until_it_passes() {
     assert!(server.wait_hits(1, Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(200));
     first.kill_9();
-    let advice = format!("poll:{}:advice", origin(&server));
+    let advice = state_key(&origin(&server), "advice");
     let ttl: i64 = redis.query(&["PTTL", &advice]);
     assert!((1_000..=3_000).contains(&ttl), "the advice expires when it passes: PTTL {ttl}");
 
@@ -343,18 +361,18 @@ fn every_key_poll_writes_expires() {
     prober.kill_9();
 
     let key = origin(&server);
-    let mut layout = vec!["poll:advice-run:advice".to_string(), "poll:advice-run:breaker".to_string()];
-    layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| format!("poll:{key}:{part}")));
+    let mut layout = vec![state_key("advice-run", "advice"), state_key("advice-run", "breaker")];
+    layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| state_key(&key, part)));
     assert_eq!(redis.keys(), layout, "the key layout");
     let (second, hour) = (1_000, 60 * 60 * 1_000);
     let bounds = [
-        ("poll:advice-run:advice".to_string(), 10 * second, 20 * second),
-        ("poll:advice-run:breaker".to_string(), hour - 60 * second, hour),
-        (format!("poll:{key}:breaker"), hour - 60 * second, hour + 4 * second),
-        (format!("poll:{key}:last"), 24 * hour - 60 * second, 24 * hour),
-        (format!("poll:{key}:last_at"), 24 * hour - 60 * second, 24 * hour),
-        (format!("poll:{key}:probe"), 2 * second, 4 * second),
-        (format!("poll:{key}:rate"), 60 * second, 120 * second),
+        (state_key("advice-run", "advice"), 10 * second, 20 * second),
+        (state_key("advice-run", "breaker"), hour - 60 * second, hour),
+        (state_key(&key, "breaker"), hour - 60 * second, hour + 4 * second),
+        (state_key(&key, "last"), 24 * hour - 60 * second, 24 * hour),
+        (state_key(&key, "last_at"), 24 * hour - 60 * second, 24 * hour),
+        (state_key(&key, "probe"), 2 * second, 4 * second),
+        (state_key(&key, "rate"), 60 * second, 120 * second),
     ];
     for (key, low, high) in bounds {
         let ttl: i64 = redis.query(&["PTTL", &key]);

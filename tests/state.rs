@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::Redis;
+use support::redis::{Redis, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -75,7 +75,7 @@ impl Store {
                 (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
             }
             Some(redis) => {
-                let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+                let text: Option<String> = redis.query(&["GET", &state_key(key, "breaker")]);
                 let breaker: Value = text.map_or(Value::Null, |t| serde_json::from_str(&t).expect("JSON"));
                 let window = breaker["window"].as_array().map_or(0, Vec::len);
                 (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)

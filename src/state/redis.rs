@@ -6,8 +6,9 @@
 //! the server's own clock (`TIME`), so machines whose clocks disagree still
 //! share one budget.
 //!
-//! Keys, all under `poll:KEY:` (KEY: the origin, or `--state-key`), each with
-//! an expiry so that a shared Redis never fills with poll's leftovers:
+//! Keys, all under `poll:{KEY}:` (KEY: the origin, or `--state-key`; the
+//! braces are a hash tag, see [`key`]), each with an expiry so that a shared
+//! Redis never fills with poll's leftovers:
 //!
 //! | key | holds | expires |
 //! |---|---|---|
@@ -362,9 +363,13 @@ impl RedisStore {
     }
 }
 
-/// The key of `part` of the state kept under `key`.
+/// The key of `part` of the state kept under `key`: `poll:{KEY}:PART`. The
+/// braces are Redis Cluster's hash tag, so that every key of one state key
+/// sits in one slot and each step stays one script on one node (a cluster
+/// refuses a script whose keys are in two slots: CROSSSLOT). A KEY holding a
+/// `}` still works: the tag ends at the first one, the same for every part.
 fn key(key: &str, part: &str) -> String {
-    format!("{PREFIX}{key}:{part}")
+    format!("{PREFIX}{{{key}}}:{part}")
 }
 
 /// How long a breaker is kept after its last write.
@@ -749,7 +754,7 @@ mod tests {
         let keys: Vec<String> = ::redis::cmd("KEYS").arg("*").query(&mut connection).expect("KEYS");
         assert!(keys.len() >= 4, "{keys:?}");
         for key in keys {
-            assert!(key.starts_with("poll:k:"), "{key}");
+            assert!(key.starts_with("poll:{k}:"), "{key}");
             let ttl: i64 = ::redis::cmd("PTTL").arg(&key).query(&mut connection).expect("PTTL");
             assert!(ttl > 0, "{key} has no expiry ({ttl})");
         }

@@ -213,6 +213,12 @@ impl Drop for Redis {
     }
 }
 
+/// The Redis key of `part` (`rate`, `breaker`, ...) of the state kept under
+/// `key`: `poll:{KEY}:PART`, one hash tag per state key.
+pub fn state_key(key: &str, part: &str) -> String {
+    format!("poll:{{{key}}}:{part}")
+}
+
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
