@@ -99,7 +99,7 @@ pub fn run(config: Config) -> Ending {
     let reporter = Reporter::new(style, &urls, idempotency_key);
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
-        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref()) {
+        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref(), client.insecure) {
             Ok(store) => Some(Box::new(store)),
             Err(why) => {
                 // Before anything is sent: the URL parsed, but its TLS roots did not.

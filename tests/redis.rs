@@ -545,6 +545,10 @@ fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert!(stderr(&out).contains("invalid peer certificate: UnknownIssuer"), "{}", stderr(&out));
     assert_eq!(server.hits(), before, "nothing is sent");
+    // -k applies to rediss:// as to https://: nothing is verified.
+    let out = run(&["--state", &state, "-k", "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(0), "-k: {}", stderr(&out));
+    assert_eq!(server.hits(), before + 1);
     // The certificate is for 127.0.0.1, not for another name of it.
     let out =
         run(&["--state", &state.replace("127.0.0.1", "localhost"), "--cacert", &ca, "--state-fail", "closed", &url]);

@@ -259,8 +259,9 @@ pub(crate) struct RedisStore {
 
 impl RedisStore {
     /// A store for `url`; `cacert` (PEM) is trusted besides the built-in
-    /// roots for `rediss://`. Nothing is sent yet: the first step connects.
-    pub(crate) fn new(url: &RedisUrl, cacert: Option<&[u8]>) -> Result<RedisStore, String> {
+    /// roots for `rediss://`, and `insecure` (`-k`) verifies nothing, as for
+    /// https. Nothing is sent yet: the first step connects.
+    pub(crate) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<RedisStore, String> {
         let mut settings = RedisConnectionInfo::default().set_db(url.db).set_skip_set_lib_name();
         if let Some(user) = &url.user {
             settings = settings.set_username(user);
@@ -271,7 +272,7 @@ impl RedisStore {
         let addr = match &url.addr {
             Addr::Tcp { host, port, tls: false } => ConnectionAddr::Tcp(host.clone(), *port),
             Addr::Tcp { host, port, tls: true } => {
-                ConnectionAddr::TcpTls { host: host.clone(), port: *port, insecure: false, tls_params: None }
+                ConnectionAddr::TcpTls { host: host.clone(), port: *port, insecure, tls_params: None }
             }
             Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
         };
@@ -280,7 +281,7 @@ impl RedisStore {
         let tcp = ::redis::io::tcp::TcpSettings::default().set_nodelay(true);
         let info: ConnectionInfo =
             addr.into_connection_info().map_err(scrub)?.set_redis_settings(settings).set_tcp_settings(tcp);
-        let client = match (cacert, matches!(url.addr, Addr::Tcp { tls: true, .. })) {
+        let client = match (cacert.filter(|_| !insecure), matches!(url.addr, Addr::Tcp { tls: true, .. })) {
             // Given roots replace redis-rs's built-in ones, so the built-in roots come along.
             (Some(pem), true) => {
                 let roots = TlsCertificates { client_tls: None, root_cert: Some(roots_and(pem)) };
@@ -654,7 +655,7 @@ mod tests {
             ureq::tls::parse_pem(&bundle).filter(|item| matches!(item, Ok(ureq::tls::PemItem::Certificate(_)))).count();
         assert_eq!(certificates, 1 + webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
         let url = parsed("rediss://127.0.0.1:1");
-        assert!(RedisStore::new(&url, Some(&pem)).is_ok());
+        assert!(RedisStore::new(&url, Some(&pem), false).is_ok());
     }
 
     use crate::state::test_support::redis::Redis as Server;
@@ -670,7 +671,7 @@ mod tests {
     #[test]
     fn the_scripts_follow_the_file_stores_rules_step_for_step() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
         let mut origin = Origin::default();
         let mut rng = StdRng::seed_from_u64(11);
         let settings = Settings { window: 6, min_success: 60, max_p95: 800, cooldown: 1_000 };
@@ -764,7 +765,7 @@ mod tests {
     #[test]
     fn the_edges_match_the_file_stores_too() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
@@ -825,7 +826,7 @@ mod tests {
     fn a_store_that_cannot_connect_says_so_and_connects_again_when_it_can() {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
-        let mut store = RedisStore::new(&url_of(&server), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
         let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);
