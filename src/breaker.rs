@@ -135,9 +135,11 @@ impl Breaker {
         }
     }
 
-    /// Records that process `pid` sends the probe at `at`; its lease lasts one cool-down.
-    pub fn start_probe(&mut self, pid: u32, at: u64, settings: &Settings) {
-        let lease_until = at.saturating_add(self.cooldown_or(settings));
+    /// Records that process `pid` sends the probe at `at`; its lease lasts one
+    /// cool-down, or `at_least` ms (the probe's own budget plus a second) when
+    /// that is longer, so that no second probe starts while the first is in flight.
+    pub fn start_probe(&mut self, pid: u32, at: u64, settings: &Settings, at_least: u64) {
+        let lease_until = at.saturating_add(self.cooldown_or(settings).max(at_least));
         self.phase = Phase::HalfOpen { pid, lease_until };
     }
 
@@ -362,7 +364,7 @@ mod tests {
         let Admit::Reject(rejection) = breaker.admit(30_999) else { panic!("still open") };
         assert_eq!((rejection.retry_at, rejection.prober), (31_000, None));
         assert_eq!(breaker.admit(31_000), Admit::Probe);
-        breaker.start_probe(PID, 31_000, &settings());
+        breaker.start_probe(PID, 31_000, &settings(), 0);
         assert_eq!(breaker.phase, Phase::HalfOpen { pid: PID, lease_until: 61_000 });
         // Everyone else is turned away while the probe is out.
         let Admit::Reject(rejection) = breaker.admit(31_001) else { panic!("a probe is in flight") };
@@ -372,7 +374,7 @@ mod tests {
     #[test]
     fn a_good_probe_closes_it_and_clears_the_window() {
         let mut breaker = opened();
-        breaker.start_probe(PID, 31_000, &settings());
+        breaker.start_probe(PID, 31_000, &settings(), 0);
         assert_eq!(breaker.record(31_050, PID, ok(50), &settings()), None);
         assert_eq!(breaker, Breaker::default());
         assert_eq!(breaker.admit(31_051), Admit::Pass);
@@ -385,7 +387,7 @@ mod tests {
         let mut cooldowns = Vec::new();
         for _ in 0..7 {
             assert_eq!(breaker.admit(now), Admit::Probe);
-            breaker.start_probe(PID, now, &settings());
+            breaker.start_probe(PID, now, &settings(), 0);
             let rejection = breaker.record(now, PID, failed(), &settings());
             cooldowns.push(breaker.cooldown);
             let Phase::Open { until } = breaker.phase else { panic!("re-opened") };
@@ -395,7 +397,7 @@ mod tests {
         }
         assert_eq!(cooldowns, [60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000]);
         // A success after all that starts again from the flag's cool-down.
-        breaker.start_probe(PID, now, &settings());
+        breaker.start_probe(PID, now, &settings(), 0);
         breaker.record(now, PID, ok(1), &settings());
         assert_eq!(breaker.cooldown, 0);
     }
@@ -407,19 +409,28 @@ mod tests {
         for _ in 0..5 {
             breaker.record(0, PID, failed(), &long);
         }
-        breaker.start_probe(PID, 900_000, &long);
+        breaker.start_probe(PID, 900_000, &long, 0);
         breaker.record(900_000, PID, failed(), &long);
         assert_eq!(breaker.cooldown, 900_000);
     }
 
     #[test]
+    fn a_probe_that_may_take_longer_than_the_cooldown_holds_the_lease_that_long() {
+        let mut breaker = opened();
+        breaker.start_probe(PID, 31_000, &settings(), 45_000);
+        assert_eq!(breaker.phase, Phase::HalfOpen { pid: PID, lease_until: 76_000 });
+        assert!(matches!(breaker.admit(75_999), Admit::Reject(_)));
+        assert_eq!(breaker.admit(76_000), Admit::Probe);
+    }
+
+    #[test]
     fn a_killed_probers_lease_expires_after_one_cooldown() {
         let mut breaker = opened();
-        breaker.start_probe(PID, 31_000, &settings());
+        breaker.start_probe(PID, 31_000, &settings(), 0);
         // PID was killed and never reports. Until its lease ends, nobody goes.
         assert!(matches!(breaker.admit(60_999), Admit::Reject(_)));
         assert_eq!(breaker.admit(61_000), Admit::Probe);
-        breaker.start_probe(OTHER, 61_000, &settings());
+        breaker.start_probe(OTHER, 61_000, &settings(), 0);
         // A late report of the first prober changes nothing; the new one's does.
         assert!(breaker.record(61_001, PID, ok(1), &settings()).is_some());
         assert_eq!(breaker.phase, Phase::HalfOpen { pid: OTHER, lease_until: 91_000 });

@@ -285,6 +285,13 @@ impl Reporter {
         }
     }
 
+    /// A detail of loop `t` that `-v` shows, such as a state store left alone.
+    pub(crate) fn detail(&self, t: usize, message: &str) {
+        if self.verbose_text() {
+            self.line(t, &format!("{}{message}", self.named(t)));
+        }
+    }
+
     /// `--submit`: loop `t` now watches the operation at `url`.
     pub(crate) fn watching(&self, t: usize, url: &str) {
         if let Some(target) = self.targets.get(t) {

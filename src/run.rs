@@ -99,7 +99,7 @@ pub fn run(config: Config) -> Ending {
     let reporter = Reporter::new(style, &urls, idempotency_key);
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
-        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref()) {
+        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref(), client.insecure) {
             Ok(store) => Some(Box::new(store)),
             Err(why) => {
                 // Before anything is sent: the URL parsed, but its TLS roots did not.
@@ -109,6 +109,8 @@ pub fn run(config: Config) -> Ending {
         None => None,
     };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    // How long a half-open probe may take: its lease must outlast it.
+    let probe_budget = client.connect_timeout + client.request_timeout;
     let common = Arc::new(Common {
         client,
         conditions,
@@ -117,7 +119,7 @@ pub fn run(config: Config) -> Ending {
         submit,
         keep_last: limits.fallback == Some(Fallback::Last),
         deadline,
-        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail),
+        shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail, probe_budget),
         reporter,
         cancel: Cancel::default(),
     });

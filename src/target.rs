@@ -175,6 +175,11 @@ impl Loop<'_> {
         |message| self.common.reporter.warn(message)
     }
 
+    /// What `-v` shows of this loop, such as a state store left alone.
+    fn detail(&self) -> impl Fn(&str) + '_ {
+        |message| self.common.reporter.detail(self.t, message)
+    }
+
     /// Before attempt `number`: asks the breaker, then waits for the server's
     /// "not before" and the `--rate` slot, never past the deadline.
     fn turn(&self, number: u32) -> Result<Result<(), Error>, Cancelled> {
@@ -183,7 +188,7 @@ impl Loop<'_> {
             return Ok(Ok(()));
         }
         let left = self.left();
-        let admission = match common.shared.admit(self.key, left, &self.warn()) {
+        let admission = match common.shared.admit(self.key, left, &self.warn(), &self.detail()) {
             Ok(admission) => admission,
             Err(error) => return Ok(Err(self.named(error))),
         };

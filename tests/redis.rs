@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::Redis;
+use support::redis::{Redis, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -31,19 +32,8 @@ fn origin(server: &Server) -> String {
 
 /// The breaker `poll` keeps in `redis` for `key` (JSON), or `null`.
 fn breaker(redis: &Redis, key: &str) -> Value {
-    let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+    let text: Option<String> = redis.query(&["GET", &state_key(key, "breaker")]);
     text.map_or(Value::Null, |text| serde_json::from_str(&text).expect("the breaker is JSON"))
-}
-
-/// Opens the breaker of `server`'s origin in `state` with five quick 503s (exit 6).
-fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
-    let url = server.url("/");
-    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
-    args.extend_from_slice(extra);
-    args.push(&url);
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
 }
 
 #[test]
@@ -87,7 +77,7 @@ fn processes_that_share_only_redis_and_a_state_key_share_one_rate_budget_across_
     let busiest = busiest_second(&[&a, &b]);
     assert!(busiest <= 11, "{busiest} requests in one second at --rate 10/s");
     let keys = redis.keys();
-    assert!(keys.iter().all(|k| k.starts_with("poll:token-a:")), "{keys:?}");
+    assert!(keys.iter().all(|k| k.starts_with("poll:{token-a}:")), "{keys:?}");
 }
 
 #[test]
@@ -137,46 +127,22 @@ fn a_breaker_opened_over_tcp_turns_away_a_process_on_the_unix_socket_without_a_r
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// Valkey speaks Redis's protocol: its schemes are the redis ones under other
+/// names. A breaker opened through `valkey://` turns away a process that names
+/// the same server as `valkey+unix://`, and the keys are where redis:// keeps them.
 #[test]
-fn a_prober_killed_with_kill_9_holds_the_origin_until_its_lease_ends_and_no_longer() {
+fn valkey_schemes_are_the_redis_schemes() {
     let _serial = serial();
     let Some(redis) = Redis::start() else { return };
-    let state = redis.url();
-    // Five quick 503s open the breaker; the probe never gets its answer; the next probe does.
-    let mut script = vec![Reply::status(503); 5];
-    script.push(Reply::hang());
-    script.push(Reply::json(200, DONE));
-    let server = Server::start(script);
-    let cooldown = ["--breaker-cooldown", "1s"];
-    open_breaker(&server, &state, &cooldown);
-    std::thread::sleep(Duration::from_millis(1_100));
-
-    let url = server.url("/");
-    let args = ["--state", &state, cooldown[0], cooldown[1], &url];
-    let prober = Running::spawn(&args);
-    let prober_pid = prober.pid();
-    assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
-    let probed = server.requests()[5].at;
-    assert_eq!(breaker(&redis, &origin(&server))["state"], "half_open");
-    prober.kill_9();
-
-    // The lease (one cool-down) still runs: turned away, naming the prober.
-    let out = run(&args);
+    let server = Server::start(vec![Reply::status(503); 5]);
+    let valkey = redis.url().replacen("redis://", "valkey://", 1);
+    open_breaker(&server, &valkey, &[]);
+    let unix = redis.unix_url().replacen("redis+unix://", "valkey+unix://", 1);
+    let out = run(&["--state", &unix, &server.url("/")]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(stderr(&out).contains(&format!("process {prober_pid} is probing it")), "{}", stderr(&out));
-    assert!(stderr(&out).contains("at the latest"), "{}", stderr(&out));
-    assert_eq!(server.hits(), 6);
-
-    // After it, the next process probes, and its answer closes the breaker.
-    let lease_end = probed + Duration::from_millis(1_000);
-    std::thread::sleep(lease_end.saturating_duration_since(Instant::now()) + Duration::from_millis(100));
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), DONE);
-    assert_eq!(server.hits(), 7);
-    let second = server.requests()[6].at.duration_since(probed);
-    assert!(second >= Duration::from_millis(950), "the next probe came {second:?} after the first, inside its lease");
-    assert!(redis.keys().iter().all(|k| !k.ends_with(":probe")), "{:?}", redis.keys());
+    assert!(stderr(&out).contains(&format!("circuit open for {}", origin(&server))), "{}", stderr(&out));
+    assert_eq!(server.hits(), 5, "an open breaker sends nothing");
+    assert_eq!(breaker(&redis, &origin(&server))["state"], "open");
 }
 
 #[test]
@@ -191,7 +157,7 @@ fn retry_after_is_kept_across_runs_until_it_passes() {
     assert!(server.wait_hits(1, Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(200));
     first.kill_9();
-    let advice = format!("poll:{}:advice", origin(&server));
+    let advice = state_key(&origin(&server), "advice");
     let ttl: i64 = redis.query(&["PTTL", &advice]);
     assert!((1_000..=3_000).contains(&ttl), "the advice expires when it passes: PTTL {ttl}");
 
@@ -244,7 +210,8 @@ fn redis_killed_mid_run_costs_a_warning_and_is_used_again_when_it_comes_back() {
     let _serial = serial();
     let Some(mut redis) = Redis::start() else { return };
     let state = redis.url();
-    let script = [vec![Reply::json(200, PENDING); 14], vec![Reply::json(200, DONE)]].concat();
+    // Long enough (about 8 s) to outlast the first back-off (5 s) after the kill.
+    let script = [vec![Reply::json(200, PENDING); 79], vec![Reply::json(200, DONE)]].concat();
     let server = Server::start(script);
     let child = Running::spawn(&["--state", &state, "-i", "100ms", "--until", ".done", &server.url("/")]);
     assert!(server.wait_hits(3, Duration::from_secs(10)));
@@ -254,10 +221,12 @@ fn redis_killed_mid_run_costs_a_warning_and_is_used_again_when_it_comes_back() {
     let out = child.wait();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), DONE);
-    assert_eq!(server.hits(), 15);
+    assert_eq!(server.hits(), 80);
+    // One warning when the store is left, one when it is back.
     let warned = warnings(&out);
-    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned.len(), 2, "{warned:?}");
     assert!(warned[0].contains("cannot reach Redis"), "{}", warned[0]);
+    assert!(warned[1].contains("reachable again"), "{}", warned[1]);
     // The Redis that came back was written to again: it started empty.
     let breaker = breaker(&redis, &origin(&server));
     let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
@@ -319,17 +288,18 @@ fn a_stalled_redis_costs_about_a_second_a_step_and_never_runs_past_the_deadline(
     let state = format!("redis://127.0.0.1:{}", stalled.port);
     let server = Server::start(vec![Reply::json(200, DONE)]);
 
-    // One attempt: the admit and the record each wait a second for an answer that never comes.
+    // One attempt: the admit waits a second for an answer that never comes; the
+    // record leaves the store alone (the back-off).
     let started = Instant::now();
     let out = run(&["--state", &state, &server.url("/")]);
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.hits(), 1);
-    assert!(took >= Duration::from_millis(1_900) && took < Duration::from_millis(3_500), "{took:?}");
+    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(2_500), "{took:?}");
     let warned = warnings(&out);
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(warned[0].contains("Redis did not answer within 1.0s"), "{}", warned[0]);
-    assert!(stalled.connections() >= 2, "a stalled connection is dropped and made again");
+    assert_eq!(stalled.connections(), 1, "one step tried it");
 
     // The deadline bounds every step: no step may run past --timeout.
     let pending = Server::start(vec![Reply::json(200, PENDING)]);
@@ -347,6 +317,66 @@ fn a_stalled_redis_costs_about_a_second_a_step_and_never_runs_past_the_deadline(
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert_eq!(closed.connections(), 0);
     assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(2_500), "{took:?}");
+}
+
+/// A store that stalls (SIGSTOP: a partition, not a refused connection)
+/// costs one 1 s bound, then is left alone for the back-off: 20 attempts at
+/// 100 ms take less than 2 s more than with a store that answers.
+#[test]
+fn a_stalled_store_costs_one_bound_then_the_back_off() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    let twenty = || Server::start([vec![Reply::json(200, PENDING); 19], vec![Reply::json(200, DONE)]].concat());
+    let args = |url: &str| ["--state", &state, "-i", "100ms", "--until", ".done", url].map(str::to_string);
+    let timed = |url: &str| {
+        let args = args(url);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let started = Instant::now();
+        (run(&args), started.elapsed())
+    };
+    let answering = twenty();
+    let (out, base) = timed(&answering.url("/"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+
+    redis.stall();
+    let stalled = twenty();
+    let (out, took) = timed(&stalled.url("/"));
+    redis.resume();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stalled.hits(), 20);
+    assert!(took >= base + Duration::from_millis(950), "one bound: {took:?} against {base:?}");
+    assert!(took < base + Duration::from_secs(2), "{took:?} against {base:?}: more than one bound");
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("Redis did not answer within 1.0s"), "{}", warned[0]);
+}
+
+/// After the back-off the store is tried again, and a store that is back
+/// (SIGCONT) is used again within the same run; -v says so in between.
+#[test]
+fn a_stalled_store_is_used_again_after_the_back_off_when_it_is_back() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    let state = redis.url();
+    // About 8 s of polls: a bound, the 5 s back-off, then the store again.
+    let server = Server::start([vec![Reply::json(200, PENDING); 69], vec![Reply::json(200, DONE)]].concat());
+    redis.stall();
+    let child = Running::spawn(&["--state", &state, "-v", "-i", "100ms", "--until", ".done", &server.url("/")]);
+    assert!(server.wait_hits(3, Duration::from_secs(10)), "the run goes on without the store");
+    redis.resume();
+    let out = child.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 70);
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 2, "{warned:?}");
+    assert!(warned[0].contains("Redis did not answer within 1.0s"), "{}", warned[0]);
+    assert!(warned[1].contains("reachable again"), "{}", warned[1]);
+    assert!(stderr(&out).contains("is left alone for"), "-v says so: {}", stderr(&out));
+    let breaker = breaker(&redis, &origin(&server));
+    let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
+    assert!(outcomes >= 3, "written to again after the back-off: {breaker}");
 }
 
 #[test]
@@ -376,24 +406,37 @@ fn every_key_poll_writes_expires() {
     let out = run(&["--state", &state, "--retries", "9", "--backoff", "0", cooldown[0], cooldown[1], &down]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     std::thread::sleep(Duration::from_millis(2_100));
-    // The probe takes a --rate slot too.
-    let prober = Running::spawn(&["--state", &state, "--rate", "1/m", cooldown[0], cooldown[1], &down]);
+    // The probe takes a --rate slot too; its lease outlasts its 1 s + 2 s budget by a second.
+    let budget = ["--connect-timeout", "1s", "--request-timeout", "2s"];
+    let prober = Running::spawn(&[
+        "--state",
+        &state,
+        "--rate",
+        "1/m",
+        cooldown[0],
+        cooldown[1],
+        budget[0],
+        budget[1],
+        budget[2],
+        budget[3],
+        &down,
+    ]);
     assert!(server.wait_hits(7, Duration::from_secs(10)), "the probe arrives");
     prober.kill_9();
 
     let key = origin(&server);
-    let mut layout = vec!["poll:advice-run:advice".to_string(), "poll:advice-run:breaker".to_string()];
-    layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| format!("poll:{key}:{part}")));
+    let mut layout = vec![state_key("advice-run", "advice"), state_key("advice-run", "breaker")];
+    layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| state_key(&key, part)));
     assert_eq!(redis.keys(), layout, "the key layout");
     let (second, hour) = (1_000, 60 * 60 * 1_000);
     let bounds = [
-        ("poll:advice-run:advice".to_string(), 10 * second, 20 * second),
-        ("poll:advice-run:breaker".to_string(), hour - 60 * second, hour),
-        (format!("poll:{key}:breaker"), hour - 60 * second, hour + 2 * second),
-        (format!("poll:{key}:last"), 24 * hour - 60 * second, 24 * hour),
-        (format!("poll:{key}:last_at"), 24 * hour - 60 * second, 24 * hour),
-        (format!("poll:{key}:probe"), 1, 2 * second),
-        (format!("poll:{key}:rate"), 60 * second, 120 * second),
+        (state_key("advice-run", "advice"), 10 * second, 20 * second),
+        (state_key("advice-run", "breaker"), hour - 60 * second, hour),
+        (state_key(&key, "breaker"), hour - 60 * second, hour + 4 * second),
+        (state_key(&key, "last"), 24 * hour - 60 * second, 24 * hour),
+        (state_key(&key, "last_at"), 24 * hour - 60 * second, 24 * hour),
+        (state_key(&key, "probe"), 2 * second, 4 * second),
+        (state_key(&key, "rate"), 60 * second, 120 * second),
     ];
     for (key, low, high) in bounds {
         let ttl: i64 = redis.query(&["PTTL", &key]);
@@ -502,6 +545,10 @@ fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert!(stderr(&out).contains("invalid peer certificate: UnknownIssuer"), "{}", stderr(&out));
     assert_eq!(server.hits(), before, "nothing is sent");
+    // -k applies to rediss:// as to https://: nothing is verified.
+    let out = run(&["--state", &state, "-k", "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(0), "-k: {}", stderr(&out));
+    assert_eq!(server.hits(), before + 1);
     // The certificate is for 127.0.0.1, not for another name of it.
     let out =
         run(&["--state", &state.replace("127.0.0.1", "localhost"), "--cacert", &ca, "--state-fail", "closed", &url]);
@@ -517,7 +564,7 @@ fn state_urls_that_do_not_parse_are_usage_errors_before_anything_is_sent() {
         ("mongodb://127.0.0.1:27017", "`mongodb://` is not a state store this poll knows"),
         ("redis://", "it has no host"),
         ("redis://127.0.0.1:0", "port `0` is not a number from 1 to 65535"),
-        ("redis://127.0.0.1:99999", "port `99999`"),
+        ("redis://127.0.0.1:99999", "the port is not a number from 1 to 65535"),
         ("rediss://:hunter2@127.0.0.1:6379/x", "the path `/x` is not a database number"),
         ("redis://bob:hunter2@:6379", "it has no host"),
         ("redis+unix://host/tmp/s", "names no host"),

@@ -10,8 +10,9 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::Redis;
+use support::redis::{Redis, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -74,7 +75,7 @@ impl Store {
                 (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
             }
             Some(redis) => {
-                let text: Option<String> = redis.query(&["GET", &format!("poll:{key}:breaker")]);
+                let text: Option<String> = redis.query(&["GET", &state_key(key, "breaker")]);
                 let breaker: Value = text.map_or(Value::Null, |t| serde_json::from_str(&t).expect("JSON"));
                 let window = breaker["window"].as_array().map_or(0, Vec::len);
                 (breaker["state"].as_str().unwrap_or("closed").to_string(), breaker["cooldown_ms"].as_u64(), window)
@@ -100,17 +101,6 @@ impl Store {
         }
         text
     }
-}
-
-/// Opens the breaker of `server`'s origin in `state`: five quick 503s, exit 6.
-fn open_breaker(server: &Server, state: &str, extra: &[&str]) {
-    let url = server.url("/");
-    let mut args = vec!["--state", state, "--retries", "20", "--backoff", "0"];
-    args.extend_from_slice(extra);
-    args.push(&url);
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert_eq!(server.hits(), 5, "the fifth failure opens the breaker");
 }
 
 fn eight_processes_share_one_rate_budget(backend: Backend) {
@@ -221,6 +211,79 @@ fn exactly_one_of_eight_processes_probes_after_the_cooldown(backend: Backend) {
     assert!(probers[0].contains("(in 2s)"), "{}", probers[0]);
     let (breaker, cooldown, _) = store.breaker(server.url("").trim_end_matches('/'));
     assert_eq!((breaker.as_str(), cooldown), ("open", Some(2_000)));
+}
+
+/// A probe that hangs holds the origin for as long as it may take (its connect
+/// plus request timeout, plus a second), not one cool-down: a second process
+/// 1.5 s after it, past the 1 s cool-down, is turned away and sends nothing.
+fn a_hanging_probe_is_the_only_probe_in_flight(backend: Backend) {
+    let _serial = serial();
+    let Some(store) = backend.store("hanging-probe") else { return };
+    let state = store.arg.clone();
+    let mut script = vec![Reply::status(503); 5];
+    script.push(Reply::hang());
+    let server = Server::start(script);
+    open_breaker(&server, &state, &["--breaker-cooldown", "1s"]);
+    std::thread::sleep(Duration::from_millis(1_100));
+
+    let url = server.url("/");
+    let args = ["--state", &state, "--breaker-cooldown", "1s", "--request-timeout", "20s", &url];
+    let prober = Running::spawn(&args);
+    let prober_pid = prober.pid();
+    assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
+    let probed = server.requests()[5].at;
+    std::thread::sleep((probed + Duration::from_millis(1_500)).saturating_duration_since(Instant::now()));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("process {prober_pid} is probing it")), "{}", stderr(&out));
+    assert_eq!(server.hits(), 6, "no second probe while the first is in flight");
+    let (breaker, _, _) = store.breaker(server.url("").trim_end_matches('/'));
+    assert_eq!(breaker, "half_open");
+    prober.kill_9();
+}
+
+/// A prober killed with kill -9 never reports: its lease (here 1 s connect +
+/// 2 s request timeout + 1 s) holds the origin, and then frees it by itself.
+fn a_prober_killed_with_kill_9_frees_the_origin_when_its_lease_ends(backend: Backend) {
+    let _serial = serial();
+    let Some(store) = backend.store("killed-prober") else { return };
+    let state = store.arg.clone();
+    let mut script = vec![Reply::status(503); 5];
+    script.push(Reply::hang());
+    script.push(Reply::json(200, DONE));
+    let server = Server::start(script);
+    let cooldown = ["--breaker-cooldown", "1s"];
+    open_breaker(&server, &state, &cooldown);
+    std::thread::sleep(Duration::from_millis(1_100));
+
+    let url = server.url("/");
+    let args =
+        ["--state", &state, cooldown[0], cooldown[1], "--connect-timeout", "1s", "--request-timeout", "2s", &url];
+    let prober = Running::spawn(&args);
+    let prober_pid = prober.pid();
+    assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
+    let probed = server.requests()[5].at;
+    prober.kill_9();
+
+    // The lease still runs: turned away, naming the prober.
+    std::thread::sleep((probed + Duration::from_millis(1_500)).saturating_duration_since(Instant::now()));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("process {prober_pid} is probing it")), "{}", stderr(&out));
+    assert!(stderr(&out).contains("at the latest"), "{}", stderr(&out));
+    assert_eq!(server.hits(), 6);
+
+    // After it, the next process probes, and its answer closes the breaker.
+    let lease_end = probed + Duration::from_millis(4_000);
+    std::thread::sleep(lease_end.saturating_duration_since(Instant::now()) + Duration::from_millis(100));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(server.hits(), 7);
+    let second = server.requests()[6].at.duration_since(probed);
+    assert!(second >= Duration::from_millis(3_950), "the next probe came {second:?} after the first, inside its lease");
+    let (breaker, _, _) = store.breaker(server.url("").trim_end_matches('/'));
+    assert_eq!(breaker, "closed");
 }
 
 fn a_good_probe_closes_the_breaker(backend: Backend) {
@@ -531,6 +594,8 @@ on_both_backends!(
     eight_processes_share_one_rate_budget,
     a_breaker_opened_by_one_process_turns_the_next_away_without_a_request,
     exactly_one_of_eight_processes_probes_after_the_cooldown,
+    a_hanging_probe_is_the_only_probe_in_flight,
+    a_prober_killed_with_kill_9_frees_the_origin_when_its_lease_ends,
     a_good_probe_closes_the_breaker,
     fallback_is_printed_on_exit_1_5_and_6_with_the_exit_code_unchanged,
     fallback_last_prints_the_last_good_body_of_this_url,

@@ -18,6 +18,7 @@
 -- ARGV[5] this process's token, "PID:NONCE"
 -- ARGV[6] --breaker-cooldown in ms
 -- ARGV[7] how long a breaker is kept after its last write, in ms
+-- ARGV[8] the shortest lease in ms: the probe's own budget plus a second
 --
 -- Returns {kind, ms, why, prober, reason}:
 --   {'go', wait, why, '', ''}         send after wait ms; why: 0 nothing, 1 the --rate slot, 2 the "not before"
@@ -35,27 +36,21 @@ local kept = tonumber(ARGV[7])
 -- One read for all three.
 local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
 
-local breaker, probe, cooldown, reason = nil, false, 0, ''
+local breaker, probe, cooldown, lease, reason = nil, false, 0, 0, ''
 if ARGV[4] == '1' and stored[3] then
   breaker = cjson.decode(stored[3])
   local state, open_until = breaker.state, tonumber(breaker.until_ms) or 0
   reason = breaker.reason or ''
-  if state == 'open' and now < open_until then
-    return {'open', open_until - now, 0, '', reason}
-  end
-  if state == 'half_open' then
-    local holder = redis.call('GET', KEYS[4])
-    if holder and now < open_until then
-      return {'open', open_until - now, 0, holder, reason}
-    end
-    -- A lease the clock says is over goes, even in the millisecond before its key expires.
-    if holder then redis.call('DEL', KEYS[4]) end
-  end
+  local refused, stale = refusal(state, open_until, reason, now, KEYS[4])
+  if refused then return refused end
+  -- A lease the clock says is over goes, even in the millisecond before its key expires.
+  if stale then redis.call('DEL', KEYS[4]) end
   if state == 'open' or state == 'half_open' then
     -- The cool-down is over, or the last prober's lease ran out: this caller probes.
     probe = true
     cooldown = tonumber(breaker.cooldown_ms) or 0
     if cooldown <= 0 then cooldown = tonumber(ARGV[6]) end
+    lease = math.max(cooldown, tonumber(ARGV[8]) or 0)
   end
 end
 
@@ -72,14 +67,16 @@ if why ~= 0 and deadline_in >= 0 and wait >= deadline_in then
 end
 
 if probe then
-  -- The lease: one cool-down from the probe's slot. Whoever holds it probes; it
-  -- expires by itself, so a prober killed with kill -9 holds the origin no longer.
-  if not redis.call('SET', KEYS[4], token, 'NX', 'PX', wait + cooldown) then
+  -- The lease: one cool-down from the probe's slot, or the probe's own budget
+  -- plus a second when longer, so no second probe starts while this one is in
+  -- flight. Whoever holds it probes; it expires by itself, so a prober killed
+  -- with kill -9 holds the origin no longer.
+  if not redis.call('SET', KEYS[4], token, 'NX', 'PX', wait + lease) then
     local holder = redis.call('GET', KEYS[4]) or ''
     return {'open', math.max(redis.call('PTTL', KEYS[4]), 0), 0, holder, reason}
   end
-  breaker.state, breaker.prober, breaker.until_ms = 'half_open', token, at + cooldown
-  redis.call('SET', KEYS[3], cjson.encode(breaker), 'PX', wait + cooldown + kept)
+  breaker.state, breaker.prober, breaker.until_ms = 'half_open', token, at + lease
+  redis.call('SET', KEYS[3], cjson.encode(breaker), 'PX', wait + lease + kept)
 end
 if spacing > 0 then
   -- Past its slot plus one spacing, a missing key means the same as this one: "now".

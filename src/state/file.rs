@@ -378,7 +378,7 @@ mod tests {
         let folder = Folder::new();
         let path = folder.file("s.json");
         let key = "http://127.0.0.1:9";
-        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None };
+        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         let (mut one, mut two) = (FileStore::new(&path), FileStore::new(&path));
         assert!(matches!(one.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 0, .. })));
         assert!(matches!(two.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 51..=100, .. })));

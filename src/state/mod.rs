@@ -12,16 +12,18 @@
 mod file;
 mod origin;
 mod redis;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::breaker::{Rejection, Sample, Settings};
 use crate::clock;
 use crate::error::Error;
 use crate::policy::WaitReason;
+use crate::text::human;
 
 pub(crate) use self::redis::{RedisStore, RedisUrl};
 pub(crate) use file::FileStore;
@@ -31,6 +33,18 @@ use origin::Origin;
 /// The longest any one step on the store may take before the store counts as
 /// unreachable (never longer than the time left before `--timeout`).
 pub(crate) const STEP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a store whose step failed is left alone under `--state-fail
+/// open`, at first; each failure after a retry doubles it, up to
+/// [`BACKOFF_MAX`]. A dead or partitioned store then costs one bound per
+/// period, not every attempt.
+pub(crate) const BACKOFF_START: Duration = Duration::from_secs(5);
+/// The longest a store is left alone.
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// How much longer than the probe may take its lease lasts: the time to
+/// record its outcome, and clocks that disagree a little.
+const LEASE_MARGIN: Duration = Duration::from_secs(1);
 
 /// Where shared state lives. Each call is one atomic step on the store (a
 /// read-modify-write under the file's lock); all times are relative to the
@@ -62,6 +76,9 @@ pub(crate) struct Ask {
     pub deadline_in: Option<u64>,
     /// The breaker settings; `None` where no breaker is kept.
     pub breaker: Option<Settings>,
+    /// The shortest half-open lease in ms: the probe's own budget (connect
+    /// plus request timeout) plus a second, so that the lease outlasts the probe.
+    pub lease: u64,
 }
 
 /// Whether and when the next attempt may go.
@@ -120,10 +137,12 @@ pub(crate) struct Shared {
     store: Option<Mutex<Box<dyn Store>>>,
     local: Mutex<BTreeMap<String, Origin>>,
     fail: StateFail,
-    /// The "unreachable" warning is given once per run.
-    warned: AtomicBool,
+    /// Under `--state-fail open`, while the store is left alone.
+    away: Mutex<Away>,
     spacing: Option<u64>,
     breaker: Settings,
+    /// See [`Ask::lease`].
+    lease: u64,
     pid: u32,
 }
 
@@ -133,14 +152,16 @@ impl Shared {
         rate: Option<Duration>,
         breaker: Settings,
         fail: StateFail,
+        probe_budget: Duration,
     ) -> Shared {
         Shared {
             store: store.map(Mutex::new),
             local: Mutex::new(BTreeMap::new()),
             fail,
-            warned: AtomicBool::new(false),
+            away: Mutex::new(Away::default()),
             spacing: rate.map(crate::bucket::spacing_ms),
             breaker,
+            lease: clock::ms(probe_budget + LEASE_MARGIN),
             pid: std::process::id(),
         }
     }
@@ -151,10 +172,22 @@ impl Shared {
     }
 
     /// Before an attempt on `key`, with `left` before the deadline.
-    pub(crate) fn admit(&self, key: &str, left: Option<Duration>, warn: &dyn Fn(&str)) -> Result<Admission, Error> {
-        let ask = Ask { pid: self.pid, spacing: self.spacing, deadline_in: left.map(clock::ms), breaker: None };
+    pub(crate) fn admit(
+        &self,
+        key: &str,
+        left: Option<Duration>,
+        warn: &dyn Fn(&str),
+        detail: &dyn Fn(&str),
+    ) -> Result<Admission, Error> {
+        let ask = Ask {
+            pid: self.pid,
+            spacing: self.spacing,
+            deadline_in: left.map(clock::ms),
+            breaker: None,
+            lease: self.lease,
+        };
         let shared = Ask { breaker: Some(self.breaker), ..ask };
-        match self.with_store(left, warn, |store, timeout| store.admit(key, &shared, timeout))? {
+        match self.with_store(left, warn, detail, |store, timeout| store.admit(key, &shared, timeout))? {
             Some(admission) => Ok(admission),
             None => Ok(lock(&self.local).entry(key.to_string()).or_default().admit(clock::now_ms(), &ask)),
         }
@@ -178,25 +211,38 @@ impl Shared {
             good_body,
             breaker: Some(self.breaker),
         };
-        Ok(self.with_store(left, warn, |store, timeout| store.record(key, &report, timeout))?.flatten())
+        // `-v` names a store left alone once an attempt, at its admit.
+        Ok(self.with_store(left, warn, &|_| {}, |store, timeout| store.record(key, &report, timeout))?.flatten())
     }
 
     /// The last good body of `url` kept under `key`, for `--fallback last`.
     pub(crate) fn last_good(&self, key: &str, url: &str, warn: &dyn Fn(&str)) -> Option<Vec<u8>> {
-        let found = self.with_store(None, warn, |store, timeout| store.last_good(key, url, timeout));
+        let found = self.with_store(None, warn, &|_| {}, |store, timeout| store.last_good(key, url, timeout));
         found.ok().flatten().flatten()
     }
 
     /// Runs one step on the store, bounded by [`STEP_TIMEOUT`] and the time
-    /// left. `Ok(None)`: there is no store, or it is unreachable and
-    /// `--state-fail open` says go on without it.
+    /// left. `Ok(None)`: there is no store, or it is unreachable (or left
+    /// alone after a failure, see [`BACKOFF_START`]) and `--state-fail open`
+    /// says go on without it.
     fn with_store<R>(
         &self,
         left: Option<Duration>,
         warn: &dyn Fn(&str),
+        detail: &dyn Fn(&str),
         step: impl FnOnce(&mut dyn Store, Duration) -> Result<R, String>,
     ) -> Result<Option<R>, Error> {
         let Some(store) = &self.store else { return Ok(None) };
+        if let Some(until) = lock(&self.away).until
+            && Instant::now() < until
+        {
+            let name = lock(store).name();
+            detail(&format!(
+                "--state {name} is left alone for {} more (--state-fail open)",
+                human(until - Instant::now())
+            ));
+            return Ok(None);
+        }
         let mut store = lock(store);
         let timeout = left.map_or(STEP_TIMEOUT, |left| left.min(STEP_TIMEOUT));
         let result = step(store.as_mut(), timeout);
@@ -204,17 +250,38 @@ impl Shared {
             warn(&note);
         }
         let why = match result {
-            Ok(value) => return Ok(Some(value)),
+            Ok(value) => {
+                let mut away = lock(&self.away);
+                if away.period.is_some() {
+                    *away = Away::default();
+                    warn(&format!("--state {}: reachable again; the shared state is used again", store.name()));
+                }
+                return Ok(Some(value));
+            }
             Err(e) => format!("--state {}: {e}", store.name()),
         };
         if self.fail == StateFail::Closed {
             return Err(Error::StateUnreachable(format!("{why}; nothing more is sent (--state-fail closed)")));
         }
-        if !self.warned.swap(true, Ordering::SeqCst) {
+        let mut away = lock(&self.away);
+        let period = away.period.map_or(BACKOFF_START, |period| (period * 2).min(BACKOFF_MAX));
+        if away.period.is_none() {
             warn(&format!("{why}; going on with this process's own limits (--state-fail open)"));
+        } else {
+            detail(&format!("{why}; trying it again in {} (--state-fail open)", human(period)));
         }
+        *away = Away { period: Some(period), until: Some(Instant::now() + period) };
         Ok(None)
     }
+}
+
+/// A store left alone after a failed step, under `--state-fail open`.
+#[derive(Debug, Default)]
+struct Away {
+    /// How long it is left alone this time; `None` while it answers.
+    period: Option<Duration>,
+    /// When to try it again.
+    until: Option<Instant>,
 }
 
 /// Locks even after a panicking thread poisoned the mutex: the state inside is
@@ -229,11 +296,12 @@ mod tests {
 
     #[test]
     fn without_a_store_the_rate_is_kept_in_memory_per_key() {
-        let shared = Shared::new(None, Some(Duration::from_millis(100)), Settings::default(), StateFail::Open);
+        let shared =
+            Shared::new(None, Some(Duration::from_millis(100)), Settings::default(), StateFail::Open, Duration::ZERO);
         let quiet = |_: &str| {};
-        assert_eq!(shared.admit("a", None, &quiet), Ok(Admission::Go { wait: 0, why: None }));
-        assert!(matches!(shared.admit("a", None, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
-        assert_eq!(shared.admit("b", None, &quiet), Ok(Admission::Go { wait: 0, why: None }), "another key");
+        assert_eq!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }));
+        assert!(matches!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
+        assert_eq!(shared.admit("b", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }), "another key");
         let sample = Sample { ok: false, latency: 1 };
         assert_eq!(shared.record("a", sample, None, None, None, &quiet), Ok(None));
     }
@@ -260,10 +328,16 @@ mod tests {
     fn an_unreachable_store_warns_once_when_open_and_ends_the_run_when_closed() {
         let warnings = Mutex::new(Vec::new());
         let warn = |w: &str| lock(&warnings).push(w.to_string());
-        let open =
-            Shared::new(Some(Box::new(Gone)), Some(Duration::from_millis(100)), Settings::default(), StateFail::Open);
-        assert_eq!(open.admit("a", None, &warn), Ok(Admission::Go { wait: 0, why: None }));
-        assert!(matches!(open.admit("a", None, &warn), Ok(Admission::Go { wait: 90..=100, .. })), "own --rate");
+        let quiet = |_: &str| {};
+        let open = Shared::new(
+            Some(Box::new(Gone)),
+            Some(Duration::from_millis(100)),
+            Settings::default(),
+            StateFail::Open,
+            Duration::ZERO,
+        );
+        assert_eq!(open.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 0, why: None }));
+        assert!(matches!(open.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 90..=100, .. })), "own --rate");
         assert_eq!(lock(&warnings).len(), 1, "{:?}", lock(&warnings));
         let first = lock(&warnings)[0].clone();
         assert_eq!(
@@ -271,8 +345,58 @@ mod tests {
             "--state nowhere: nowhere is unreachable; going on with this process's own limits (--state-fail open)"
         );
 
-        let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed);
-        let Err(Error::StateUnreachable(why)) = closed.admit("a", None, &warn) else { panic!("closed ends the run") };
+        let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed, Duration::ZERO);
+        let Err(Error::StateUnreachable(why)) = closed.admit("a", None, &warn, &quiet) else {
+            panic!("closed ends the run")
+        };
         assert!(why.contains("--state-fail closed"), "{why}");
+    }
+
+    /// A store that fails, counting the steps it was asked.
+    struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Store for Counted {
+        fn name(&self) -> String {
+            "counted".into()
+        }
+        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err("down".into())
+        }
+        fn record(&mut self, _: &str, _: &Report, _: Duration) -> Result<Option<Refusal>, String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err("down".into())
+        }
+        fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {
+            Err("down".into())
+        }
+    }
+
+    #[test]
+    fn a_store_that_failed_is_left_alone_for_the_back_off_and_minus_v_says_so() {
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let store = Box::new(Counted(asked.clone()));
+        let shared = Shared::new(Some(store), None, Settings::default(), StateFail::Open, Duration::ZERO);
+        let (warnings, details) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        let warn = |w: &str| lock(&warnings).push(w.to_string());
+        let detail = |d: &str| lock(&details).push(d.to_string());
+        for _ in 0..5 {
+            assert_eq!(shared.admit("a", None, &warn, &detail), Ok(Admission::Go { wait: 0, why: None }));
+        }
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once, then left alone");
+        assert_eq!(lock(&warnings).len(), 1);
+        assert_eq!(lock(&details).len(), 4, "{:?}", lock(&details));
+        assert!(lock(&details)[0].starts_with("--state counted is left alone for 5"), "{:?}", lock(&details));
+        assert_eq!(lock(&shared.away).period, Some(BACKOFF_START));
+        // Past the back-off it is tried again; a second failure doubles it, up to a minute.
+        let mut period = BACKOFF_START;
+        for _ in 0..6 {
+            lock(&shared.away).until = Some(Instant::now());
+            shared.admit("a", None, &warn, &detail).expect("open goes on");
+            period = (period * 2).min(BACKOFF_MAX);
+            assert_eq!(lock(&shared.away).period, Some(period));
+        }
+        assert_eq!(period, BACKOFF_MAX);
+        assert_eq!(lock(&warnings).len(), 1, "one warning when it is left: {:?}", lock(&warnings));
     }
 }

@@ -113,7 +113,7 @@ impl Origin {
             self.bucket.take(at, spacing);
         }
         if let (true, Some(settings)) = (probe, &ask.breaker) {
-            self.breaker.start_probe(ask.pid, at, settings);
+            self.breaker.start_probe(ask.pid, at, settings, ask.lease);
         }
         Admission::Go { wait, why }
     }
@@ -157,7 +157,7 @@ mod tests {
     const NOW: u64 = 1_795_000_000_000;
 
     fn ask() -> Ask {
-        Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None }
+        Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 }
     }
 
     #[test]

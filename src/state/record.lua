@@ -144,13 +144,4 @@ end
 -- Otherwise: an attempt admitted before the breaker opened, or another
 -- process's probe; its outcome does not change the verdict.
 
-if state == 'open' and now < open_until then
-  return {'open', open_until - now, 0, '', reason}
-end
-if state == 'half_open' then
-  local holder = redis.call('GET', KEYS[3])
-  if holder and now < open_until then
-    return {'open', open_until - now, 0, holder, reason}
-  end
-end
-return {'ok', 0, 0, '', ''}
+return refusal(state, open_until, reason, now, KEYS[3]) or {'ok', 0, 0, '', ''}

@@ -6,28 +6,30 @@
 //! the server's own clock (`TIME`), so machines whose clocks disagree still
 //! share one budget.
 //!
-//! Keys, all under `poll:KEY:` (KEY: the origin, or `--state-key`), each with
-//! an expiry so that a shared Redis never fills with poll's leftovers:
+//! Keys, all under `poll:{KEY}:` (KEY: the origin, or `--state-key`; the
+//! braces are a hash tag, see [`key`]), each with an expiry so that a shared
+//! Redis never fills with poll's leftovers:
 //!
 //! | key | holds | expires |
 //! |---|---|---|
 //! | `rate` | the next free `--rate` slot | one spacing after that slot |
 //! | `advice` | the server's "not before" | when it passes |
 //! | `breaker` | JSON: state, until, cool-down, reason, last prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
-//! | `probe` | the half-open lease: the prober's token | one cool-down after the probe's slot |
+//! | `probe` | the half-open lease: the prober's token | when the lease ends: one cool-down after the probe's slot, or the probe's budget (connect plus request timeout) plus 1 s when longer |
 //! | `last`, `last_at` | hashes: URL -> last good body, and when it was kept | [`BODY_KEPT`] after each body was written |
 //!
 //! No lock is held across a request: the half-open probe is a lease (`SET
-//! probe TOKEN NX PX cool-down`) that exactly one process in the fleet wins
-//! and that expires by itself, so a prober killed with `kill -9` holds the
-//! origin for at most one cool-down, as in the file store.
+//! probe TOKEN NX PX LEASE`) that exactly one process in the fleet wins and
+//! that expires by itself. It outlasts the probe (see [`super::Ask::lease`]),
+//! so no second probe starts while the first is in flight, and a prober
+//! killed with `kill -9` holds the origin for no longer than the lease, as in
+//! the file store.
 //!
 //! A step that cannot connect, fails, or takes longer than its timeout (a
 //! second, never past `--timeout`) is an `Err`; the connection is dropped and
 //! made again at the next step, so a Redis that comes back is used again.
 
 use std::fmt;
-use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -58,16 +60,20 @@ pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 /// The port of a `redis://` URL that names none.
 const DEFAULT_PORT: u16 = 6379;
 
-// Each script starts with the one clock they share.
-static ADMIT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("admit.lua"))));
-static RECORD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("record.lua"))));
+// Each script starts with the one clock they share; the two that judge the
+// breaker, with the one refusal they share.
+static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("admit.lua")))
+});
+static RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("record.lua")))
+});
 static LAST_GOOD: LazyLock<Script> =
     LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("last_good.lua"))));
 
 /// A `--state` Redis URL, checked: `redis://[USER:PASS@]HOST[:PORT][/DB]`,
-/// `rediss://...` (TLS) or `redis+unix://[USER:PASS@]/PATH[?db=N]`.
+/// `rediss://...` (TLS) or `redis+unix://[USER:PASS@]/PATH[?db=N]`, or the
+/// same under Valkey's names (`valkey://`, `valkeys://`, `valkey+unix://`).
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct RedisUrl {
     addr: Addr,
@@ -106,106 +112,128 @@ impl RedisUrl {
         &self.shown
     }
 
-    /// Checks a `--state` URL; the error never holds the password.
+    /// Checks a `--state` URL (parsed by the `url` crate); the error never
+    /// holds the password.
     pub(crate) fn parse(raw: &str) -> Result<RedisUrl, String> {
         let shown = url::redact_userinfo(raw);
         let bad = |why: &str| format!("invalid Redis URL `{}`: {why}", printable(&shown));
-        let Some(parts) = url::UrlParts::split(raw) else { return Err(bad("it needs a scheme")) };
-        let scheme = parts.scheme.to_ascii_lowercase();
-        if !matches!(scheme.as_str(), "redis" | "rediss" | "redis+unix") {
+        let scheme = raw.split_once("://").map_or(raw, |(scheme, _)| scheme).to_ascii_lowercase();
+        let Some(kind) = Kind::of(&scheme) else {
             return Err(format!(
-                "`{}://` is not a state store this poll knows; give a file path, or a redis://, rediss:// or \
-                 redis+unix:// URL",
+                "`{}://` is not a state store this poll knows; give a file path, or a redis://, rediss://, \
+                 redis+unix://, valkey://, valkeys:// or valkey+unix:// URL",
                 printable(&shorten(&scheme))
             ));
-        }
-        if parts.rest.contains('#') {
+        };
+        // `redis+unix://:PASS@/PATH` has a login but no host, which the url crate
+        // refuses: such a URL is parsed with a stand-in host, taken out again below.
+        let stand_in = match (kind, raw.split_once("://")) {
+            (Kind::Unix, Some((scheme, rest))) => {
+                let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                authority.ends_with('@').then(|| format!("{scheme}://{authority}{UNIX_HOST}{path}"))
+            }
+            _ => None,
+        };
+        let parsed = ::url::Url::parse(stand_in.as_deref().unwrap_or(raw)).map_err(|e| {
+            bad(match e {
+                ::url::ParseError::EmptyHost => "it has no host",
+                ::url::ParseError::InvalidPort => "the port is not a number from 1 to 65535",
+                ::url::ParseError::InvalidIpv6Address => "the IPv6 address in `[...]` is not one",
+                ::url::ParseError::RelativeUrlWithoutBase => "it needs a scheme",
+                _ => "the host is not a host name or address",
+            })
+        })?;
+        if parsed.fragment().is_some() {
             return Err(bad("a fragment (`#...`) means nothing here"));
         }
-        let (path, query) = match parts.rest.split_once('?') {
-            Some((path, query)) => (path, Some(query)),
-            None => (parts.rest, None),
-        };
-        let (userinfo, host) = (parts.userinfo, parts.host);
-        let (user, password, secrets) = match userinfo.map(|u| u.split_once(':')) {
-            None => (None, None, Vec::new()),
-            Some(None) => return Err(bad("a user needs a password: USER:PASS@HOST, or :PASS@HOST")),
-            Some(Some((_, ""))) => return Err(bad("the password is empty")),
-            Some(Some((user, pass))) => {
-                let user = url::percent_decode(user);
-                let password = url::percent_decode(pass);
+        let (user, password, secrets) = match (parsed.username(), parsed.password()) {
+            ("", None) => (None, None, Vec::new()),
+            (_, None | Some("")) => return Err(bad("a user needs a password: USER:PASS@HOST, or :PASS@HOST")),
+            (user, Some(pass)) => {
+                let password = decode(pass);
                 let secrets = vec![password.clone(), pass.to_string()];
-                (Some(user).filter(|u| !u.is_empty()), Some(password), secrets)
+                (Some(decode(user)).filter(|u| !u.is_empty()), Some(password), secrets)
             }
         };
+        let host = match parsed.host_str() {
+            Some(UNIX_HOST) if stand_in.is_some() => "",
+            host => host.unwrap_or_default(),
+        };
+        let path = parsed.path();
 
-        let (addr, db) = if scheme == "redis+unix" {
-            if !host.is_empty() {
-                return Err(bad("a unix socket URL names no host: redis+unix:///PATH"));
+        let (addr, db) = match kind {
+            Kind::Unix => {
+                if !host.is_empty() {
+                    return Err(bad("a unix socket URL names no host: redis+unix:///PATH"));
+                }
+                if path.len() < 2 {
+                    return Err(bad("it names no socket: redis+unix:///PATH"));
+                }
+                let mut db = 0;
+                for (name, value) in parsed.query_pairs() {
+                    if name != "db" {
+                        return Err(bad("the only query it takes is ?db=N"));
+                    }
+                    db = database(&value).ok_or_else(|| bad(&format!("`{value}` is not a database number")))?;
+                }
+                (Addr::Unix(PathBuf::from(decode(path))), db)
             }
-            if path.len() < 2 {
-                return Err(bad("it names no socket: redis+unix:///PATH"));
+            Kind::Tcp { tls } => {
+                if parsed.query().is_some() {
+                    return Err(bad("a query (`?...`) means nothing here; the database is the path, /0, /1, ..."));
+                }
+                let host = match parsed.host() {
+                    None => return Err(bad("it has no host")),
+                    Some(::url::Host::Ipv6(ip)) => ip.to_string(),
+                    Some(_) => host.to_ascii_lowercase(),
+                };
+                if host.is_empty() {
+                    return Err(bad("it has no host"));
+                }
+                if matches!(host.as_str(), "0.0.0.0" | "::") {
+                    return Err(bad(&format!("`{host}` is where a server listens, not an address to connect to")));
+                }
+                let port = match parsed.port() {
+                    None => DEFAULT_PORT,
+                    Some(0) => return Err(bad("port `0` is not a number from 1 to 65535")),
+                    Some(port) => port,
+                };
+                let db = match path.trim_start_matches('/') {
+                    "" => 0,
+                    db => database(db).ok_or_else(|| bad(&format!("the path `{path}` is not a database number")))?,
+                };
+                (Addr::Tcp { host, port, tls }, db)
             }
-            let db = match query {
-                None => 0,
-                Some(query) => match query.strip_prefix("db=") {
-                    Some(db) => database(db).ok_or_else(|| bad(&format!("`{db}` is not a database number")))?,
-                    None => return Err(bad("the only query it takes is ?db=N")),
-                },
-            };
-            (Addr::Unix(PathBuf::from(url::percent_decode(path))), db)
-        } else {
-            if query.is_some() {
-                return Err(bad("a query (`?...`) means nothing here; the database is the path, /0, /1, ..."));
-            }
-            let (host, port) = host_and_port(host).map_err(|why| bad(&why))?;
-            let db = match path.trim_start_matches('/') {
-                "" => 0,
-                db => database(db).ok_or_else(|| bad(&format!("the path `{path}` is not a database number")))?,
-            };
-            (Addr::Tcp { host, port, tls: scheme == "rediss" }, db)
         };
         Ok(RedisUrl { addr, db, user, password, secrets, shown })
     }
 }
 
-/// `host[:port]` -> the host (an IPv6 literal without brackets) and the port.
-fn host_and_port(authority: &str) -> Result<(String, u16), String> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let Some((inside, after)) = v6.split_once(']') else {
-                return Err("an IPv6 address needs its closing `]`".into());
-            };
-            if inside.parse::<Ipv6Addr>().is_err() {
-                return Err(format!("`[{inside}]` is not an IPv6 address"));
-            }
-            match after {
-                "" => (inside, None),
-                _ => match after.strip_prefix(':') {
-                    Some(port) => (inside, Some(port)),
-                    None => return Err(format!("`{after}` after the address is not a port")),
-                },
-            }
+/// The stand-in host of a unix socket URL with a login (see [`RedisUrl::parse`]).
+const UNIX_HOST: &str = "unix-socket.invalid";
+
+/// What a scheme names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tcp { tls: bool },
+    Unix,
+}
+
+impl Kind {
+    /// The redis schemes, and Valkey's names for the same (it speaks the same protocol).
+    fn of(scheme: &str) -> Option<Kind> {
+        match scheme {
+            "redis" | "valkey" => Some(Kind::Tcp { tls: false }),
+            "rediss" | "valkeys" => Some(Kind::Tcp { tls: true }),
+            "redis+unix" | "valkey+unix" => Some(Kind::Unix),
+            _ => None,
         }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    if host.is_empty() {
-        return Err("it has no host".into());
     }
-    if !host.chars().all(|c| c.is_ascii_alphanumeric() || "-._:".contains(c)) {
-        return Err(format!("`{}` is not a host name or address", printable(host)));
-    }
-    if matches!(host, "0.0.0.0" | "::") {
-        return Err(format!("`{host}` is where a server listens, not an address to connect to"));
-    }
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(port) => url::port(port)?,
-    };
-    Ok((host.to_ascii_lowercase(), port))
+}
+
+/// A percent-decoded URL part (bytes that are not UTF-8 shown as U+FFFD).
+fn decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 /// A database number: digits only.
@@ -231,8 +259,9 @@ pub(crate) struct RedisStore {
 
 impl RedisStore {
     /// A store for `url`; `cacert` (PEM) is trusted besides the built-in
-    /// roots for `rediss://`. Nothing is sent yet: the first step connects.
-    pub(crate) fn new(url: &RedisUrl, cacert: Option<&[u8]>) -> Result<RedisStore, String> {
+    /// roots for `rediss://`, and `insecure` (`-k`) verifies nothing, as for
+    /// https. Nothing is sent yet: the first step connects.
+    pub(crate) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<RedisStore, String> {
         let mut settings = RedisConnectionInfo::default().set_db(url.db).set_skip_set_lib_name();
         if let Some(user) = &url.user {
             settings = settings.set_username(user);
@@ -243,7 +272,7 @@ impl RedisStore {
         let addr = match &url.addr {
             Addr::Tcp { host, port, tls: false } => ConnectionAddr::Tcp(host.clone(), *port),
             Addr::Tcp { host, port, tls: true } => {
-                ConnectionAddr::TcpTls { host: host.clone(), port: *port, insecure: false, tls_params: None }
+                ConnectionAddr::TcpTls { host: host.clone(), port: *port, insecure, tls_params: None }
             }
             Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
         };
@@ -252,7 +281,7 @@ impl RedisStore {
         let tcp = ::redis::io::tcp::TcpSettings::default().set_nodelay(true);
         let info: ConnectionInfo =
             addr.into_connection_info().map_err(scrub)?.set_redis_settings(settings).set_tcp_settings(tcp);
-        let client = match (cacert, matches!(url.addr, Addr::Tcp { tls: true, .. })) {
+        let client = match (cacert.filter(|_| !insecure), matches!(url.addr, Addr::Tcp { tls: true, .. })) {
             // Given roots replace redis-rs's built-in ones, so the built-in roots come along.
             (Some(pem), true) => {
                 let roots = TlsCertificates { client_tls: None, root_cert: Some(roots_and(pem)) };
@@ -335,9 +364,13 @@ impl RedisStore {
     }
 }
 
-/// The key of `part` of the state kept under `key`.
+/// The key of `part` of the state kept under `key`: `poll:{KEY}:PART`. The
+/// braces are Redis Cluster's hash tag, so that every key of one state key
+/// sits in one slot and each step stays one script on one node (a cluster
+/// refuses a script whose keys are in two slots: CROSSSLOT). A KEY holding a
+/// `}` still works: the tag ends at the first one, the same for every part.
 fn key(key: &str, part: &str) -> String {
-    format!("{PREFIX}{key}:{part}")
+    format!("{PREFIX}{{{key}}}:{part}")
 }
 
 /// How long a breaker is kept after its last write.
@@ -368,7 +401,8 @@ impl Store for RedisStore {
             .arg(u8::from(ask.breaker.is_some()))
             .arg(self.token(ask.pid))
             .arg(settings.cooldown)
-            .arg(breaker_kept(&settings));
+            .arg(breaker_kept(&settings))
+            .arg(ask.lease);
         let reply: Reply = self.step(timeout, &call)?;
         admission(reply)
     }
@@ -493,29 +527,22 @@ fn scrub(text: &str, secrets: &[String]) -> String {
     secrets.iter().filter(|s| !s.is_empty()).fold(text.to_string(), |text, secret| text.replace(secret, url::REDACTED))
 }
 
-/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: what redis-rs
-/// takes for a custom root store.
+/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: redis-rs takes
+/// a custom root store only as PEM, and given roots replace its built-in ones.
 fn roots_and(pem: &[u8]) -> Vec<u8> {
-    use base64::Engine as _;
+    let builtin: Vec<::pem::Pem> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|root| ::pem::Pem::new("CERTIFICATE", root.as_ref().to_vec()))
+        .collect();
     let mut bundle = pem.to_vec();
     bundle.push(b'\n');
-    for root in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(root.as_ref());
-        bundle.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
-        for line in encoded.as_bytes().chunks(64) {
-            bundle.extend_from_slice(line);
-            bundle.push(b'\n');
-        }
-        bundle.extend_from_slice(b"-----END CERTIFICATE-----\n");
-    }
+    bundle.extend_from_slice(::pem::encode_many(&builtin).as_bytes());
     bundle
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::process::{Child, Command, Stdio};
-    use std::sync::atomic::{AtomicU32, Ordering};
 
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
@@ -543,6 +570,9 @@ mod tests {
             ("redis+unix:///run/redis.sock", Addr::Unix("/run/redis.sock".into()), 0, None, None),
             ("redis+unix:///tmp/a%20b?db=3", Addr::Unix("/tmp/a b".into()), 3, None, None),
             ("redis+unix://:pw@/tmp/s", Addr::Unix("/tmp/s".into()), 0, None, Some("pw")),
+            ("valkey://h:7000/3", tcp("h", 7000, false), 3, None, None),
+            ("VALKEYS://u:pw@h", tcp("h", 6379, true), 0, Some("u"), Some("pw")),
+            ("valkey+unix:///run/v.sock?db=2", Addr::Unix("/run/v.sock".into()), 2, None, None),
         ];
         for (raw, addr, db, user, password) in rows {
             let url = parsed(raw);
@@ -562,22 +592,26 @@ mod tests {
             ("redis://", "it has no host"),
             ("redis://:6379", "it has no host"),
             ("redis://h:0", "port `0` is not a number from 1 to 65535"),
-            ("redis://h:99999", "port `99999`"),
-            ("redis://h:+1", "port `+1`"),
+            ("redis://h:99999", "the port is not a number from 1 to 65535"),
+            ("redis://h:+1", "the port is not"),
             ("redis://h/x", "the path `/x` is not a database number"),
             ("redis://h/1/2", "the path `/1/2`"),
             ("redis://h?db=1", "a query"),
             ("redis://h#insecure", "a fragment"),
             ("redis://h h", "is not a host name"),
-            ("redis://[::1", "closing `]`"),
-            ("redis://[nope]", "is not an IPv6 address"),
+            ("redis://h<", "is not a host name"),
+            ("redis://[::1", "the IPv6 address"),
+            ("redis://[nope]", "the IPv6 address"),
             ("redis://0.0.0.0", "where a server listens"),
+            ("redis://[::]:1", "where a server listens"),
             ("redis://bob@h", "a user needs a password"),
-            ("redis://bob:@h", "the password is empty"),
+            ("redis://bob:@h", "a user needs a password"),
+            ("valkey://", "it has no host"),
             ("redis+unix://h/tmp/s", "names no host"),
             ("redis+unix://", "names no socket"),
             ("redis+unix:///tmp/s?pass=x", "the only query it takes is ?db=N"),
             ("redis+unix:///tmp/s?db=x", "`x` is not a database number"),
+            ("valkey+unix://h/tmp/s", "names no host"),
         ];
         for (raw, why) in rows {
             let Err(e) = RedisUrl::parse(raw) else { panic!("{raw} is accepted") };
@@ -621,73 +655,14 @@ mod tests {
             ureq::tls::parse_pem(&bundle).filter(|item| matches!(item, Ok(ureq::tls::PemItem::Certificate(_)))).count();
         assert_eq!(certificates, 1 + webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
         let url = parsed("rediss://127.0.0.1:1");
-        assert!(RedisStore::new(&url, Some(&pem)).is_ok());
+        assert!(RedisStore::new(&url, Some(&pem), false).is_ok());
     }
 
-    /// A redis-server of this test's own on a unix socket, killed on drop;
-    /// `None` (after one loud line) where redis-server is not installed.
-    struct Server {
-        child: Child,
-        dir: PathBuf,
-    }
+    use crate::state::test_support::redis::Redis as Server;
 
-    impl Server {
-        fn start() -> Option<Server> {
-            if Command::new("redis-server").arg("--version").stdout(Stdio::null()).status().is_err() {
-                let install = "apt-get install redis-server";
-                if std::env::var("POLL_TEST_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-                    panic!("redis-server is not installed and POLL_TEST_REQUIRE_TOOLS=1: {install}");
-                }
-                use std::io::Write as _;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED: redis-server is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this \
-                     a failure)"
-                );
-                return None;
-            }
-            static N: AtomicU32 = AtomicU32::new(0);
-            let name = format!("poll-redis-unit-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-            let dir = std::env::temp_dir().join(name);
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("a temp folder");
-            let child = Command::new("redis-server")
-                .args(["--port", "0", "--save", "", "--appendonly", "no", "--unixsocket"])
-                .arg(dir.join("redis.sock"))
-                .arg("--dir")
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start redis-server");
-            let server = Server { child, dir };
-            let until = Instant::now() + Duration::from_secs(10);
-            while !server.socket().exists() {
-                assert!(Instant::now() < until, "redis-server made no socket in 10s");
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Some(server)
-        }
-
-        fn socket(&self) -> PathBuf {
-            self.dir.join("redis.sock")
-        }
-
-        fn url(&self) -> RedisUrl {
-            parsed(&format!("redis+unix://{}", self.socket().display()))
-        }
-
-        fn connection(&self) -> ::redis::Connection {
-            let info = ConnectionAddr::Unix(self.socket()).into_connection_info().expect("info");
-            Client::open(info).and_then(|c| c.get_connection()).expect("connect")
-        }
-    }
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+    /// The store's view of the test's server: over its unix socket.
+    fn url_of(server: &Server) -> RedisUrl {
+        parsed(&server.unix_url())
     }
 
     /// The Lua scripts against the pure rules the file store runs: a seeded
@@ -696,7 +671,7 @@ mod tests {
     #[test]
     fn the_scripts_follow_the_file_stores_rules_step_for_step() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
         let mut origin = Origin::default();
         let mut rng = StdRng::seed_from_u64(11);
         let settings = Settings { window: 6, min_success: 60, max_p95: 800, cooldown: 1_000 };
@@ -716,6 +691,7 @@ mod tests {
                     spacing: [None, Some(50), Some(300)][rng.random_range(0..3)],
                     deadline_in: rng.random_bool(0.3).then(|| rng.random_range(0..2_000)),
                     breaker: rng.random_bool(0.95).then_some(settings),
+                    lease: [0, 500, 2_500][rng.random_range(0..3)],
                 };
                 let want = origin.admit(now, &ask);
                 let got = store.admit("k", &ask, SECOND);
@@ -779,7 +755,7 @@ mod tests {
         let keys: Vec<String> = ::redis::cmd("KEYS").arg("*").query(&mut connection).expect("KEYS");
         assert!(keys.len() >= 4, "{keys:?}");
         for key in keys {
-            assert!(key.starts_with("poll:k:"), "{key}");
+            assert!(key.starts_with("poll:{k}:"), "{key}");
             let ttl: i64 = ::redis::cmd("PTTL").arg(&key).query(&mut connection).expect("PTTL");
             assert!(ttl > 0, "{key} has no expiry ({ttl})");
         }
@@ -789,11 +765,11 @@ mod tests {
     #[test]
     fn the_edges_match_the_file_stores_too() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
-        let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings) };
+        let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), lease: 0 };
         let report = |pid, ok, latency, not_before_in| Report {
             pid,
             sample: Sample { ok, latency },
@@ -850,8 +826,8 @@ mod tests {
     fn a_store_that_cannot_connect_says_so_and_connects_again_when_it_can() {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
-        let mut store = RedisStore::new(&server.url(), None).expect("a store");
-        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None };
+        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
+        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);
         let Err(e) = store.admit("k", &ask, SECOND) else { panic!("the server is gone") };

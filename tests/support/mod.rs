@@ -6,47 +6,15 @@
 // socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
 #![forbid(unsafe_code)]
 
+pub mod breaker;
 pub mod cmd;
 pub mod process;
 pub mod redis;
 pub mod server;
 pub mod tinyproxy;
+mod tool;
 
 // `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.
 #[allow(unused_imports)]
 pub use cmd::{hermetic, poll, poll_std};
-
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::Path;
-
-/// Set to `1` (as `.ci/run` does) and a missing tool fails its test instead of skipping it.
-pub const REQUIRE_TOOLS: &str = "POLL_TEST_REQUIRE_TOOLS";
-
-/// Whether the external program `name` that a test needs is installed: an executable file of
-/// that name on `PATH`. (Looked up, not run: `--version` is not universal, and a daemon such as
-/// tinyproxy, given a flag it does not know, should not get a chance to start.)
-///
-/// A test must never pass as if it had run when its tool is missing. So when `name` is missing:
-/// with `POLL_TEST_REQUIRE_TOOLS=1` this panics, naming `install` (how to get it); otherwise it
-/// prints one `SKIPPED` line and returns false, and the test returns at once. The line goes
-/// straight to stderr, past libtest's capture, so that a plain `cargo test` shows it.
-pub fn have_tool(name: &str, install: &str) -> bool {
-    let executable = |path: &Path| path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| executable(&dir.join(name)));
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var_os(REQUIRE_TOOLS).is_none_or(|v| v != "1"),
-        "{name} is required ({REQUIRE_TOOLS}=1): {install}"
-    );
-    // libtest names each test's thread after the test.
-    let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}{name} is not installed; {install} (set {REQUIRE_TOOLS}=1 to make this a failure)"
-    );
-    false
-}
+pub use tool::have_tool;

@@ -200,6 +200,23 @@ impl Redis {
         }
     }
 
+    /// Stops the server's process in its tracks (SIGSTOP), as a partition
+    /// looks to a client: connections are accepted by the kernel, nothing answers.
+    pub fn stall(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a stalled server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().map(Child::id).expect("redis-server is running");
+        let status = Command::new("kill").args([which, &pid.to_string()]).status().expect("run kill");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
@@ -208,9 +225,19 @@ impl Redis {
 
 impl Drop for Redis {
     fn drop(&mut self) {
+        // A stalled server would not die of SIGKILL any later, but say so in any case.
+        if self.child.is_some() {
+            self.resume();
+        }
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The Redis key of `part` (`rate`, `breaker`, ...) of the state kept under
+/// `key`: `poll:{KEY}:PART`, one hash tag per state key.
+pub fn state_key(key: &str, part: &str) -> String {
+    format!("poll:{{{key}}}:{part}")
 }
 
 /// A loopback port that was free a moment ago.

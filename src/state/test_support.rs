@@ -1,0 +1,13 @@
+//! For the unit tests: the end-to-end tests' redis-server harness (started per
+//! test, stopped by its PID on drop, skipped loudly where redis-server is
+//! missing), compiled in here too, so that there is one harness.
+
+// The unit tests use a part of it.
+#![allow(dead_code)]
+
+#[path = "../../tests/support/redis.rs"]
+pub(crate) mod redis;
+#[path = "../../tests/support/tool.rs"]
+mod tool;
+
+pub(crate) use tool::have_tool;
