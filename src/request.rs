@@ -148,7 +148,9 @@ impl Client {
             .build();
         // Over a Unix socket no proxy is used, as in curl.
         let (agent, proxies) = match &spec.unix_socket {
-            Some(path) => (ureq::Agent::with_parts(config, unix::Connector::new(path), unix::NoResolver), Proxies::none()),
+            Some(path) => {
+                (ureq::Agent::with_parts(config, unix::Connector::new(path), unix::NoResolver), Proxies::none())
+            }
             None => {
                 let connector = proxy::Connector::new(config.clone());
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())

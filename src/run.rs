@@ -338,7 +338,8 @@ fn finish(
         summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
     }
     if let Some(path) = summary::path(reporter.github()) {
-        let table = summary::render(&step_rows(reporter, targets, &ends, error.as_ref()), summary.code, reporter.elapsed());
+        let table =
+            summary::render(&step_rows(reporter, targets, &ends, error.as_ref()), summary.code, reporter.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);
         }

@@ -77,7 +77,8 @@ impl transport::Connector for Connector {
         let stream = Arc::new(Stream(stream));
         (details.register_shutdown)(Arc::downgrade(&stream) as std::sync::Weak<dyn ShutdownHandle>)?;
         let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
-        let plain: Box<dyn Transport> = Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None });
+        let plain: Box<dyn Transport> =
+            Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None });
         // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
         let transport = transport::Connector::connect(&self.tls, details, Some(plain))?;
         Ok(transport.map(|t| Box::new(t) as Box<dyn Transport>))
@@ -92,7 +93,13 @@ fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStre
     let shown = path.display();
     match std::fs::metadata(path) {
         Ok(meta) if !meta.file_type().is_socket() => {
-            let what = if meta.is_dir() { "a folder" } else if meta.is_file() { "a regular file" } else { "no socket" };
+            let what = if meta.is_dir() {
+                "a folder"
+            } else if meta.is_file() {
+                "a regular file"
+            } else {
+                "no socket"
+            };
             let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
             return Err(ureq::Error::Io(io::Error::new(ErrorKind::InvalidInput, why)));
         }

@@ -181,7 +181,10 @@ fn a_summary_that_cannot_be_written_is_a_warning_and_the_exit_code_stays() {
         assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
         let err = stderr(&out);
         let first = err.lines().next().unwrap_or_default();
-        let want = format!("::warning title=poll::cannot write the step summary `{}` (GITHUB_STEP_SUMMARY): ", folder.display());
+        let want = format!(
+            "::warning title=poll::cannot write the step summary `{}` (GITHUB_STEP_SUMMARY): ",
+            folder.display()
+        );
         assert!(first.starts_with(&want), "{err}");
         assert_eq!(err.lines().count(), if code == 0 { 1 } else { 2 }, "{err}");
         if code == 0 {
