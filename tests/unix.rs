@@ -316,3 +316,24 @@ fn the_docker_health_recipe_fails_on_unhealthy_or_exited() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert_eq!(server.hits(), 1);
 }
+
+#[test]
+fn a_socket_whose_backlog_stays_full_times_out_at_the_connect_timeout() {
+    let dir = Dir::new("backlog");
+    let socket = dir.join("busy.sock");
+    // A listener that never accepts, with room for one waiting connection, which the test takes.
+    let listener = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).unwrap();
+    listener.bind(&socket2::SockAddr::unix(&socket).unwrap()).unwrap();
+    listener.listen(0).unwrap();
+    let _waiting = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let started = Instant::now();
+    let out = poll()
+        .args(["--unix-socket", path_arg(&socket), "--connect-timeout", "500ms", "--retries", "0"])
+        .args(["-v", "http://localhost/x"])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("attempt 1: connect timed out in "), "{}", stderr(&out));
+    assert!(elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(5), "{elapsed:?}");
+}
