@@ -23,7 +23,7 @@ _poll() {
 
     case "${cmd}" in
         poll)
-            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --idempotency-key --idempotency-header --until --fail-when --stable --any --submit --status-url --location-trusted --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --print --verbose --quiet --log-format --show --color --ci --rate --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
+            opts="-X -H -d -u -A -k -i -o -v -q -h -V --request --header --data --json --user --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --unix-socket --idempotency-key --idempotency-header --until --fail-when --stable --any --submit --status-url --location-trusted --interval --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --print --verbose --quiet --log-format --show --color --ci --rate --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -91,6 +91,21 @@ _poll() {
                     ;;
                 --cacert)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unix-socket)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --idempotency-key)
@@ -174,7 +189,7 @@ _poll() {
                     return 0
                     ;;
                 --ci)
-                    COMPREPLY=($(compgen -W "github none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "github gitlab none" -- "${cur}"))
                     return 0
                     ;;
                 --rate)

@@ -9,6 +9,7 @@ complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from conne
 complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
 complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
 complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots (for --state rediss:// too)' -r -F
+complete -c poll -l unix-socket -d 'Connect to this Unix domain socket instead of the URL\'s host (e.g. /var/run/docker.sock); the URL still gives the path, Host and scheme; no proxy is used' -r -F
 complete -c poll -l idempotency-key -d 'Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe to retry; auto makes a random UUID v4 once per run' -r
 complete -c poll -l idempotency-header -d 'The name of the idempotency header, for APIs that use another' -r
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
@@ -32,7 +33,8 @@ complete -c poll -l show -d 'A jq filter whose output on each JSON body is shown
 complete -c poll -l color -d 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c poll -l ci -d 'Messages as CI workflow commands: github (annotations, -v groups), or none [default: github when GITHUB_ACTIONS=true]' -r -f -a "github\t''
+complete -c poll -l ci -d 'CI integration: github (annotations, -v groups, the step summary table), gitlab (-v in collapsed sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]' -r -f -a "github\t''
+gitlab\t''
 none\t''"
 complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state' -r
 complete -c poll -l state -d 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis+unix:///PATH' -r

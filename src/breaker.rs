@@ -245,10 +245,14 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
         Outcome::Success { .. } | Outcome::Submitted { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => {
-            // A proxy's refusal says nothing of the origin behind it.
+            // A proxy's refusal says nothing of the origin behind it, nor a --unix-socket that is no socket.
             !matches!(
                 failure,
-                Failure::TooManyRedirects | Failure::BadRedirect | Failure::BodyTooLarge | Failure::ProxyRefused
+                Failure::TooManyRedirects
+                    | Failure::BadRedirect
+                    | Failure::BodyTooLarge
+                    | Failure::ProxyRefused
+                    | Failure::NotASocket
             )
         }
     }

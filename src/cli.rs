@@ -136,6 +136,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
     pub(crate) cacert: Option<std::path::PathBuf>,
 
+    /// Connect to this Unix domain socket instead of the URL's host (e.g. /var/run/docker.sock); the URL still
+    /// gives the path, Host and scheme; no proxy is used
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]
+    pub(crate) unix_socket: Option<std::path::PathBuf>,
+
     /// Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe
     /// to retry; auto makes a random UUID v4 once per run
     #[arg(long, value_name = "KEY|auto", help_heading = REQUEST)]
@@ -234,8 +239,8 @@ pub struct Cli {
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorArg::Auto, help_heading = OUTPUT)]
     pub(crate) color: ColorArg,
 
-    /// Messages as CI workflow commands: github (annotations, -v groups), or none [default: github when
-    /// GITHUB_ACTIONS=true]
+    /// CI integration: github (annotations, -v groups, the step summary table), gitlab (-v in collapsed
+    /// sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]
     #[arg(long, value_name = "CI", value_enum, help_heading = OUTPUT)]
     pub(crate) ci: Option<CiArg>,
 
@@ -312,6 +317,7 @@ pub(crate) enum ColorArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum CiArg {
     Github,
+    Gitlab,
     None,
 }
 
@@ -547,7 +553,8 @@ mod tests {
             &["--stable", "0", "http://x/"],
             &["--status-url", ".url", "http://x/"],
             &["--state-fail", "closed", "http://x/"],
-            &["--ci", "gitlab", "http://x/"],
+            &["--ci", "travis", "http://x/"],
+            &["--unix-socket", "http://x/"],
             &[],
         ] {
             let err = parse(args).err().map(|e| e.exit_code());

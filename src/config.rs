@@ -172,7 +172,12 @@ impl Config {
         }
 
         let urls: Vec<&str> = targets.iter().map(|target: &Target| target.request.url.as_str()).collect();
-        crate::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
+        // Over a Unix socket the proxy variables are not read, so not checked.
+        if let Some(path) = &cli.unix_socket {
+            crate::unix::check(path).map_err(|e| usage("--unix-socket", e))?;
+        } else {
+            crate::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
+        }
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
         let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
@@ -238,6 +243,7 @@ impl Config {
                 max_body: cli.max_body.0,
                 insecure: cli.insecure,
                 cacert,
+                unix_socket: cli.unix_socket,
             },
             conditions,
             print,
@@ -257,6 +263,7 @@ impl Config {
                     ColorArg::Never => ColorChoice::Never,
                 },
                 github: github_actions(cli.ci),
+                gitlab: gitlab_ci(cli.ci),
                 deadline: timeout,
             },
             limits,
@@ -268,8 +275,18 @@ impl Config {
 pub(crate) fn github_actions(ci: Option<CiArg>) -> bool {
     match ci {
         Some(CiArg::Github) => true,
-        Some(CiArg::None) => false,
+        Some(CiArg::Gitlab | CiArg::None) => false,
         None => std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+    }
+}
+
+/// Whether `-v` lines sit in GitLab's collapsed sections: `--ci gitlab`, else
+/// `GITLAB_CI=true` (when GitHub Actions is not also claimed).
+pub(crate) fn gitlab_ci(ci: Option<CiArg>) -> bool {
+    match ci {
+        Some(CiArg::Gitlab) => true,
+        Some(CiArg::Github | CiArg::None) => false,
+        None => !github_actions(None) && std::env::var("GITLAB_CI").is_ok_and(|v| v == "true"),
     }
 }
 

@@ -6,8 +6,9 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state -> request, policy, condition, breaker, bucket -> url, text, parse,
-//! error, advice, clock, file (see the test in `tests/layers.rs`).
+//! state -> request, policy, condition, breaker, bucket, proxy, unix -> url,
+//! text, parse, error, advice, summary, clock, file (see the test in
+//! `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -29,8 +30,10 @@ mod record;
 mod request;
 mod run;
 pub mod state;
+mod summary;
 mod target;
 mod text;
+mod unix;
 mod url;
 mod wait;
 

@@ -37,6 +37,8 @@ pub(crate) struct Style {
     pub color: ColorChoice,
     /// GitHub Actions workflow commands (`--ci github`, or `GITHUB_ACTIONS=true`).
     pub github: bool,
+    /// GitLab CI collapsed sections around `-v` lines (`--ci gitlab`, or `GITLAB_CI=true`).
+    pub gitlab: bool,
     /// The `--timeout`, shown beside the elapsed time.
     pub deadline: Option<Duration>,
 }
@@ -133,6 +135,8 @@ struct Target {
     last: Mutex<Seen>,
     /// `--submit`: where the operation is watched, once known.
     operation: Mutex<Option<String>>,
+    /// When the loop ended, from the start of the run.
+    ended: Mutex<Option<Duration>>,
 }
 
 #[derive(Default)]
@@ -142,8 +146,9 @@ struct Out {
     /// `--log-format json` warnings not yet printed: they ride on the next
     /// object, so that stderr holds exactly one object per attempt plus one.
     pending_warnings: Vec<String>,
-    /// GitHub `-v` groups of several URLs, buffered until the URL ends so
-    /// that groups never interleave; `None` once flushed.
+    /// GitHub `-v` groups (GitLab sections) of several URLs, their opening
+    /// line first, buffered until the URL ends so that groups never
+    /// interleave; `None` once flushed.
     groups: Vec<Option<Vec<String>>>,
 }
 
@@ -183,10 +188,11 @@ impl Reporter {
                     attempts: AtomicU32::new(0),
                     last: Mutex::new(Seen::default()),
                     operation: Mutex::new(None),
+                    ended: Mutex::new(None),
                 }
             })
             .collect();
-        let buffered = style.github && style.verbose >= 1 && several;
+        let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
         let out = Out { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Out::default() };
         Reporter {
             style,
@@ -233,6 +239,22 @@ impl Reporter {
         self.targets.get(t).map(|target| lock(&target.last).words()).filter(|last| !last.is_empty())
     }
 
+    /// Whether the run is in GitHub Actions (`--ci github`, `GITHUB_ACTIONS=true`).
+    pub(crate) fn github(&self) -> bool {
+        self.style.github
+    }
+
+    /// Time since the run started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// How long loop `t` ran: until it ended, or until now while it runs.
+    pub(crate) fn elapsed_of(&self, t: usize) -> Duration {
+        let ended = self.targets.get(t).and_then(|target| *lock(&target.ended));
+        ended.unwrap_or_else(|| self.started.elapsed())
+    }
+
     /// `--submit`: the status URL loop `t` watches, once known.
     pub(crate) fn operation(&self, t: usize) -> Option<String> {
         self.targets.get(t).and_then(|target| lock(&target.operation).clone())
@@ -243,8 +265,9 @@ impl Reporter {
         if !self.verbose_text() {
             return;
         }
-        if self.style.github && !self.several() {
-            self.line(t, &format!("::group::poll {}", url::redact(&request.url)));
+        // With several URLs the opening line is buffered with the URL's lines (see `ended`).
+        if let Some(open) = self.fold_open(t) {
+            self.line(t, &open);
         }
         let named = self.named(t);
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
@@ -362,15 +385,18 @@ impl Reporter {
         }
     }
 
-    /// Loop `t` is over: its buffered GitHub group is written out whole.
+    /// Loop `t` is over: its buffered GitHub group (GitLab section) is written out whole.
     pub(crate) fn ended(&self, t: usize) {
+        if let Some(target) = self.targets.get(t) {
+            lock(&target.ended).get_or_insert_with(|| self.started.elapsed());
+        }
         let mut out = lock(&self.out);
         let Some(lines) = out.groups.get_mut(t).and_then(Option::take) else { return };
-        if out.closed || lines.is_empty() {
+        // Its opening line alone is no group.
+        if out.closed || lines.len() <= 1 {
             return;
         }
-        let url = self.targets.get(t).map(|target| target.url.as_str()).unwrap_or_default();
-        let text = format!("::group::poll {url}\n{}\n::endgroup::", lines.join("\n"));
+        let text = format!("{}\n{}", lines.join("\n"), self.fold_close(t));
         self.multi.suspend(|| {
             let _ = writeln!(io::stderr().lock(), "{text}");
         });
@@ -387,8 +413,8 @@ impl Reporter {
         for target in &self.targets {
             target.bar.finish_and_clear();
         }
-        if self.style.github && self.verbose_text() && !self.several() {
-            self.write("::endgroup::");
+        if (self.style.github || self.style.gitlab) && self.verbose_text() && !self.several() {
+            self.write(&self.fold_close(0));
         }
         let elapsed = self.started.elapsed();
         if self.style.json {
@@ -425,6 +451,28 @@ impl Reporter {
         }
         lock(&self.out).closed = true;
         summary.message.as_deref().map(|message| self.voice.error_line(message))
+    }
+
+    /// The line that opens loop `t`'s `-v` lines: GitHub's `::group::`, or a
+    /// collapsed GitLab section named `poll_T`, stamped with the Unix time.
+    fn fold_open(&self, t: usize) -> Option<String> {
+        let url = self.targets.get(t).map(|target| target.url.as_str()).unwrap_or_default();
+        if self.style.github {
+            Some(format!("::group::poll {url}"))
+        } else if self.style.gitlab {
+            Some(format!("\x1b[0Ksection_start:{}:poll_{t}[collapsed=true]\r\x1b[0Kpoll {url}", unix_time()))
+        } else {
+            None
+        }
+    }
+
+    /// The line that closes what [`Reporter::fold_open`] opened.
+    fn fold_close(&self, t: usize) -> String {
+        if self.style.gitlab && !self.style.github {
+            format!("\x1b[0Ksection_end:{}:poll_{t}\r\x1b[0K", unix_time())
+        } else {
+            "::endgroup::".to_string()
+        }
     }
 
     /// `[url] ` before a line of loop `t`, when there are several.
@@ -567,6 +615,11 @@ fn attempt_event(record: &Record, method: &str, url: &str, elapsed: Duration) ->
         event["wait_reason"] = json!(reason.name());
     }
     event
+}
+
+/// Seconds since the Unix epoch, as GitLab's section lines carry them.
+fn unix_time() -> u64 {
+    SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 fn now_rfc3339() -> String {

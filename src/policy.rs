@@ -75,6 +75,8 @@ pub enum Failure {
     BodyTooLarge,
     /// The proxy turned the request away: it answered `CONNECT` with another status than 200.
     ProxyRefused,
+    /// `--unix-socket` names something that is no socket (a file, a folder).
+    NotASocket,
 }
 
 /// Which request an attempt sent.
@@ -114,6 +116,7 @@ impl Failure {
                 | Failure::BadRedirect
                 | Failure::BodyTooLarge
                 | Failure::ProxyRefused
+                | Failure::NotASocket
         )
     }
 
@@ -130,6 +133,7 @@ impl Failure {
             Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
             Failure::BodyTooLarge => "body_too_large",
             Failure::ProxyRefused => "proxy",
+            Failure::NotASocket => "connect",
         }
     }
 }
@@ -149,6 +153,7 @@ impl fmt::Display for Failure {
             Failure::BadRedirect => "redirect cannot be followed",
             Failure::BodyTooLarge => "body larger than --max-body",
             Failure::ProxyRefused => "the proxy refused the connection",
+            Failure::NotASocket => "not a socket",
         })
     }
 }

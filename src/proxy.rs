@@ -47,6 +47,11 @@ impl Proxies {
         Proxies::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// No proxy for any URL (`--unix-socket`).
+    pub(crate) fn none() -> Proxies {
+        Proxies { http: None, https: None, exempt: Vec::new() }
+    }
+
     fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Proxies {
         // A SOCKS proxy never reaches ureq, which is built without it (and
         // would panic): `check_env` has refused it for the URLs given.

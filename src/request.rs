@@ -12,7 +12,7 @@ use ureq::http;
 
 use crate::policy::Failure;
 use crate::proxy::{self, Proxies};
-use crate::url;
+use crate::{unix, url};
 
 // The defaults of the request flags: `cli.rs` shows these.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -71,6 +71,8 @@ pub(crate) struct ClientConfig {
     pub insecure: bool,
     /// PEM bytes of `--cacert`, already checked to hold a certificate.
     pub cacert: Option<Vec<u8>>,
+    /// `--unix-socket`: every connection goes to this socket (see `src/unix.rs`).
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 /// A response read to its last byte (decoded when compressed).
@@ -144,9 +146,17 @@ impl Client {
             .input_buffer_size(MAX_RESPONSE_HEAD)
             .output_buffer_size(output_buffer(spec, request))
             .build();
-        let connector = proxy::Connector::new(config.clone());
-        let agent = ureq::Agent::with_parts(config, connector, LiteralResolver::default());
-        Client { agent, spec: spec.clone(), proxies: Proxies::from_env() }
+        // Over a Unix socket no proxy is used, as in curl.
+        let (agent, proxies) = match &spec.unix_socket {
+            Some(path) => {
+                (ureq::Agent::with_parts(config, unix::Connector::new(path), unix::NoResolver), Proxies::none())
+            }
+            None => {
+                let connector = proxy::Connector::new(config.clone());
+                (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
+            }
+        };
+        Client { agent, spec: spec.clone(), proxies }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -341,6 +351,7 @@ fn classify(error: &ureq::Error) -> Fault {
         E::HostNotFound => Failure::Dns,
         E::Io(io) if io.to_string().starts_with("failed to lookup address information") => Failure::Dns,
         E::Io(io) if io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()).is_some() => Failure::Tls,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<unix::NotASocket>()) => Failure::NotASocket,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => Failure::Reset,
@@ -363,6 +374,8 @@ fn classify(error: &ureq::Error) -> Fault {
     };
     let detail = match (failure, error) {
         (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
+        // `--unix-socket`'s own words (`src/unix.rs`), without ureq's `io: `.
+        (Failure::NotASocket | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
             let code = reason.trim_start_matches(|c: char| !c.is_ascii_digit()).get(..3).unwrap_or("");
             let words = code.parse().ok().and_then(|c| http::StatusCode::from_u16(c).ok()?.canonical_reason());

@@ -14,7 +14,7 @@ use crate::output::{Reporter, Summary, TargetSummary, Voice};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::target::{self, Common, TargetEnd};
 use crate::wait::{self, Cancel};
-use crate::{file, url};
+use crate::{file, summary, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
 /// request's own timeout ends it at the deadline, so only a jq filter that
@@ -339,8 +339,38 @@ fn finish(
     if let (Some(Error::Interrupted { .. }), Some(operation)) = (&error, reporter.operation(0).filter(|_| !several)) {
         summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
     }
+    if let Some(path) = summary::path(reporter.github()) {
+        let table =
+            summary::render(&step_rows(reporter, targets, &ends, error.as_ref()), summary.code, reporter.elapsed());
+        if let Err(why) = summary::append(&path, &table) {
+            reporter.warn(&why);
+        }
+    }
     let error_line = reporter.finish(&summary);
     Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+}
+
+/// The step summary's rows: each URL's own ending; one the run ended first
+/// shares a signal or deadline of the run, and is abandoned otherwise.
+fn step_rows(
+    reporter: &Reporter,
+    targets: &[config::Target],
+    ends: &[Option<TargetEnd>],
+    error: Option<&Error>,
+) -> Vec<summary::Row> {
+    let run_wide = error.filter(|e| matches!(e, Error::Interrupted { .. } | Error::Deadline(_)));
+    let rows = targets.iter().enumerate().map(|(t, target)| {
+        let end = ends.get(t).and_then(Option::as_ref);
+        summary::Row {
+            url: url::redact(&target.request.url),
+            exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
+            message: end.and_then(|end| end.result.as_ref().err()).map(Error::to_string),
+            attempts: reporter.attempts_of(t),
+            elapsed: reporter.elapsed_of(t),
+            last: reporter.last(t).unwrap_or_default(),
+        }
+    });
+    rows.collect()
 }
 
 /// A run that ends before its loops could run: only the reporter's last word.

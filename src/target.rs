@@ -371,9 +371,17 @@ impl Loop<'_> {
             Err(fault)
                 if matches!(
                     fault.failure,
-                    Failure::Tls | Failure::Malformed | Failure::Dns | Failure::BadRedirect | Failure::ProxyRefused
+                    Failure::Tls
+                        | Failure::Malformed
+                        | Failure::Dns
+                        | Failure::BadRedirect
+                        | Failure::ProxyRefused
+                        | Failure::NotASocket
                 ) =>
             {
+                Some(fault.detail.as_str())
+            }
+            Err(fault) if fault.failure == Failure::Refused && self.common.client.unix_socket.is_some() => {
                 Some(fault.detail.as_str())
             }
             _ => None,
@@ -382,6 +390,10 @@ impl Loop<'_> {
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
             (Err(Fault { failure: Failure::Tls, .. }), _) => {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
+            }
+            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
+            (Err(Fault { failure: Failure::Refused, .. }), _) if self.common.client.unix_socket.is_some() => {
+                "; is the daemon up, and is --unix-socket its socket?"
             }
             (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
             // A status poll carries no key: its 422 says nothing of one.

@@ -7,9 +7,9 @@ use std::path::Path;
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "parse"],
-    &["advice", "error", "url"],
+    &["advice", "error", "url", "summary"],
     &["policy"],
-    &["condition", "bucket", "breaker", "proxy"],
+    &["condition", "bucket", "breaker", "proxy", "unix"],
     &["request", "wait"],
     &["record", "state"],
     &["output"],

@@ -11,7 +11,8 @@ use std::time::Duration;
 ///   test that wants a proxy sets one itself after this.
 /// - Colour: `NO_COLOR` and the `CLICOLOR` / `CLICOLOR_FORCE` convention.
 /// - CI: `CI` (CI sets `CI=true`) and every `GITHUB_*`, `GITHUB_ACTIONS` first among them, so a
-///   run under GitHub Actions cannot switch on workflow commands or read the runner's settings.
+///   run under GitHub Actions cannot switch on workflow commands or read the runner's settings
+///   (`GITHUB_STEP_SUMMARY`); `GITLAB_CI`, which switches on GitLab's sections.
 /// - Locale: `LANG`, `LANGUAGE` and every `LC_*` (`LC_ALL`, `LC_MESSAGES`, `LC_CTYPE`, ...).
 /// - `TERM`: no test wants the tester's terminal type; `tests/terminal.rs` sets its own.
 pub const CLEARED_ENV: &[&str] = &[
@@ -29,6 +30,7 @@ pub const CLEARED_ENV: &[&str] = &[
     "CI",
     "GITHUB_ACTIONS",
     "GITHUB_*",
+    "GITLAB_CI",
     "LANG",
     "LANGUAGE",
     "LC_ALL",

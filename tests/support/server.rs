@@ -1,4 +1,5 @@
-//! Scripted HTTP/1.1 (and HTTPS) test server: loopback only, one thread per connection, replies played from a script.
+//! Scripted HTTP/1.1 (and HTTPS) test server: loopback only (or a Unix socket in a test's temporary
+//! folder), one thread per connection, replies played from a script.
 //!
 //! Built on `std::net` and std threads only (plus rustls for TLS) so tests see exactly the
 //! bytes we choose to send, misbehaviour included: resets, clean closes without a reply,
@@ -21,7 +22,8 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -332,7 +334,7 @@ struct Shared {
     connections: AtomicUsize,
     bad_requests: AtomicUsize,
     /// A clone of every open connection's socket, so `Drop` can unblock its reads and writes.
-    open: Mutex<HashMap<u64, TcpStream>>,
+    open: Mutex<HashMap<u64, Box<dyn Socket>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     panics: Mutex<Vec<String>>,
 }
@@ -409,9 +411,11 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// A scripted server on 127.0.0.1 with an ephemeral port; stops when dropped.
+/// A scripted server on 127.0.0.1 with an ephemeral port, or on a Unix socket; stops when dropped.
 pub struct Server {
     addr: SocketAddr,
+    /// The socket's path, for a server on a Unix socket (`addr` is then unused).
+    unix: Option<PathBuf>,
     tls: bool,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
@@ -445,6 +449,22 @@ impl Server {
         Server::launch_on(port, Script::Any(Seq::new(replies)), None)
     }
 
+    /// `start` on a Unix socket at `path` (in a test's temporary folder), which must not exist;
+    /// it is removed when the server is dropped. `url()` names `localhost`.
+    pub fn start_unix(path: &Path, replies: Vec<Reply>) -> Server {
+        Server::launch_unix(path, Script::Any(Seq::new(replies)), None)
+    }
+
+    /// `routes` on a Unix socket at `path`.
+    pub fn routes_unix(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
+        Server::launch_unix(path, routes_script(routes), None)
+    }
+
+    /// `routes` on a Unix socket at `path`, over TLS with the fixture certificate (`localhost`).
+    pub fn routes_unix_tls(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
+        Server::launch_unix(path, routes_script(routes), Some(tls_config()))
+    }
+
     fn launch(script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
         Server::launch_on(0, script, tls)
     }
@@ -453,6 +473,22 @@ impl Server {
         // Loopback only, ever: tests must not listen on or reach any other address.
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local_addr of test server");
+        Server::serve_on(Listener::Tcp(listener), addr, None, script, tls)
+    }
+
+    fn launch_unix(path: &Path, script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
+        let listener = UnixListener::bind(path).unwrap_or_else(|e| panic!("bind {}: {e}", path.display()));
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        Server::serve_on(Listener::Unix(listener), addr, Some(path.to_path_buf()), script, tls)
+    }
+
+    fn serve_on(
+        listener: Listener,
+        addr: SocketAddr,
+        unix: Option<PathBuf>,
+        script: Script,
+        tls: Option<Arc<ServerConfig>>,
+    ) -> Server {
         let shared = Arc::new(Shared {
             state: Mutex::new(State { script, log: Vec::new(), unanswered: Vec::new() }),
             arrived: Condvar::new(),
@@ -470,7 +506,7 @@ impl Server {
             .name(format!("test-server-{}", addr.port()))
             .spawn(move || accept_loop(&listener, &sh, tls))
             .expect("spawn test server acceptor");
-        Server { addr, tls: is_tls, shared, acceptor: Some(acceptor), total: None }
+        Server { addr, unix, tls: is_tls, shared, acceptor: Some(acceptor), total: None }
     }
 
     /// Expects exactly `n` requests in all, instead of every reply of every route played
@@ -525,11 +561,18 @@ impl Server {
         unmet
     }
 
-    /// `http://127.0.0.1:PORT/path` (`https` for TLS); `path` with or without its leading `/`.
+    /// `http://127.0.0.1:PORT/path` (`https` for TLS; `localhost` on a Unix socket); `path` with
+    /// or without its leading `/`.
     pub fn url(&self, path: &str) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         let slash = if path.starts_with('/') { "" } else { "/" };
-        format!("{scheme}://{}{slash}{path}", self.addr)
+        let host = if self.unix.is_some() { "localhost".to_string() } else { self.addr.to_string() };
+        format!("{scheme}://{host}{slash}{path}")
+    }
+
+    /// The Unix socket's path, for a server made with `start_unix` or `routes_unix`.
+    pub fn socket_path(&self) -> &Path {
+        self.unix.as_deref().expect("a server on a Unix socket")
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -578,7 +621,10 @@ impl Drop for Server {
         *lock(&sh.stopped) = true;
         sh.stop_cv.notify_all();
         // accept() blocks; a throwaway connection to ourselves wakes it.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
+        match &self.unix {
+            Some(path) => drop(UnixStream::connect(path)),
+            None => drop(TcpStream::connect_timeout(&self.addr, Duration::from_millis(500))),
+        }
         let deadline = Instant::now() + JOIN_WAIT;
         let mut stuck = 0;
         // The acceptor registers every socket before spawning its thread, so once it is gone
@@ -593,6 +639,9 @@ impl Drop for Server {
         let threads = std::mem::take(&mut *lock(&sh.threads));
         for handle in threads {
             join_by(handle, deadline, sh, &mut stuck);
+        }
+        if let Some(path) = &self.unix {
+            let _ = std::fs::remove_file(path);
         }
         if stuck > 0 {
             eprintln!("test server {}: {stuck} thread(s) still running {JOIN_WAIT:?} after drop", self.addr);
@@ -650,21 +699,49 @@ fn tls_config() -> Arc<ServerConfig> {
     Arc::new(config)
 }
 
-fn accept_loop(listener: &TcpListener, sh: &Arc<Shared>, tls: Option<Arc<ServerConfig>>) {
+/// What the server listens on.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// One accepted connection, whichever the listener.
+enum Accepted {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Listener {
+    fn accept(&self) -> io::Result<Accepted> {
+        match self {
+            Listener::Tcp(listener) => listener.accept().map(|(tcp, _)| {
+                let _ = tcp.set_nodelay(true);
+                Accepted::Tcp(tcp)
+            }),
+            Listener::Unix(listener) => listener.accept().map(|(unix, _)| Accepted::Unix(unix)),
+        }
+    }
+}
+
+fn accept_loop(listener: &Listener, sh: &Arc<Shared>, tls: Option<Arc<ServerConfig>>) {
     let mut next_id = 0u64;
-    for incoming in listener.incoming() {
+    loop {
+        let incoming = listener.accept();
         if sh.is_stopped() {
             // Either Drop's wake-up connection or a latecomer: both just get closed.
             break;
         }
-        let Ok(tcp) = incoming else {
+        let Ok(accepted) = incoming else {
             // e.g. EMFILE: don't spin.
             thread::sleep(Duration::from_millis(10));
             continue;
         };
         sh.connections.fetch_add(1, Ordering::SeqCst);
-        let _ = tcp.set_nodelay(true);
-        let Ok(clone) = tcp.try_clone() else {
+        let clone: Option<Box<dyn Socket>> = match &accepted {
+            Accepted::Tcp(tcp) => tcp.try_clone().ok().map(|c| Box::new(c) as Box<dyn Socket>),
+            Accepted::Unix(unix) => unix.try_clone().ok().map(|c| Box::new(c) as Box<dyn Socket>),
+        };
+        let Some(clone) = clone else {
             continue;
         };
         let id = next_id;
@@ -672,9 +749,10 @@ fn accept_loop(listener: &TcpListener, sh: &Arc<Shared>, tls: Option<Arc<ServerC
         lock(&sh.open).insert(id, clone);
         let conn_sh = Arc::clone(sh);
         let conn_tls = tls.clone();
-        let spawned = thread::Builder::new()
-            .name(format!("test-server-conn-{id}"))
-            .spawn(move || connection(tcp, id, &conn_sh, conn_tls));
+        let spawned = thread::Builder::new().name(format!("test-server-conn-{id}")).spawn(move || match accepted {
+            Accepted::Tcp(tcp) => connection(tcp, id, &conn_sh, conn_tls),
+            Accepted::Unix(unix) => connection(unix, id, &conn_sh, conn_tls),
+        });
         match spawned {
             Ok(handle) => lock(&sh.threads).push(handle),
             Err(_) => sh.forget(id),
@@ -693,21 +771,68 @@ enum End {
     Reset,
 }
 
+/// A TCP or Unix socket, as a connection's end needs it.
+trait Socket: Send + 'static {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Ends the connection abruptly: a TCP RST; a Unix socket has none, so it is shut down.
+    fn abort(&self);
+}
+
+impl Socket for TcpStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        TcpStream::shutdown(self, how)
+    }
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, timeout)
+    }
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut this = self;
+        this.read(buf)
+    }
+    fn abort(&self) {
+        abort(self);
+    }
+}
+
+impl Socket for UnixStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        UnixStream::shutdown(self, how)
+    }
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        UnixStream::set_read_timeout(self, timeout)
+    }
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut this = self;
+        this.read(buf)
+    }
+    fn abort(&self) {
+        let _ = UnixStream::shutdown(self, Shutdown::Both);
+    }
+}
+
 /// The plain or TLS stream a connection is served over.
 trait Transport: Read + Write {
-    fn tcp(&self) -> &TcpStream;
+    fn sock(&self) -> &dyn Socket;
     /// The TLS goodbye; nothing for plain TCP.
     fn close_notify(&mut self) {}
 }
 
 impl Transport for TcpStream {
-    fn tcp(&self) -> &TcpStream {
+    fn sock(&self) -> &dyn Socket {
         self
     }
 }
 
-impl Transport for StreamOwned<ServerConnection, TcpStream> {
-    fn tcp(&self) -> &TcpStream {
+impl Transport for UnixStream {
+    fn sock(&self) -> &dyn Socket {
+        self
+    }
+}
+
+impl<S: Socket + Read + Write> Transport for StreamOwned<ServerConnection, S> {
+    fn sock(&self) -> &dyn Socket {
         &self.sock
     }
 
@@ -727,7 +852,7 @@ impl Drop for Forget<'_> {
     }
 }
 
-fn connection(tcp: TcpStream, id: u64, sh: &Shared, tls: Option<Arc<ServerConfig>>) {
+fn connection<S: Transport + Socket>(tcp: S, id: u64, sh: &Shared, tls: Option<Arc<ServerConfig>>) {
     let _forget = Forget(sh, id);
     match tls {
         None => {
@@ -752,24 +877,24 @@ fn connection(tcp: TcpStream, id: u64, sh: &Shared, tls: Option<Arc<ServerConfig
 fn finish<T: Transport>(end: End, mut t: T) {
     match end {
         End::Drop => {}
-        End::Reset => abort(t.tcp()),
+        End::Reset => t.sock().abort(),
         End::Graceful => {
             t.close_notify();
-            let tcp = t.tcp();
-            let _ = tcp.shutdown(Shutdown::Write);
-            drain(tcp);
+            let sock = t.sock();
+            let _ = sock.shutdown(Shutdown::Write);
+            drain(sock);
         }
     }
 }
 
 /// Reads (and discards) until the peer closes or `LINGER` passes: closing with unread bytes
 /// in the kernel buffer would send a RST instead of the clean close we promised.
-fn drain(mut tcp: &TcpStream) {
+fn drain(sock: &dyn Socket) {
     let deadline = Instant::now() + LINGER;
-    let _ = tcp.set_read_timeout(Some(Duration::from_millis(50)));
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = [0u8; 4096];
     while Instant::now() < deadline {
-        match tcp.read(&mut buf) {
+        match sock.read_some(&mut buf) {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}

@@ -1,0 +1,191 @@
+//! The GitHub Actions step summary: at the end of a run, one Markdown table
+//! appended to the file `GITHUB_STEP_SUMMARY` names, one row per URL. The
+//! rendering is pure ([`render`]); [`append`] is the one file write.
+//!
+//! Every cell is bounded ([`MAX_CELL`]), so 100 URLs stay far below the
+//! runner's 1 MiB limit for a step's summary.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::text::{count, human};
+
+/// The variable the runner sets to the step's summary file.
+pub(crate) const VARIABLE: &str = "GITHUB_STEP_SUMMARY";
+
+/// The longest cell, in characters; longer text is cut with `…`.
+const MAX_CELL: usize = 300;
+
+/// One URL's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Row {
+    /// Redacted.
+    pub url: String,
+    /// `None` when the run ended before this URL did.
+    pub exit_code: Option<u8>,
+    /// The error line's message for this URL, if it failed.
+    pub message: Option<String>,
+    pub attempts: u32,
+    pub elapsed: Duration,
+    /// The last outcome in words (`200 done`, `503`, `connection refused`); empty before any.
+    pub last: String,
+}
+
+/// The summary file, when the run is in GitHub Actions (`github`: `--ci
+/// github` or `GITHUB_ACTIONS=true`) and the variable names one.
+pub(crate) fn path(github: bool) -> Option<PathBuf> {
+    let value = std::env::var_os(VARIABLE).filter(|v| !v.is_empty())?;
+    github.then(|| PathBuf::from(value))
+}
+
+/// The run's code in words.
+fn words(code: Option<u8>) -> &'static str {
+    match code {
+        None => "abandoned",
+        Some(0) => "done",
+        Some(1) => "deadline",
+        Some(2) => "usage error",
+        Some(3) => "permanent failure",
+        Some(4) => "--fail-when matched",
+        Some(5) => "gave up",
+        Some(6) => "circuit open",
+        Some(130) => "interrupted",
+        Some(143) => "terminated",
+        Some(_) => "failed",
+    }
+}
+
+/// The table, with a heading line naming the run's ending and a blank line
+/// before and after, so that tables of several runs in one step stay apart.
+pub(crate) fn render(rows: &[Row], code: u8, elapsed: Duration) -> String {
+    let attempts: u32 = rows.iter().map(|row| row.attempts).sum();
+    let mut text = format!(
+        "\n#### poll: {} (exit {code}), {} in {}\n\n",
+        words(Some(code)),
+        count(attempts, "attempt"),
+        human(elapsed)
+    );
+    text.push_str("| URL | Result | Exit code | Attempts | Elapsed | Last status |\n");
+    text.push_str("|---|---|---:|---:|---:|---|\n");
+    for row in rows {
+        let result = match &row.message {
+            // The URL has a column of its own: not again in its message.
+            Some(message) => format!("{}: {}", words(row.exit_code), message.replace(&format!(" [{}]", row.url), "")),
+            None => words(row.exit_code).to_string(),
+        };
+        let exit = row.exit_code.map_or_else(|| "–".to_string(), |code| code.to_string());
+        let last = if row.last.is_empty() { "–" } else { row.last.as_str() };
+        text.push_str(&format!(
+            "| {} | {} | {exit} | {} | {} | {} |\n",
+            code_span(&row.url),
+            cell(&result),
+            row.attempts,
+            human(row.elapsed),
+            cell(last)
+        ));
+    }
+    text.push('\n');
+    text
+}
+
+/// Appends `text` to the summary file in one write (other steps' tables, and
+/// other `poll`s of the same step, stay as they are).
+pub(crate) fn append(path: &Path, text: &str) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot write the step summary `{}` ({VARIABLE}): {e}", path.display());
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)
+}
+
+/// `text` cut to [`MAX_CELL`] characters, on one line.
+fn bounded(text: &str) -> String {
+    let one_line = text.replace("\r\n", "\n").replace(['\r', '\n'], " ");
+    match one_line.char_indices().nth(MAX_CELL) {
+        Some((cut, _)) => format!("{}…", &one_line[..cut]),
+        None => one_line,
+    }
+}
+
+/// Plain text in a table cell: Markdown's punctuation backslash-escaped (a
+/// `|` would end the cell, `*` or `<` would format), line breaks as spaces,
+/// other control characters dropped.
+fn cell(text: &str) -> String {
+    let mut out = String::new();
+    for c in bounded(text).chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '#' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A URL as code in a table cell: shown as it is, never turned into a link
+/// or formatted; only `|` is escaped (GitHub splits cells before it reads
+/// code spans), and the fence is longer than any run of backticks inside.
+fn code_span(text: &str) -> String {
+    let text: String = bounded(text).chars().filter(|c| !c.is_control()).collect::<String>().replace('|', "\\|");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(url: &str, exit_code: Option<u8>, message: Option<&str>, last: &str) -> Row {
+        Row {
+            url: url.to_string(),
+            exit_code,
+            message: message.map(str::to_string),
+            attempts: 3,
+            elapsed: Duration::from_millis(1_250),
+            last: last.to_string(),
+        }
+    }
+
+    #[test]
+    fn one_row_per_url_under_a_heading() {
+        let rows = [
+            row("http://localhost/containers/db/json", Some(0), None, "200 done"),
+            row("http://api.test/b", None, None, ""),
+        ];
+        assert_eq!(
+            render(&rows, 0, Duration::from_secs(2)),
+            "\n#### poll: done (exit 0), 6 attempts in 2.0s\n\n\
+             | URL | Result | Exit code | Attempts | Elapsed | Last status |\n\
+             |---|---|---:|---:|---:|---|\n\
+             | `http://localhost/containers/db/json` | done | 0 | 3 | 1.2s | 200 done |\n\
+             | `http://api.test/b` | abandoned | – | 3 | 1.2s | – |\n\n"
+        );
+    }
+
+    #[test]
+    fn pipes_newlines_and_markdown_are_escaped() {
+        let rows = [row("http://h/a|b`c", Some(3), Some("HTTP 404 | *not*\nfound <b> [http://h/a|b`c]"), "404")];
+        let text = render(&rows, 3, Duration::ZERO);
+        let line = text.lines().nth(5).unwrap_or_default();
+        assert_eq!(
+            line,
+            r"| ``http://h/a\|b`c`` | permanent failure: HTTP 404 \| \*not\* found \<b\> | 3 | 3 | 1.2s | 404 |"
+        );
+        // Each row is one line with its seven cell borders, whatever the text.
+        assert_eq!(line.matches(" | ").count() + 2, 7);
+        assert_eq!(code_span("`a`"), "`` `a` ``");
+    }
+
+    #[test]
+    fn a_hundred_long_urls_stay_far_below_one_mebibyte() {
+        let long = format!("http://h/{}", "x".repeat(5_000));
+        let message = "y".repeat(5_000);
+        let rows: Vec<Row> = (0..100).map(|_| row(&long, Some(5), Some(&message), "503")).collect();
+        let size = render(&rows, 5, Duration::ZERO).len();
+        assert!(size < 100 << 10, "{size} bytes");
+    }
+}

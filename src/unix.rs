@@ -1,0 +1,280 @@
+//! `--unix-socket PATH`: every connection goes to one Unix domain socket
+//! instead of the URL's host, as curl's flag does. The URL still gives the
+//! path, the `Host` header and the scheme (an `https://` URL gets TLS over
+//! the socket, checked against the URL's host name).
+//!
+//! It plugs into ureq as a [`Connector`] of ours, as `proxy.rs` does: ureq
+//! writes and reads HTTP/1.1 over whatever transport the connector returns.
+//! [`NoResolver`] keeps ureq from resolving the URL's host, which names no
+//! machine here (`http://localhost/...`, `http://docker/...`).
+//!
+//! A path where no socket is yet (the daemon is still starting), or whose
+//! socket nobody listens on, is a refused connection and is retried; a path
+//! that is something else than a socket is [`NotASocket`], which is permanent.
+
+use std::fmt;
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::unix::fs::FileTypeExt as _;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ureq::Timeout;
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{
+    self, Buffers, ConnectionDetails, LazyBuffers, NextTimeout, RustlsConnector, ShutdownHandle, Transport,
+};
+
+/// The longest socket path the kernel takes (`sun_path` is 108 bytes with its NUL on Linux).
+const MAX_PATH: usize = 107;
+
+/// `--unix-socket` checked before anything is sent: a path the kernel could
+/// never connect to is a usage error; one that does not exist yet is fine.
+pub(crate) fn check(path: &Path) -> Result<(), String> {
+    let length = path.as_os_str().len();
+    if length == 0 {
+        return Err("the socket path is empty".to_string());
+    }
+    if length > MAX_PATH {
+        return Err(format!("`{}` is {length} bytes long; a socket path has at most {MAX_PATH}", path.display()));
+    }
+    Ok(())
+}
+
+/// The error of a path that exists but is no socket; `request.rs` sorts it
+/// as a permanent failure.
+#[derive(Debug)]
+pub(crate) struct NotASocket(pub String);
+
+impl fmt::Display for NotASocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotASocket {}
+
+/// Connects every request to the socket at `path`, with TLS over it for `https://`.
+#[derive(Debug)]
+pub(crate) struct Connector {
+    path: PathBuf,
+    tls: RustlsConnector,
+}
+
+impl Connector {
+    pub(crate) fn new(path: &Path) -> Connector {
+        Connector { path: path.to_path_buf(), tls: RustlsConnector::default() }
+    }
+}
+
+impl transport::Connector for Connector {
+    type Out = Box<dyn Transport>;
+
+    fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
+        let stream = connect(&self.path, details.timeout.not_zero().map(|t| *t))?;
+        let config = details.config;
+        let stream = Arc::new(Stream(stream));
+        (details.register_shutdown)(Arc::downgrade(&stream) as std::sync::Weak<dyn ShutdownHandle>)?;
+        let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
+        let plain: Box<dyn Transport> =
+            Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None });
+        // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
+        let transport = transport::Connector::connect(&self.tls, details, Some(plain))?;
+        Ok(transport.map(|t| Box::new(t) as Box<dyn Transport>))
+    }
+}
+
+/// Opens the socket. The kernel answers a connect to a Unix socket at once,
+/// except when the listener's backlog is full: then the wait is bounded by
+/// the socket's send timeout, set to the connect timeout first (std's
+/// `UnixStream::connect` cannot, hence socket2).
+fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStream, ureq::Error> {
+    let shown = path.display();
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            let what = if meta.is_dir() {
+                "a folder"
+            } else if meta.is_file() {
+                "a regular file"
+            } else {
+                "no socket"
+            };
+            let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
+            return Err(ureq::Error::Io(io::Error::new(ErrorKind::InvalidInput, why)));
+        }
+        Ok(_) => {}
+        // Not there yet: the daemon may still be starting, as a port nobody listens on yet.
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Err(refused(format!("no socket at `{shown}` (yet)")));
+        }
+        Err(_) => {}
+    }
+    let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+    socket.set_write_timeout(timeout)?;
+    let address = socket2::SockAddr::unix(path)?;
+    match socket.connect(&address) {
+        Ok(()) => {}
+        // The backlog stayed full for the whole connect timeout.
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            return Err(ureq::Error::Timeout(Timeout::Connect));
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(refused(format!("no socket at `{shown}` (yet)"))),
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+            return Err(refused(format!("nothing listens on the socket `{shown}`")));
+        }
+        // The daemon creates its socket, then opens its mode (dockerd: umask 0777, then chmod):
+        // a connect in between is refused for now, not for good.
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            return Err(refused(format!("permission denied on the socket `{shown}`")));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    socket.set_write_timeout(None)?;
+    Ok(socket.into())
+}
+
+fn refused(detail: String) -> ureq::Error {
+    ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, detail))
+}
+
+/// The socket, shared with the agent's shutdown handle.
+#[derive(Debug)]
+struct Stream(UnixStream);
+
+impl ShutdownHandle for Stream {
+    fn shutdown(&self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// HTTP/1.1 bytes over a Unix socket: ureq's TCP transport, with a Unix stream.
+#[derive(Debug)]
+struct UnixTransport {
+    stream: Arc<Stream>,
+    buffers: LazyBuffers,
+    /// The timeouts last set on the socket, so that one is set only when it changes.
+    read_timeout: Option<std::time::Duration>,
+    write_timeout: Option<std::time::Duration>,
+}
+
+/// ureq's deadline for one read or write, or its error when already passed.
+fn left(timeout: NextTimeout) -> Result<Option<std::time::Duration>, ureq::Error> {
+    if timeout.after.is_zero() {
+        return Err(ureq::Error::Timeout(timeout.reason));
+    }
+    Ok(timeout.not_zero().map(|t| *t))
+}
+
+/// A socket timeout that fired, as ureq's transports report it.
+fn io_error(e: io::Error, reason: Timeout) -> ureq::Error {
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(reason),
+        _ => ureq::Error::Io(e),
+    }
+}
+
+impl Transport for UnixTransport {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = timeout.for_write();
+        let wanted = left(timeout)?;
+        if wanted != self.write_timeout {
+            self.stream.0.set_write_timeout(wanted)?;
+            self.write_timeout = wanted;
+        }
+        let output = &self.buffers.output()[..amount];
+        (&self.stream.0).write_all(output).map_err(|e| io_error(e, timeout.reason))
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
+        let wanted = left(timeout)?;
+        let started = Instant::now();
+        let mut stream = &self.stream.0;
+        let input = self.buffers.input_append_buf();
+        // Linux does not restart a socket read with a timeout after a signal
+        // (EINTR): read again with what is left of the timeout.
+        let mut current = wanted;
+        let amount = loop {
+            if current != self.read_timeout {
+                stream.set_read_timeout(current)?;
+                self.read_timeout = current;
+            }
+            match stream.read(input) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    if let Some(wanted) = wanted {
+                        let rest = wanted.saturating_sub(started.elapsed());
+                        if rest.is_zero() {
+                            return Err(ureq::Error::Timeout(timeout.reason));
+                        }
+                        current = Some(rest);
+                    }
+                }
+                result => break result.map_err(|e| io_error(e, timeout.reason))?,
+            }
+        };
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        // Open when a read would block: no bytes waiting, no end of stream.
+        let stream = &self.stream.0;
+        if stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut byte = [0];
+        let open = matches!((&*stream).read(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
+        stream.set_nonblocking(false).is_ok() && open
+    }
+}
+
+/// ureq resolves the URL's host before it connects; over a Unix socket the
+/// host names no machine, so nothing is resolved.
+#[derive(Debug, Default)]
+pub(crate) struct NoResolver;
+
+impl Resolver for NoResolver {
+    fn resolve(
+        &self,
+        _: &ureq::http::Uri,
+        _: &ureq::config::Config,
+        _: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        Ok(self.empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_paths_the_kernel_cannot_take_are_refused_up_front() {
+        assert!(check(Path::new("/var/run/docker.sock")).is_ok());
+        assert!(check(Path::new("")).is_err_and(|e| e.contains("empty")));
+        let long = format!("/tmp/{}", "x".repeat(120));
+        assert!(check(Path::new(&long)).is_err_and(|e| e.contains("at most 107")));
+        assert!(check(Path::new(&long[..MAX_PATH])).is_ok());
+    }
+
+    #[test]
+    fn a_missing_path_is_refused_and_a_file_is_not_a_socket() {
+        let dir = std::env::temp_dir().join(format!("poll-unix-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let missing = dir.join("missing.sock");
+        let Err(ureq::Error::Io(e)) = connect(&missing, None) else { panic!("a missing socket fails") };
+        assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+        assert!(e.to_string().contains("(yet)"), "{e}");
+        let file = dir.join("file");
+        let _ = std::fs::write(&file, b"x");
+        let Err(ureq::Error::Io(e)) = connect(&file, None) else { panic!("a file is no socket") };
+        assert!(e.get_ref().is_some_and(|inner| inner.is::<NotASocket>()), "{e:?}");
+        assert!(e.to_string().contains("is a regular file, not a socket"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
