@@ -6,7 +6,7 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state -> request, policy, condition, breaker, bucket -> url, text, parse,
+//! state, conditional -> request, policy, condition, breaker, bucket -> url, text, parse,
 //! error, advice, clock, file (see the test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
@@ -16,6 +16,7 @@ mod bucket;
 mod cli;
 mod clock;
 pub mod condition;
+mod conditional;
 mod config;
 mod docs;
 mod error;

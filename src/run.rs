@@ -84,6 +84,7 @@ pub fn run(config: Config) -> Ending {
     let Config {
         targets,
         client,
+        conditional,
         conditions,
         print,
         policy,
@@ -111,6 +112,7 @@ pub fn run(config: Config) -> Ending {
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     let common = Arc::new(Common {
         client,
+        conditional,
         conditions,
         print,
         policy,

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     &["condition", "bucket", "breaker", "proxy"],
     &["request", "wait"],
-    &["record", "state"],
+    &["record", "state", "conditional"],
     &["output"],
     &["cli"],
     &["docs"],
