@@ -64,7 +64,8 @@ impl Validators {
     /// and the user gave none of their own; and which validators it carries.
     pub(crate) fn prepare<'r>(&self, request: &'r Request, submit: bool) -> (Cow<'r, Request>, Sent) {
         // The user's own validator replaces both of ours: mixed, the server would weigh ours first.
-        let users = request.headers.iter().any(|(name, _)| VALIDATOR_HEADERS.iter().any(|v| name.eq_ignore_ascii_case(v)));
+        let users =
+            request.headers.iter().any(|(name, _)| VALIDATOR_HEADERS.iter().any(|v| name.eq_ignore_ascii_case(v)));
         if users {
             return (Cow::Borrowed(request), Sent::Users);
         }

@@ -576,7 +576,8 @@ mod tests {
 
     /// `code` with `remaining` left, a reset in `reset` seconds and a `Retry-After` of `retry_after`.
     fn status(code: u16, remaining: Option<u64>, reset: Option<u64>, retry_after: Option<u64>) -> Outcome {
-        let advice = Advice { remaining, reset: reset.map(secs), retry_after: retry_after.map(secs), ..Advice::default() };
+        let advice =
+            Advice { remaining, reset: reset.map(secs), retry_after: retry_after.map(secs), ..Advice::default() };
         Outcome::Status { code, advice }
     }
 

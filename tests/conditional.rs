@@ -347,3 +347,26 @@ fn status_polls_under_submit_are_conditional_and_the_submit_is_not() {
         .collect();
     assert_eq!(seen, [("submit", 202, "poll"), ("wait", 200, "poll"), ("wait", 304, "poll"), ("wait", 200, "done")]);
 }
+
+#[test]
+fn rate_spaces_304s_and_the_breaker_counts_them_as_successes() {
+    let mut replies = vec![tagged(200, PENDING, "\"p\"")];
+    replies.extend((0..6).map(|_| Reply::status(304)));
+    replies.push(tagged(200, DONE, "\"d\""));
+    let server = Server::start(replies);
+    let folder = support::process::Folder::new("conditional-breaker");
+    let state = folder.file("state.json");
+    // At 100% the breaker opens on the first failure it sees among 5: a 304 counted as one would end with exit 6.
+    let out = poll()
+        .args(["--state", &state, "--breaker-window", "5", "--breaker-min-success", "100", "--rate", "5/s"])
+        .args(["--until", UNTIL_DONE, "-i", "0", &server.url("/job")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 8);
+    for gap in gaps(&requests) {
+        assert!(gap >= Duration::from_millis(180), "requests {gap:?} apart at --rate 5/s");
+    }
+}
