@@ -12,11 +12,13 @@ complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the
 complete -c poll -l unix-socket -d 'Connect to this Unix domain socket instead of the URL\'s host (e.g. /var/run/docker.sock); the URL still gives the path, Host and scheme; no proxy is used' -r -F
 complete -c poll -l idempotency-key -d 'Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe to retry; auto makes a random UUID v4 once per run' -r
 complete -c poll -l idempotency-header -d 'The name of the idempotency header, for APIs that use another' -r
+complete -c poll -l prefer-wait -d 'Send Prefer: wait=SECONDS (RFC 7240) on every request: a server that supports it holds the request until the state changes or DURATION passes; each attempt\'s timeout is DURATION plus --request-timeout' -r
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
 complete -c poll -l stable -d 'Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart' -r
 complete -c poll -l status-url -d 'Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a URL or path, e.g. \'"/jobs/\\(.id)"\'' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
+complete -c poll -l interval-max -d 'Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice still wins [default: a fixed --interval]' -r
 complete -c poll -l timeout -d 'Overall deadline for the whole run; 0 means none' -r
 complete -c poll -l retries -d 'Consecutive transient failures tolerated; resets on every healthy 2xx' -r
 complete -c poll -l backoff -d 'First retry delay; doubles on each consecutive failure' -r
@@ -47,6 +49,7 @@ complete -c poll -l breaker-max-p95 -d 'Open the breaker when the window\'s p95 
 complete -c poll -l breaker-cooldown -d 'How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m' -r
 complete -c poll -l fallback -d 'Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)' -r
 complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
+complete -c poll -l no-conditional -d 'Send no If-None-Match / If-Modified-Since from the last 2xx\'s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
 complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
 complete -c poll -l submit -d 'The request starts an operation: send it once, then poll the status URL its reply names with GET'
 complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to a status URL on another origin'

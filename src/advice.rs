@@ -1,17 +1,21 @@
-//! What a server says about when to come back: `Retry-After` and the rate-limit
-//! header families, turned into plain durations. Pure: the current time is an argument.
+//! What a server says about when to come back: `Retry-After` (and Azure's
+//! millisecond forms), GitHub's `X-Poll-Interval` and the rate-limit header
+//! families, turned into plain durations. Pure: the current time is an argument.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The server's advice carried by one response, relative to when it arrived.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Advice {
-    /// `Retry-After`, as a delay.
+    /// `Retry-After`, as a delay; `Retry-After-Ms` or `x-ms-retry-after-ms`
+    /// (milliseconds) when present, which win as in Azure's SDKs.
     pub retry_after: Option<Duration>,
     /// When the rate-limit window resets, as a delay.
     pub reset: Option<Duration>,
     /// Requests left in the current rate-limit window.
     pub remaining: Option<u64>,
+    /// `X-Poll-Interval` (GitHub): the least wait before the next poll of this URL.
+    pub poll_interval: Option<Duration>,
 }
 
 impl Advice {
@@ -20,10 +24,15 @@ impl Advice {
     pub fn from_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>, now: SystemTime) -> Advice {
         let mut advice = Advice::default();
         let mut structured = None;
+        let mut milliseconds = None;
         for (name, value) in headers {
             let name = name.to_ascii_lowercase();
             match name.as_str() {
                 "retry-after" if advice.retry_after.is_none() => advice.retry_after = retry_after(value, now),
+                "retry-after-ms" | "x-ms-retry-after-ms" if milliseconds.is_none() => {
+                    milliseconds = raw_seconds(value.trim()).map(|ms| capped(ms / 1000.0))
+                }
+                "x-poll-interval" if advice.poll_interval.is_none() => advice.poll_interval = seconds(value.trim()),
                 "ratelimit-reset" | "x-ratelimit-reset" if advice.reset.is_none() => advice.reset = reset(value, now),
                 "ratelimit-remaining" | "x-ratelimit-remaining" if advice.remaining.is_none() => {
                     advice.remaining = value.trim().parse().ok()
@@ -32,6 +41,7 @@ impl Advice {
                 _ => {}
             }
         }
+        advice.retry_after = milliseconds.or(advice.retry_after);
         // The IETF `RateLimit` field fills in what the legacy headers left out.
         if let Some((remaining, reset)) = structured {
             advice.remaining = advice.remaining.or(remaining);
@@ -170,21 +180,29 @@ mod tests {
                 retry_after: Some(Duration::from_secs(3)),
                 reset: Some(Duration::from_secs(60)),
                 remaining: Some(0),
+                poll_interval: None,
             }
         );
         assert_eq!(
             advice(&[("RateLimit-Remaining", "4"), ("RateLimit-Reset", "10")]),
-            Advice { retry_after: None, reset: Some(Duration::from_secs(10)), remaining: Some(4) }
+            Advice { retry_after: None, reset: Some(Duration::from_secs(10)), remaining: Some(4), poll_interval: None }
         );
         assert_eq!(
             advice(&[("RateLimit", "\"default\";r=0;t=30"), ("RateLimit-Policy", "\"default\";q=100;w=60")]),
-            Advice { retry_after: None, reset: Some(Duration::from_secs(30)), remaining: Some(0) }
+            Advice { retry_after: None, reset: Some(Duration::from_secs(30)), remaining: Some(0), poll_interval: None }
         );
         assert_eq!(
             advice(&[("ratelimit", "limit=100, remaining=7, reset=20")]),
-            Advice { retry_after: None, reset: Some(Duration::from_secs(20)), remaining: Some(7) }
+            Advice { retry_after: None, reset: Some(Duration::from_secs(20)), remaining: Some(7), poll_interval: None }
         );
         assert_eq!(advice(&[("Retry-After", "x"), ("X-RateLimit-Remaining", "lots")]), Advice::default());
+        // Azure's milliseconds win over Retry-After, in either order; GitHub's poll interval.
+        let ms = |headers: &[(&str, &str)]| advice(headers).retry_after;
+        assert_eq!(ms(&[("Retry-After", "9"), ("Retry-After-Ms", "1500")]), Some(Duration::from_millis(1500)));
+        assert_eq!(ms(&[("x-ms-retry-after-ms", "250"), ("Retry-After", "9")]), Some(Duration::from_millis(250)));
+        assert_eq!(ms(&[("Retry-After", "9"), ("Retry-After-Ms", "soon")]), Some(Duration::from_secs(9)));
+        assert_eq!(advice(&[("X-Poll-Interval", "60")]).poll_interval, Some(Duration::from_secs(60)));
+        assert_eq!(advice(&[("X-Poll-Interval", "-1")]).poll_interval, None);
         // The first of a repeated header wins.
         assert_eq!(advice(&[("retry-after", "1"), ("Retry-After", "9")]).retry_after, Some(Duration::from_secs(1)));
     }

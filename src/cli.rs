@@ -150,6 +150,16 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "Idempotency-Key", requires = "idempotency_key", help_heading = REQUEST)]
     pub(crate) idempotency_header: String,
 
+    /// Send no If-None-Match / If-Modified-Since from the last 2xx's ETag / Last-Modified [default: conditional
+    /// polls, a 304 judged on the body kept]
+    #[arg(long, help_heading = REQUEST)]
+    pub(crate) no_conditional: bool,
+
+    /// Send Prefer: wait=SECONDS (RFC 7240) on every request: a server that supports it holds the request until
+    /// the state changes or DURATION passes; each attempt's timeout is DURATION plus --request-timeout
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = REQUEST)]
+    pub(crate) prefer_wait: Option<humantime::Duration>,
+
     /// Done when this jq filter's first output is truthy on a 2xx JSON body
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
     pub(crate) until: Option<String>,
@@ -182,6 +192,11 @@ pub struct Cli {
     /// Wait between polls while the condition is not met yet
     #[arg(short = 'i', long, value_name = "DURATION", default_value_t = shown(policy::INTERVAL), value_parser = parse_duration, help_heading = SCHEDULE)]
     pub(crate) interval: humantime::Duration,
+
+    /// Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice
+    /// still wins [default: a fixed --interval]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) interval_max: Option<humantime::Duration>,
 
     /// Overall deadline for the whole run; 0 means none
     #[arg(long, value_name = "DURATION", default_value_t = shown(policy::TIMEOUT), value_parser = parse_duration, help_heading = SCHEDULE)]

@@ -26,6 +26,8 @@ pub struct Config {
     /// One per URL, in the order given.
     pub(crate) targets: Vec<Target>,
     pub(crate) client: ClientConfig,
+    /// Conditional polls (`--no-conditional` turns them off).
+    pub(crate) conditional: bool,
     pub(crate) conditions: Conditions,
     /// `--print`.
     pub(crate) print: Option<Filter>,
@@ -148,6 +150,17 @@ impl Config {
             headers.push((cli.idempotency_header.clone(), key.clone()));
         }
 
+        // RFC 7240 counts the wait in whole seconds; a part of one is rounded up.
+        let prefer_wait = match cli.prefer_wait.map(|d| *d) {
+            Some(wait) if wait.is_zero() => return Err(usage("--prefer-wait", "must be longer than 0")),
+            Some(wait) => {
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                headers.push(("Prefer".into(), format!("wait={seconds}")));
+                Some(Duration::from_secs(seconds))
+            }
+            None => None,
+        };
+
         let limits = check_limits(&cli.limits, stdin)?;
         if cli.urls.len() > 1 && limits.fallback.is_some() {
             return Err(usage("--fallback", "stands in for one URL's body; it cannot be used with several URLs"));
@@ -208,6 +221,9 @@ impl Config {
             crate::file::check_writable(file).map_err(|e| usage("--output", e))?;
         }
 
+        if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
+            return Err(usage("--interval-max", format!("{max} is shorter than --interval {}", cli.interval)));
+        }
         if *cli.backoff_max < *cli.backoff {
             return Err(usage(
                 "--backoff-max",
@@ -230,6 +246,7 @@ impl Config {
             retry_non_idempotent: cli.retry_non_idempotent,
             keyed,
             stable: cli.stable,
+            interval_max: cli.interval_max.map(|max| *max),
         };
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
 
@@ -238,13 +255,15 @@ impl Config {
             client: ClientConfig {
                 user_agent,
                 connect_timeout: *cli.connect_timeout,
-                request_timeout: *cli.request_timeout,
+                // A long poll is held up to --prefer-wait before it answers.
+                request_timeout: cli.request_timeout.saturating_add(prefer_wait.unwrap_or_default()),
                 max_redirects: cli.max_redirs,
                 max_body: cli.max_body.0,
                 insecure: cli.insecure,
                 cacert,
                 unix_socket: cli.unix_socket,
             },
+            conditional: !cli.no_conditional,
             conditions,
             print,
             policy,

@@ -6,9 +6,9 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state -> request, policy, condition, breaker, bucket, proxy, unix -> url,
-//! text, parse, error, advice, summary, clock, file (see the test in
-//! `tests/layers.rs`).
+//! state, conditional -> request, policy, condition, breaker, bucket, proxy,
+//! unix -> url, text, parse, error, advice, summary, clock, file (see the test
+//! in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -17,6 +17,7 @@ mod bucket;
 mod cli;
 mod clock;
 pub mod condition;
+mod conditional;
 mod config;
 mod docs;
 mod error;

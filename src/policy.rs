@@ -183,6 +183,9 @@ pub struct Attempt {
     pub phase: Phase,
     /// Polls in a row, just before this one, on which the condition held (for `--stable`).
     pub streak: u32,
+    /// "Not yet" waits the loop has made so far: with `--interval-max`, each
+    /// one makes the next 1.5 times longer.
+    pub not_yet: u32,
 }
 
 /// How a backoff delay is randomised.
@@ -213,7 +216,13 @@ pub struct Policy {
     pub keyed: bool,
     /// `--stable`: polls in a row on which the condition must hold.
     pub stable: u32,
+    /// `--interval-max`: "not yet" waits grow by [`GROWTH`] from `interval` up to this.
+    pub interval_max: Option<Duration>,
 }
+
+/// How much longer each "not yet" wait is than the one before, with
+/// `--interval-max` (google-api-core's polling multiplier).
+pub const GROWTH: f64 = 1.5;
 
 impl Default for Policy {
     fn default() -> Self {
@@ -228,6 +237,7 @@ impl Default for Policy {
             retry_non_idempotent: false,
             keyed: false,
             stable: STABLE,
+            interval_max: None,
         }
     }
 }
@@ -254,6 +264,8 @@ pub enum WaitReason {
     Backoff,
     RetryAfter,
     RateLimitReset,
+    /// GitHub's `X-Poll-Interval` on the last reply.
+    PollInterval,
     /// The `--rate` slot (shared state, not the policy).
     Rate,
     /// The server's advice that an earlier attempt or run kept in `--state`.
@@ -268,6 +280,7 @@ impl WaitReason {
             WaitReason::Backoff => "backoff",
             WaitReason::RetryAfter => "retry_after",
             WaitReason::RateLimitReset => "rate_limit_reset",
+            WaitReason::PollInterval => "poll_interval",
             WaitReason::Rate => "rate",
             WaitReason::Kept => "kept_advice",
         }
@@ -286,6 +299,7 @@ impl fmt::Display for WaitReason {
             WaitReason::Backoff => "backoff",
             WaitReason::RetryAfter => "Retry-After",
             WaitReason::RateLimitReset => "rate-limit reset",
+            WaitReason::PollInterval => "X-Poll-Interval",
             WaitReason::Rate => "--rate",
             WaitReason::Kept => "the server's Retry-After or rate-limit reset, kept in --state",
         })
@@ -396,7 +410,7 @@ impl Policy {
             }
             Outcome::Success { verdict: Verdict::FailWhen, .. } => return Action::FailWhen,
             Outcome::Success { verdict: Verdict::NotMet, advice } => {
-                let (after, reason) = self.next_poll(advice);
+                let (after, reason) = self.next_poll(advice, attempt.not_yet);
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }
             // The first status poll waits for the submit's Retry-After, else the
@@ -404,7 +418,7 @@ impl Policy {
             Outcome::Submitted { advice } => {
                 let (after, reason) = match advice.retry_after {
                     Some(wait) => (wait, WaitReason::RetryAfter),
-                    None => self.next_poll(advice),
+                    None => self.next_poll(advice, attempt.not_yet),
                 };
                 return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
             }
@@ -459,13 +473,18 @@ impl Policy {
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })
     }
 
-    /// The wait before the next poll of a healthy, not-yet-done response:
-    /// the interval, stretched by the server's advice.
-    fn next_poll(&self, advice: &Advice) -> (Duration, WaitReason) {
-        let mut next = (self.interval, WaitReason::Interval);
+    /// The wait before the next poll of a healthy, not-yet-done response,
+    /// after `not_yet` such waits: the interval (grown with `--interval-max`),
+    /// stretched by the server's advice.
+    fn next_poll(&self, advice: &Advice, not_yet: u32) -> (Duration, WaitReason) {
+        let mut next = (self.grown_interval(not_yet), WaitReason::Interval);
         // 202 Accepted + Retry-After: the async request-reply pattern.
         if let Some(wait) = advice.retry_after.filter(|wait| *wait > next.0) {
             next = (wait, WaitReason::RetryAfter);
+        }
+        // GitHub's floor for the next poll.
+        if let Some(wait) = advice.poll_interval.filter(|wait| *wait > next.0) {
+            next = (wait, WaitReason::PollInterval);
         }
         if let (Some(remaining), Some(reset)) = (advice.remaining, advice.reset) {
             // Spread what is left of the quota over the time until it resets.
@@ -475,6 +494,22 @@ impl Policy {
             }
         }
         next
+    }
+
+    /// The "not yet" wait after `not_yet` of them: `--interval`, or with
+    /// `--interval-max` `min(interval * 1.5^not_yet, interval-max)`. It never
+    /// shrinks as `not_yet` grows.
+    pub fn grown_interval(&self, not_yet: u32) -> Duration {
+        let Some(max) = self.interval_max else { return self.interval };
+        // Grown step by step and stopped once capped, as the backoff is: no power overflows.
+        let mut d = self.interval.min(max);
+        for _ in 0..not_yet {
+            if d.is_zero() || d == max {
+                break;
+            }
+            d = d.mul_f64(GROWTH).min(max);
+        }
+        d
     }
 
     /// `d = min(backoff * 2^(n-1), backoff-max)`, then jitter.
@@ -546,7 +581,8 @@ mod tests {
 
     /// `code` with `remaining` left, a reset in `reset` seconds and a `Retry-After` of `retry_after`.
     fn status(code: u16, remaining: Option<u64>, reset: Option<u64>, retry_after: Option<u64>) -> Outcome {
-        let advice = Advice { remaining, reset: reset.map(secs), retry_after: retry_after.map(secs) };
+        let advice =
+            Advice { remaining, reset: reset.map(secs), retry_after: retry_after.map(secs), ..Advice::default() };
         Outcome::Status { code, advice }
     }
 
@@ -600,7 +636,7 @@ mod tests {
     fn pacing_spreads_the_quota_over_the_reset() {
         let ok = |remaining, reset| Outcome::Success {
             verdict: Verdict::NotMet,
-            advice: Advice { remaining: Some(remaining), reset: Some(secs(reset)), retry_after: None },
+            advice: Advice { remaining: Some(remaining), reset: Some(secs(reset)), ..Advice::default() },
         };
         let poll = |after, reason| Action::Poll { after: secs(after), reason };
         let rows = [

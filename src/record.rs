@@ -82,6 +82,8 @@ impl Seen {
         let Some(outcome) = &self.outcome else { return String::new() };
         let mut text = match (outcome, self.status) {
             (Outcome::Failed(failure), _) => failure.to_string(),
+            // Judged on the body kept; -v and the progress line say what came.
+            (Outcome::Success { .. }, Some(304)) => "304 not modified".to_string(),
             (Outcome::Success { verdict, .. }, Some(status)) => {
                 let word = match verdict {
                     Verdict::Met => "done",

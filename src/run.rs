@@ -84,6 +84,7 @@ pub fn run(config: Config) -> Ending {
     let Config {
         targets,
         client,
+        conditional,
         conditions,
         print,
         policy,
@@ -113,6 +114,7 @@ pub fn run(config: Config) -> Ending {
     let probe_budget = client.connect_timeout + client.request_timeout;
     let common = Arc::new(Common {
         client,
+        conditional,
         conditions,
         print,
         policy,

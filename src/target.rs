@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::breaker::{self, Sample};
 use crate::clock;
-use crate::condition::{Conditions, Filter, Input};
+use crate::condition::{Conditions, Filter, Input, Judgement};
+use crate::conditional::{Answer, Validators};
 use crate::config::{Submit, Target};
 use crate::error::Error;
 use crate::output::Reporter;
@@ -34,6 +35,8 @@ const MOVING_HEADERS: [&str; 2] = ["operation-location", "azure-asyncoperation"]
 /// What every loop of a run shares.
 pub(crate) struct Common {
     pub client: ClientConfig,
+    /// Conditional polls: off with `--no-conditional`.
+    pub conditional: bool,
     pub conditions: Conditions,
     pub print: Option<Filter>,
     pub policy: Policy,
@@ -82,6 +85,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         operation: None,
         location_mode: false,
         reported: HashSet::new(),
+        validators: Validators::new(common.conditional),
     };
     Ok(match looping.poll(&client)? {
         Ok(record) => looping.finish(record),
@@ -105,6 +109,8 @@ struct Loop<'a> {
     location_mode: bool,
     /// jq runtime errors already reported.
     reported: HashSet<String>,
+    /// The last 2xx's validators and body, by URL, for conditional polls.
+    validators: Validators,
 }
 
 impl Loop<'_> {
@@ -113,7 +119,7 @@ impl Loop<'_> {
     fn poll(&mut self, client: &Client) -> Result<Result<Record, Error>, Cancelled> {
         let common = self.common;
         let mut rng = rand::rng();
-        let (mut failures, mut streak, mut number) = (0, 0, 0);
+        let (mut failures, mut streak, mut number, mut not_yet) = (0, 0, 0, 0);
         loop {
             common.cancel.check()?;
             number += 1;
@@ -123,13 +129,17 @@ impl Loop<'_> {
             let left = self.left();
             let budget = left.map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
             common.reporter.sending(self.t, number);
+            let submit = self.phase == Phase::Submit;
+            let (sending, validated) = self.validators.prepare(&self.request, submit);
             let sent = Instant::now();
-            let reply = client.fetch(&self.request, budget);
+            let mut reply = client.fetch(&sending, budget);
             let latency = sent.elapsed();
+            drop(sending);
+            let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
 
-            let (judgement, found) = self.judge(&reply);
+            let (judgement, found) = self.judge(&reply, answer);
             let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
-            let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak };
+            let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak, not_yet };
             let action = common.policy.decide(&outcome, &attempt, &mut rng);
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
             common.reporter.attempt(self.t, &self.request, &record);
@@ -148,6 +158,10 @@ impl Loop<'_> {
                 Action::Stop(stop) => return Ok(Err(self.stopped(stop, &record))),
                 Action::Poll { after, .. } => {
                     failures = 0;
+                    // A "not yet" wait (not one for --stable) grows the next with --interval-max.
+                    if !matches!(record.outcome, Outcome::Success { verdict: Verdict::Met, .. }) {
+                        not_yet += 1;
+                    }
                     *after
                 }
                 Action::Retry { after, .. } => {
@@ -214,10 +228,19 @@ impl Loop<'_> {
         }
     }
 
-    /// What the filters say of a 2xx reply; and for a submit's 2xx, the status
-    /// URL it names, if any (then the body is not judged: the operation is).
-    fn judge(&mut self, reply: &Result<Reply, Fault>) -> (Option<crate::condition::Judgement>, Option<String>) {
+    /// What the filters say of a 2xx reply (or of a 304's body kept, as the
+    /// 2xx it came with); and for a submit's 2xx, the status URL it names, if
+    /// any (then the body is not judged: the operation is).
+    fn judge(&mut self, reply: &Result<Reply, Fault>, answer: Answer) -> (Option<Judgement>, Option<String>) {
         let Ok(reply) = reply else { return (None, None) };
+        let status = match answer {
+            Answer::Fresh | Answer::Unasked => reply.status,
+            Answer::Kept { status } => status,
+            // What the user's own validator names has not changed: not yet.
+            Answer::Unchanged => {
+                return (Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None }), None);
+            }
+        };
         // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
         let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
         if see_other {
@@ -225,7 +248,7 @@ impl Loop<'_> {
             let location = reply.header("location").and_then(|location| url::resolve(&self.submit.url, location));
             return (None, location);
         }
-        if !(200..300).contains(&reply.status) {
+        if !(200..300).contains(&status) {
             return (None, None);
         }
         if self.phase == Phase::Submit
@@ -233,7 +256,7 @@ impl Loop<'_> {
         {
             return (None, Some(found));
         }
-        let judgement = self.common.conditions.judge_reply(self.phase, reply.status, &reply.body, self.location_mode);
+        let judgement = self.common.conditions.judge_reply(self.phase, status, &reply.body, self.location_mode);
         for error in &judgement.errors {
             self.warn_once(error);
         }
@@ -388,6 +411,9 @@ impl Loop<'_> {
         };
         let hint = match (&record.reply, stop) {
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
+            (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
+                "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
+            }
             (Err(Fault { failure: Failure::Tls, .. }), _) => {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }

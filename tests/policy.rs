@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use Failure::*;
 use Verdict::*;
-use WaitReason::{Backoff, Interval, RateLimitReset, RetryAfter};
+use WaitReason::{Backoff, Interval, PollInterval, RateLimitReset, RetryAfter};
 use poll::advice::Advice;
 use poll::policy::{
     Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, Stop, Verdict, WaitReason,
@@ -79,7 +79,7 @@ fn reset(wait: Duration) -> Advice {
 }
 
 fn quota(remaining: u64, reset: Duration) -> Advice {
-    Advice { remaining: Some(remaining), reset: Some(reset), retry_after: None }
+    Advice { remaining: Some(remaining), reset: Some(reset), ..Advice::default() }
 }
 
 // Attempts.
@@ -454,7 +454,7 @@ fn server_advice_wins_over_backoff() {
         ("503 Retry-After of zero", same, status_advised(503, retry_after(Duration::ZERO)), after(0), retry(Duration::ZERO, RetryAfter)),
         ("429 Retry-After longer than backoff", same, status_advised(429, retry_after(secs(7))), after(0), retry(secs(7), RetryAfter)),
         ("429 Retry-After shorter than backoff", same, status_advised(429, retry_after(ms(10))), after(3), retry(ms(10), RetryAfter)),
-        ("429 Retry-After wins over reset", same, status_advised(429, Advice { retry_after: Some(secs(7)), reset: Some(secs(60)), remaining: Some(0) }), after(0), retry(secs(7), RetryAfter)),
+        ("429 Retry-After wins over reset", same, status_advised(429, Advice { retry_after: Some(secs(7)), reset: Some(secs(60)), remaining: Some(0), ..Advice::default() }), after(0), retry(secs(7), RetryAfter)),
         ("500 Retry-After", same, status_advised(500, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
         ("502 Retry-After", same, status_advised(502, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
         ("504 Retry-After", same, status_advised(504, retry_after(secs(2))), after(0), retry(secs(2), RetryAfter)),
@@ -597,6 +597,7 @@ fn names_are_stable() {
         (Backoff, "backoff"),
         (RetryAfter, "retry_after"),
         (RateLimitReset, "rate_limit_reset"),
+        (PollInterval, "poll_interval"),
     ];
     for (reason, name) in reasons {
         assert_eq!(reason.name(), name);
@@ -630,6 +631,7 @@ fn defaults_match_the_contract() {
     assert_eq!(policy.retries, 6);
     assert!(policy.retry_on.is_empty());
     assert!(policy.idempotent && !policy.retry_non_idempotent);
+    assert_eq!(policy.interval_max, None, "a fixed --interval");
 }
 
 // `--submit`, idempotency keys and `--stable`.
@@ -801,4 +803,67 @@ fn stable_needs_the_condition_on_n_polls_in_a_row() {
         ("stable 3, met past the deadline", stable3, ok(Met), Attempt { streak: 1, ..left(ms(500)) }, deadline(secs(1), Interval, ms(500), "condition met, not yet --stable")),
         ("stable 1 is done at once", same, ok(Met), streak(0), Action::Done),
     ]);
+}
+
+// `--interval-max`, X-Poll-Interval and the millisecond Retry-After.
+
+/// --interval 2s growing up to 10s.
+fn growing(p: &mut Policy) {
+    p.interval = secs(2);
+    p.interval_max = Some(secs(10));
+}
+
+/// After `not_yet` "not yet" waits, no deadline.
+fn not_yet(not_yet: u32) -> Attempt {
+    Attempt { not_yet, ..after(0) }
+}
+
+fn poll_interval(wait: Duration) -> Advice {
+    Advice { poll_interval: Some(wait), ..Advice::default() }
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn interval_max_grows_not_yet_waits_and_server_advice_still_wins() {
+    check(&[
+        ("the first wait is --interval", growing, ok(NotMet), not_yet(0), poll(secs(2), Interval)),
+        ("then 1.5x", growing, ok(NotMet), not_yet(1), poll(secs(3), Interval)),
+        ("then 1.5x again", growing, ok(NotMet), not_yet(2), poll(ms(4500), Interval)),
+        ("then 6.75s", growing, ok(NotMet), not_yet(3), poll(ms(6750), Interval)),
+        ("capped at --interval-max", growing, ok(NotMet), not_yet(4), poll(secs(10), Interval)),
+        ("and stays there", growing, ok(NotMet), not_yet(u32::MAX), poll(secs(10), Interval)),
+        ("without --interval-max it never grows", same, ok(NotMet), not_yet(9), poll(secs(1), Interval)),
+        ("interval 0 stays 0", |p| { p.interval = Duration::ZERO; p.interval_max = Some(secs(5)) }, ok(NotMet), not_yet(3), poll(Duration::ZERO, Interval)),
+        ("Retry-After longer than the grown wait wins", growing, ok_advised(NotMet, retry_after(secs(8))), not_yet(2), poll(secs(8), RetryAfter)),
+        ("Retry-After shorter than the grown wait is ignored", growing, ok_advised(NotMet, retry_after(secs(3))), not_yet(2), poll(ms(4500), Interval)),
+        ("a quota reset beyond the cap wins", growing, ok_advised(NotMet, quota(0, secs(60))), not_yet(9), poll(secs(60), RateLimitReset)),
+        ("the first status poll after a submit is --interval", growing, submitted(Advice::default()), submit(0), poll(secs(2), Interval)),
+        ("--stable keeps the plain interval", |p| { growing(p); p.stable = 3 }, ok(Met), not_yet(4), poll(secs(2), Interval)),
+        ("a retry is backoff, not the grown wait", growing, status(503), not_yet(4), backoff(1)),
+        ("the grown wait past the deadline stops", growing, ok(NotMet), Attempt { not_yet: 4, ..left(secs(9)) }, deadline(secs(10), Interval, secs(9), "condition not met yet")),
+    ]);
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn x_poll_interval_is_a_floor_for_the_next_poll() {
+    check(&[
+        ("longer than the interval", same, ok_advised(NotMet, poll_interval(secs(60))), after(0), poll(secs(60), PollInterval)),
+        ("shorter than the interval", same, ok_advised(NotMet, poll_interval(ms(500))), after(0), poll(secs(1), Interval)),
+        ("longer than Retry-After", same, ok_advised(NotMet, Advice { retry_after: Some(secs(5)), ..poll_interval(secs(6)) }), after(0), poll(secs(6), PollInterval)),
+        ("shorter than Retry-After", same, ok_advised(NotMet, Advice { retry_after: Some(secs(7)), ..poll_interval(secs(6)) }), after(0), poll(secs(7), RetryAfter)),
+        ("longer than the grown wait", growing, ok_advised(NotMet, poll_interval(secs(5))), not_yet(1), poll(secs(5), PollInterval)),
+        ("on the submit's reply", same, submitted(poll_interval(secs(5))), submit(0), poll(secs(5), PollInterval)),
+        ("the condition met is done at once", same, ok_advised(Met, poll_interval(secs(60))), after(0), Action::Done),
+        ("a poll interval past the deadline stops", same, ok_advised(NotMet, poll_interval(secs(60))), left(secs(30)), deadline(secs(60), PollInterval, secs(30), "condition not met yet")),
+    ]);
+}
+
+#[test]
+fn the_millisecond_retry_after_reaches_decide_as_retry_after() {
+    let now = std::time::SystemTime::now();
+    let advice = Advice::from_headers([("Retry-After", "30"), ("x-ms-retry-after-ms", "1200")], now);
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let action = base().decide(&status_advised(503, advice), &after(0), &mut rng);
+    assert_eq!(action, retry(ms(1200), RetryAfter));
 }
