@@ -6,7 +6,7 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state -> request, policy, condition, breaker, bucket -> url, text, parse,
+//! state, credentials -> request, wait, policy, condition, breaker, bucket -> url, text, parse,
 //! error, advice, clock, file (see the test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
@@ -17,6 +17,7 @@ mod cli;
 mod clock;
 pub mod condition;
 mod config;
+mod credentials;
 mod docs;
 mod error;
 mod file;

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     &["condition", "bucket", "breaker", "proxy"],
     &["request", "wait"],
-    &["record", "state"],
+    &["record", "state", "credentials"],
     &["output"],
     &["cli"],
     &["docs"],
