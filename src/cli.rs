@@ -430,7 +430,9 @@ pub(crate) const HEADER_FILE: &str = "@";
 
 fn parse_header(text: &str) -> Result<(String, String), String> {
     match text.strip_prefix('@') {
-        Some("-") => Err("@- (headers from stdin) is not supported: give a file, which is read again when it changes".into()),
+        Some("-") => {
+            Err("@- (headers from stdin) is not supported: give a file, which is read again when it changes".into())
+        }
         Some("") => Err("@ needs a file name: -H @FILE".into()),
         Some(path) => Ok((HEADER_FILE.to_string(), path.to_string())),
         None => parse::header(text),

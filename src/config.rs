@@ -171,7 +171,10 @@ impl Config {
         for raw in &cli.urls {
             let (url, credentials) = url::check(raw).map_err(Error::Usage)?;
             if credentials.is_some() && cli.auth_cmd.is_some() {
-                return Err(usage("--auth-cmd", "cannot be used with credentials in the URL (user:password@); give one of them"));
+                return Err(usage(
+                    "--auth-cmd",
+                    "cannot be used with credentials in the URL (user:password@); give one of them",
+                ));
             }
             let mut headers = headers.clone();
             // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.

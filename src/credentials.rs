@@ -92,11 +92,6 @@ impl Credentials {
         self.files.is_empty() && self.command.is_none()
     }
 
-    /// Whether requests carry `--auth-cmd`'s token.
-    pub(crate) fn has_command(&self) -> bool {
-        self.command.is_some()
-    }
-
     /// `request` with the headers of this moment: the files' (read again if
     /// they changed) and the token (made again if it is about to expire).
     /// `carry` says whether the request may carry credentials at all (a

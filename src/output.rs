@@ -5,7 +5,7 @@
 //! this module renders, and the body.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -133,6 +133,8 @@ struct Target {
     last: Mutex<Seen>,
     /// `--submit`: where the operation is watched, once known.
     operation: Mutex<Option<String>>,
+    /// The attempt in flight was refused (401) and sent again with a new `--auth-cmd` token.
+    reauthenticated: AtomicBool,
 }
 
 #[derive(Default)]
@@ -183,6 +185,7 @@ impl Reporter {
                     attempts: AtomicU32::new(0),
                     last: Mutex::new(Seen::default()),
                     operation: Mutex::new(None),
+                    reauthenticated: AtomicBool::new(false),
                 }
             })
             .collect();
@@ -312,6 +315,9 @@ impl Reporter {
             if let (Some(key), false) = (&self.idempotency_key, record.phase == Phase::Wait) {
                 event["idempotency_key"] = json!(key);
             }
+            if target.reauthenticated.swap(false, Ordering::SeqCst) {
+                event["reauthenticated"] = json!(true);
+            }
             self.event(event);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
@@ -344,6 +350,34 @@ impl Reporter {
             target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
         *lock(&target.last) = record.seen();
+    }
+
+    /// A new `--auth-cmd` token: in GitHub Actions, `::add-mask::TOKEN`, so
+    /// that the runner hides it in every log, written before anything else
+    /// could show it (whatever `-q` or `--log-format` say).
+    pub(crate) fn mask(&self, token: &str) {
+        if self.style.github {
+            let line = format!("::add-mask::{}", workflow_escape(token));
+            self.multi.suspend(|| {
+                let _ = writeln!(io::stderr().lock(), "{line}");
+            });
+        }
+    }
+
+    /// Attempt `number` of loop `t` got a 401 after `latency`: the token is
+    /// made again and the attempt sent again at once (no retry). `-v` says
+    /// so; the JSON attempt object of the re-sent attempt has `"reauthenticated": true`.
+    pub(crate) fn reauthenticated(&self, t: usize, number: u32, latency: Duration) {
+        let Some(target) = self.targets.get(t) else { return };
+        target.reauthenticated.store(true, Ordering::SeqCst);
+        if self.verbose_text() {
+            let latency = human(latency);
+            let line = format!(
+                "{}attempt {number}: 401 in {latency} -> new token (--auth-cmd), sent again at once",
+                self.named(t)
+            );
+            self.line(t, &line);
+        }
     }
 
     /// A warning, such as a jq runtime error; shown once by the caller's choice.
