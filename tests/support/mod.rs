@@ -11,6 +11,7 @@ pub mod process;
 pub mod redis;
 pub mod server;
 pub mod tinyproxy;
+pub mod tokens;
 
 // `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.
 #[allow(unused_imports)]
