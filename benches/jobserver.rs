@@ -12,7 +12,8 @@
 //!   GET /hang         answers only after 60 s (a request in flight, for the signal benchmark)
 //!   POST /app/installations/ID/access_tokens[?ttl=S]
 //!                     a new token, as GitHub's API makes an App installation token:
-//!                     201 {"token":"ghs_...","expires_at":"RFC 3339"}, valid for S seconds (default 3600)
+//!                     201 {"token":"ghs_...","expires_at":"RFC 3339"}, valid for S seconds (default:
+//!                     $JOBSERVER_TOKEN_TTL, else 3600)
 //!   GET /private/job  as /job, but only with `Authorization: Bearer T` for a token made above
 //!                     and not expired; 401 otherwise (counted in /stats as "refused")
 //!   anything else     404
@@ -103,7 +104,8 @@ fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static s
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let now = SystemTime::now();
     if path.starts_with("/app/installations/") && path.ends_with("/access_tokens") {
-        let ttl = query.strip_prefix("ttl=").and_then(|n| n.parse().ok()).unwrap_or(3600);
+        let default = std::env::var("JOBSERVER_TOKEN_TTL").ok().and_then(|n| n.parse().ok()).unwrap_or(3600);
+        let ttl = query.strip_prefix("ttl=").and_then(|n| n.parse().ok()).unwrap_or(default);
         let expires = now + Duration::from_secs(ttl);
         let mut tokens = counters.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());

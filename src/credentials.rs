@@ -39,11 +39,13 @@ const MAX_OUTPUT: u64 = 1 << 20;
 const EXEC_INFO: &str =
     r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}"#;
 
-/// How a loop lets this module speak and stop: warnings, the mask of a new
-/// token (a GitHub workflow command), and the end of the run.
+/// How a loop lets this module speak and stop: warnings, a new token (to
+/// mask it, as a GitHub workflow command, and to say when it expires), and
+/// the end of the run.
 pub(crate) struct Hooks<'a> {
     pub warn: &'a dyn Fn(&str),
-    pub mask: &'a dyn Fn(&str),
+    /// Called with each new token (before it is used) and its expiry; `true` when it was never seen before.
+    pub made: &'a dyn Fn(&str, Option<SystemTime>, bool),
     pub cancel: &'a Cancel,
 }
 
@@ -290,11 +292,12 @@ impl AuthCommand {
                 return Err(error);
             }
         };
-        if !state.known.contains(&value) {
-            // Before anything else could show it.
-            (hooks.mask)(&value);
+        let new = !state.known.contains(&value);
+        if new {
             state.known.push(value.clone());
         }
+        // Before anything else could show it.
+        (hooks.made)(&value, expires, new);
         if expiring(expires, SystemTime::now()) && !state.warned_short {
             state.warned_short = true;
             (hooks.warn)(&format!(

@@ -352,15 +352,21 @@ impl Reporter {
         *lock(&target.last) = record.seen();
     }
 
-    /// A new `--auth-cmd` token: in GitHub Actions, `::add-mask::TOKEN`, so
-    /// that the runner hides it in every log, written before anything else
-    /// could show it (whatever `-q` or `--log-format` say).
-    pub(crate) fn mask(&self, token: &str) {
-        if self.style.github {
+    /// Loop `t` had `--auth-cmd` make a token. In GitHub Actions a `new`
+    /// one is masked first (`::add-mask::TOKEN`, whatever `-q` or
+    /// `--log-format` say), so that the runner hides it in every log; `-v`
+    /// then says when it expires, never what it is.
+    pub(crate) fn token(&self, t: usize, token: &str, expires: Option<SystemTime>, new: bool) {
+        if self.style.github && new {
             let line = format!("::add-mask::{}", workflow_escape(token));
             self.multi.suspend(|| {
                 let _ = writeln!(io::stderr().lock(), "{line}");
             });
+        }
+        if self.verbose_text() {
+            let expires =
+                expires.map_or(String::new(), |at| format!(", expires {}", humantime::format_rfc3339_seconds(at)));
+            self.line(t, &format!("{}token: made by --auth-cmd{expires}", self.named(t)));
         }
     }
 

@@ -208,8 +208,10 @@ impl Loop<'_> {
             return Ok((reply, sent.elapsed()));
         }
         let common = self.common;
-        let (warn, mask) = (|message: &str| common.reporter.warn(message), |token: &str| common.reporter.mask(token));
-        let hooks = Hooks { warn: &warn, mask: &mask, cancel: &common.cancel };
+        let t = self.t;
+        let warn = |message: &str| common.reporter.warn(message);
+        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel };
         let carry = self.carries_credentials();
         let authorised = self.credentials.authorise(&self.request, carry, &hooks).map_err(|e| self.at_url(e))?;
         let sent = Instant::now();
@@ -235,8 +237,10 @@ impl Loop<'_> {
             return Ok(None);
         }
         let common = self.common;
-        let (warn, mask) = (|message: &str| common.reporter.warn(message), |token: &str| common.reporter.mask(token));
-        let hooks = Hooks { warn: &warn, mask: &mask, cancel: &common.cancel };
+        let t = self.t;
+        let warn = |message: &str| common.reporter.warn(message);
+        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel };
         let authorised = self.credentials.authorise(&self.request, self.carries_credentials(), &hooks);
         authorised.map(|authorised| Some(authorised.request)).map_err(|e| self.at_url(e))
     }
