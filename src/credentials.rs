@@ -47,6 +47,8 @@ pub(crate) struct Hooks<'a> {
     /// Called with each new token (before it is used) and its expiry; `true` when it was never seen before.
     pub made: &'a dyn Fn(&str, Option<SystemTime>, bool),
     pub cancel: &'a Cancel,
+    /// `--timeout`: a command still running then is killed, and the run ends with exit 1.
+    pub deadline: Option<Instant>,
 }
 
 /// The credentials of a run: `-H @FILE`s and `--auth-cmd`.
@@ -279,10 +281,13 @@ impl AuthCommand {
     }
 
     fn make(&self, state: &mut TokenState, hooks: &Hooks) -> Result<Token, Error> {
-        let made = match run(&self.command, hooks.cancel, &state.known) {
+        let made = match run(&self.command, hooks, &state.known) {
             Ok(output) if !output.success => Err(failure("failed", &output, &state.known)),
             Ok(output) => parse_output(&output.stdout).map_err(|why| failure(&why, &output, &state.known)),
             Err(Ran::Cancelled) => Err(Error::Permanent("--auth-cmd: the run ended while it ran".into())),
+            Err(Ran::Deadline) => Err(Error::Deadline(
+                "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)".into(),
+            )),
             Err(Ran::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
         };
         let (value, expires) = match made {
@@ -327,6 +332,7 @@ struct Output {
 
 enum Ran {
     Cancelled,
+    Deadline,
     Failed(String),
 }
 
@@ -354,7 +360,8 @@ fn last_line(stderr: &[u8], known: &[String]) -> String {
 /// Runs `sh -c COMMAND` in a process group of its own (so that a timeout
 /// or the end of the run kills whatever it started), with no stdin, its
 /// stdout and stderr read to their end, for at most [`COMMAND_LIMIT`].
-fn run(command: &str, cancel: &Cancel, known: &[String]) -> Result<Output, Ran> {
+fn run(command: &str, hooks: &Hooks, known: &[String]) -> Result<Output, Ran> {
+    let cancel = hooks.cancel;
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -380,6 +387,9 @@ fn run(command: &str, cancel: &Cancel, known: &[String]) -> Result<Output, Ran> 
         }
         if started.elapsed() >= COMMAND_LIMIT {
             break Some(Ran::Failed(String::new()));
+        }
+        if hooks.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            break Some(Ran::Deadline);
         }
         if status.is_none() {
             status = child.try_wait().map_err(|e| Ran::Failed(format!("cannot wait for sh: {e}")))?;

@@ -211,7 +211,7 @@ impl Loop<'_> {
         let t = self.t;
         let warn = |message: &str| common.reporter.warn(message);
         let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
-        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel };
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
         let carry = self.carries_credentials();
         let authorised = self.credentials.authorise(&self.request, carry, &hooks).map_err(|e| self.at_url(e))?;
         let sent = Instant::now();
@@ -240,7 +240,7 @@ impl Loop<'_> {
         let t = self.t;
         let warn = |message: &str| common.reporter.warn(message);
         let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
-        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel };
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
         let authorised = self.credentials.authorise(&self.request, self.carries_credentials(), &hooks);
         authorised.map(|authorised| Some(authorised.request)).map_err(|e| self.at_url(e))
     }
@@ -257,6 +257,7 @@ impl Loop<'_> {
     fn at_url(&self, error: Error) -> Error {
         match error {
             Error::Permanent(why) => Error::Permanent(format!("{why} [{}]", url::redact(&self.request.url))),
+            Error::Deadline(why) => Error::Deadline(format!("{why} [{}]", url::redact(&self.request.url))),
             other => other,
         }
     }

@@ -414,3 +414,19 @@ fn auth_cmd_with_other_credentials_is_a_usage_error() {
     }
     assert_eq!(scratch.runs(), 0);
 }
+
+#[test]
+fn a_command_still_running_at_the_deadline_is_killed_and_exit_1() {
+    let scratch = Scratch::new("deadline");
+    let marker = scratch.path("still-running");
+    let command = format!("sleep 5; touch '{}'; echo t", marker.display());
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let started = Instant::now();
+    let output =
+        poll().args(["--auth-cmd", &command, "--timeout", "1s", &server.url("/")]).output().expect("poll runs");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert!(stderr(&output).contains("deadline reached while --auth-cmd ran"), "{}", stderr(&output));
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(!marker.exists(), "the command was killed");
+}
