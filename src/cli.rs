@@ -76,7 +76,7 @@ pub struct Cli {
 
     /// Extra header 'Name: value'; repeatable. @FILE reads headers from FILE, one a line, and reads it again
     /// before an attempt whenever it changed
-    #[arg(short = 'H', long = "header", value_name = "HEADER|@FILE", value_parser = parse_header, help_heading = REQUEST)]
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header, help_heading = REQUEST)]
     pub(crate) headers: Vec<(String, String)>,
 
     /// Request body; @FILE reads a file, @- reads stdin

@@ -383,6 +383,10 @@ fn the_token_is_in_no_output_but_its_add_mask_line() {
         assert_eq!(masked, [token(1), token(2)], "{what}: one mask per new token:\n{}", stderr(&output));
         let first = stderr(&output).lines().next().map(str::to_string);
         assert_eq!(first, Some(format!("::add-mask::{}", token(1))), "{what}: the mask comes first");
+        if what == "json" {
+            let refreshed = stderr(&output).lines().filter(|line| line.contains(r#""reauthenticated":true"#)).count();
+            assert_eq!(refreshed, 1, "the re-sent attempt says so: {}", stderr(&output));
+        }
         if code == 3 {
             let text = stderr(&output);
             let error = text.lines().last().unwrap_or("");
