@@ -10,12 +10,19 @@
 //!   GET /ok           a fixed small JSON body
 //!   GET /stats        {"connections":C,"requests":R}
 //!   GET /hang         answers only after 60 s (a request in flight, for the signal benchmark)
+//!   POST /app/installations/ID/access_tokens[?ttl=S]
+//!                     a new token, as GitHub's API makes an App installation token:
+//!                     201 {"token":"ghs_...","expires_at":"RFC 3339"}, valid for S seconds (default:
+//!                     $JOBSERVER_TOKEN_TTL, else 3600)
+//!   GET /private/job  as /job, but only with `Authorization: Bearer T` for a token made above
+//!                     and not expired; 401 otherwise (counted in /stats as "refused")
 //!   anything else     404
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 #[derive(Default)]
 struct Counters {
@@ -23,6 +30,9 @@ struct Counters {
     target: AtomicU64,
     connections: AtomicU64,
     requests: AtomicU64,
+    refused: AtomicU64,
+    /// Tokens made by the access_tokens route, with when they expire.
+    tokens: Mutex<Vec<(String, SystemTime)>>,
 }
 
 fn main() {
@@ -62,16 +72,22 @@ fn serve(stream: TcpStream, counters: &Counters) {
         }
         let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
         let mut close = false;
+        let mut bearer = None;
         loop {
             line.clear();
             match reader.read_line(&mut line) {
                 Ok(0) | Err(_) => return,
                 Ok(_) if line == "\r\n" || line == "\n" => break,
-                Ok(_) => close |= line.to_ascii_lowercase().starts_with("connection: close"),
+                Ok(_) => {
+                    close |= line.to_ascii_lowercase().starts_with("connection: close");
+                    if line.to_ascii_lowercase().starts_with("authorization: bearer ") {
+                        bearer = Some(line[22..].trim().to_string());
+                    }
+                }
             }
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        let (status, body) = route(&target, counters);
+        let (status, body) = route(&target, bearer.as_deref(), counters);
         reply.clear();
         let _ = write!(
             reply,
@@ -84,9 +100,30 @@ fn serve(stream: TcpStream, counters: &Counters) {
     }
 }
 
-fn route(target: &str, counters: &Counters) -> (&'static str, String) {
+fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static str, String) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let now = SystemTime::now();
+    if path.starts_with("/app/installations/") && path.ends_with("/access_tokens") {
+        let default = std::env::var("JOBSERVER_TOKEN_TTL").ok().and_then(|n| n.parse().ok()).unwrap_or(3600);
+        let ttl = query.strip_prefix("ttl=").and_then(|n| n.parse().ok()).unwrap_or(default);
+        let expires = now + Duration::from_secs(ttl);
+        let mut tokens = counters.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let token = format!("ghs_{:04}{nanos:08x}", tokens.len() + 1);
+        tokens.push((token.clone(), expires));
+        let stamp = humantime::format_rfc3339_seconds(expires);
+        return ("201 Created", format!(r#"{{"token":"{token}","expires_at":"{stamp}"}}"#));
+    }
     match path {
+        "/private/job" => {
+            let tokens = counters.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !tokens.iter().any(|(token, expires)| Some(token.as_str()) == bearer && *expires > now) {
+                counters.refused.fetch_add(1, Ordering::Relaxed);
+                return ("401 Unauthorized", r#"{"message":"Bad credentials"}"#.to_string());
+            }
+            drop(tokens);
+            route("/job", None, counters)
+        }
         "/job" => {
             let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
             let status = if n >= counters.target.load(Ordering::Relaxed) { "done" } else { "pending" };
@@ -106,9 +143,10 @@ fn route(target: &str, counters: &Counters) -> (&'static str, String) {
         "/stats" => (
             "200 OK",
             format!(
-                r#"{{"connections":{},"requests":{}}}"#,
+                r#"{{"connections":{},"requests":{},"refused":{}}}"#,
                 counters.connections.load(Ordering::Relaxed),
-                counters.requests.load(Ordering::Relaxed)
+                counters.requests.load(Ordering::Relaxed),
+                counters.refused.load(Ordering::Relaxed)
             ),
         ),
         _ => ("404 Not Found", r#"{"error":"not found"}"#.to_string()),

@@ -1,8 +1,9 @@
 complete -c poll -s X -l request -d 'HTTP method [default: GET, or POST when a body is given]' -r
-complete -c poll -s H -l header -d 'Extra header \'Name: value\'; repeatable' -r
+complete -c poll -s H -l header -d 'Extra header \'Name: value\'; repeatable. @FILE reads headers from FILE, one a line, and reads it again before an attempt whenever it changed' -r
 complete -c poll -s d -l data -d 'Request body; @FILE reads a file, @- reads stdin' -r
 complete -c poll -l json -d 'JSON request body (validated), with Content-Type and Accept set to application/json; @FILE and @- too' -r
 complete -c poll -s u -l user -d 'Basic authentication, USER[:PASSWORD]' -r
+complete -c poll -l auth-cmd -d 'Run CMD (sh -c) for a bearer token: its stdout, or a Kubernetes ExecCredential (run again before it expires); a 401 runs it again and re-sends the attempt at once' -r
 complete -c poll -s A -l user-agent -d 'User-Agent header [default: poll/<version>]' -r
 complete -c poll -l connect-timeout -d 'Connect timeout of one attempt' -r
 complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from connect to the last body byte' -r

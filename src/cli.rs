@@ -92,7 +92,8 @@ pub struct Cli {
     #[arg(short = 'X', long = "request", value_name = "METHOD", help_heading = REQUEST)]
     pub(crate) method: Option<String>,
 
-    /// Extra header 'Name: value'; repeatable
+    /// Extra header 'Name: value'; repeatable. @FILE reads headers from FILE, one a line, and reads it again
+    /// before an attempt whenever it changed
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header, help_heading = REQUEST)]
     pub(crate) headers: Vec<(String, String)>,
 
@@ -107,6 +108,11 @@ pub struct Cli {
     /// Basic authentication, USER[:PASSWORD]
     #[arg(short = 'u', long, value_name = "USER[:PASS]", help_heading = REQUEST)]
     pub(crate) user: Option<String>,
+
+    /// Run CMD (sh -c) for a bearer token: its stdout, or a Kubernetes ExecCredential (run again before it
+    /// expires); a 401 runs it again and re-sends the attempt at once
+    #[arg(long, value_name = "CMD", conflicts_with = "user", help_heading = REQUEST)]
+    pub(crate) auth_cmd: Option<String>,
 
     /// User-Agent header [default: poll/<version>]
     #[arg(short = 'A', long, value_name = "UA", help_heading = REQUEST)]
@@ -458,8 +464,18 @@ fn parse_size(text: &str) -> Result<Size, String> {
     parse::size(text).map(Size)
 }
 
+/// The name under which `-H @FILE` keeps FILE among the headers (no header name can be `@`).
+pub(crate) const HEADER_FILE: &str = "@";
+
 fn parse_header(text: &str) -> Result<(String, String), String> {
-    parse::header(text)
+    match text.strip_prefix('@') {
+        Some("-") => {
+            Err("@- (headers from stdin) is not supported: give a file, which is read again when it changes".into())
+        }
+        Some("") => Err("@ needs a file name: -H @FILE".into()),
+        Some(path) => Ok((HEADER_FILE.to_string(), path.to_string())),
+        None => parse::header(text),
+    }
 }
 
 fn parse_status(text: &str) -> Result<u16, String> {

@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -11,6 +12,7 @@ use base64::Engine as _;
 use crate::breaker;
 use crate::cli::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, Conditions, Filter};
+use crate::credentials::Credentials;
 use crate::error::Error;
 use crate::output::{ColorChoice, Style};
 use crate::parse;
@@ -56,6 +58,8 @@ pub(crate) struct Target {
     pub key: String,
     /// Which request the first attempt sends.
     pub phase: Phase,
+    /// `-H @FILE` and `--auth-cmd`, one for the whole run.
+    pub credentials: Arc<Credentials>,
 }
 
 /// `--submit`'s settings.
@@ -107,7 +111,17 @@ impl Config {
             parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
         }
 
-        let mut headers = cli.headers;
+        // `-H @FILE` (see cli.rs) is kept apart: read now, and again whenever it changes.
+        let (files, mut headers): (Vec<_>, Vec<_>) =
+            cli.headers.into_iter().partition(|(name, _)| name == crate::cli::HEADER_FILE);
+        let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
+        if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+            return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
+        }
+        if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
+            return Err(usage("--auth-cmd", "the command is empty"));
+        }
+        let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone())?);
         let body = match (cli.data, cli.json) {
             (Some(data), _) => {
                 let body = read_body("--data", &data, stdin)?;
@@ -169,6 +183,12 @@ impl Config {
         let mut targets = Vec::with_capacity(cli.urls.len());
         for raw in &cli.urls {
             let (url, credentials) = url::check(raw).map_err(Error::Usage)?;
+            if credentials.is_some() && cli.auth_cmd.is_some() {
+                return Err(usage(
+                    "--auth-cmd",
+                    "cannot be used with credentials in the URL (user:password@); give one of them",
+                ));
+            }
             let mut headers = headers.clone();
             // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
             let written = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
@@ -181,7 +201,7 @@ impl Config {
             let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
             let see_other_is_the_answer = cli.submit;
             let request = Request { method: method.clone(), url, headers, body: body.clone(), see_other_is_the_answer };
-            targets.push(Target { request, key, phase });
+            targets.push(Target { request, key, phase, credentials: Arc::clone(&auth) });
         }
 
         let urls: Vec<&str> = targets.iter().map(|target: &Target| target.request.url.as_str()).collect();

@@ -6,9 +6,9 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state, conditional -> request, policy, condition, breaker, bucket, proxy,
-//! unix -> url, text, parse, error, advice, summary, clock, file (see the test
-//! in `tests/layers.rs`).
+//! state, conditional, credentials -> request, wait, policy, condition,
+//! breaker, bucket, proxy, unix -> url, text, parse, error, advice, summary,
+//! clock, file (see the test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -19,6 +19,7 @@ mod clock;
 pub mod condition;
 mod conditional;
 mod config;
+mod credentials;
 mod docs;
 mod error;
 mod file;

@@ -5,7 +5,7 @@
 //! this module renders, and the body.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -137,6 +137,8 @@ struct Target {
     operation: Mutex<Option<String>>,
     /// When the loop ended, from the start of the run.
     ended: Mutex<Option<Duration>>,
+    /// The attempt in flight was refused (401) and sent again with a new `--auth-cmd` token.
+    reauthenticated: AtomicBool,
 }
 
 #[derive(Default)]
@@ -189,6 +191,7 @@ impl Reporter {
                     last: Mutex::new(Seen::default()),
                     operation: Mutex::new(None),
                     ended: Mutex::new(None),
+                    reauthenticated: AtomicBool::new(false),
                 }
             })
             .collect();
@@ -342,6 +345,9 @@ impl Reporter {
             if let (Some(key), false) = (&self.idempotency_key, record.phase == Phase::Wait) {
                 event["idempotency_key"] = json!(key);
             }
+            if target.reauthenticated.swap(false, Ordering::SeqCst) {
+                event["reauthenticated"] = json!(true);
+            }
             self.event(event);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
@@ -374,6 +380,40 @@ impl Reporter {
             target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
         *lock(&target.last) = record.seen();
+    }
+
+    /// Loop `t` had `--auth-cmd` make a token. In GitHub Actions a `new`
+    /// one is masked first (`::add-mask::TOKEN`, whatever `-q` or
+    /// `--log-format` say), so that the runner hides it in every log; `-v`
+    /// then says when it expires, never what it is.
+    pub(crate) fn token(&self, t: usize, token: &str, expires: Option<SystemTime>, new: bool) {
+        if self.style.github && new {
+            let line = format!("::add-mask::{}", workflow_escape(token));
+            self.multi.suspend(|| {
+                let _ = writeln!(io::stderr().lock(), "{line}");
+            });
+        }
+        if self.verbose_text() {
+            let expires =
+                expires.map_or(String::new(), |at| format!(", expires {}", humantime::format_rfc3339_seconds(at)));
+            self.line(t, &format!("{}token: made by --auth-cmd{expires}", self.named(t)));
+        }
+    }
+
+    /// Attempt `number` of loop `t` got a 401 after `latency`: the token is
+    /// made again and the attempt sent again at once (no retry). `-v` says
+    /// so; the JSON attempt object of the re-sent attempt has `"reauthenticated": true`.
+    pub(crate) fn reauthenticated(&self, t: usize, number: u32, latency: Duration) {
+        let Some(target) = self.targets.get(t) else { return };
+        target.reauthenticated.store(true, Ordering::SeqCst);
+        if self.verbose_text() {
+            let latency = human(latency);
+            let line = format!(
+                "{}attempt {number}: 401 in {latency} -> new token (--auth-cmd), sent again at once",
+                self.named(t)
+            );
+            self.line(t, &line);
+        }
     }
 
     /// A warning, such as a jq runtime error; shown once by the caller's choice.

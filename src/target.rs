@@ -16,6 +16,7 @@ use crate::clock;
 use crate::condition::{Conditions, Filter, Input, Judgement};
 use crate::conditional::{Answer, Validators};
 use crate::config::{Submit, Target};
+use crate::credentials::{Credentials, Hooks};
 use crate::error::Error;
 use crate::output::Reporter;
 use crate::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
@@ -74,10 +75,11 @@ impl TargetEnd {
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
     let client = Client::new(&common.client, &target.request);
-    common.reporter.start(t, &target.request, &common.client.user_agent);
     let mut looping = Loop {
         common,
         t,
+        credentials: &target.credentials,
+        reauthenticated: false,
         key: &target.key,
         submit: target.request.clone(),
         request: target.request.clone(),
@@ -87,6 +89,15 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         reported: HashSet::new(),
         validators: Validators::new(common.conditional),
     };
+    // `-v` shows the request with its credentials of the moment (redacted): `--auth-cmd` runs here, before the first request.
+    match looping.authorised() {
+        Ok(Some(request)) => common.reporter.start(t, &request, &common.client.user_agent),
+        Ok(None) => common.reporter.start(t, &target.request, &common.client.user_agent),
+        Err(error) => {
+            common.cancel.check()?;
+            return Ok(TargetEnd::failed(error));
+        }
+    }
     Ok(match looping.poll(&client)? {
         Ok(record) => looping.finish(record),
         Err(error) => TargetEnd::failed(error),
@@ -96,6 +107,10 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
 struct Loop<'a> {
     common: &'a Common,
     t: usize,
+    /// `-H @FILE` and `--auth-cmd`, shared by every loop of the run.
+    credentials: &'a Credentials,
+    /// The last attempt got a 401 and was sent again with a new token.
+    reauthenticated: bool,
     key: &'a str,
     /// The request as given: with `--submit`, the submit.
     submit: Request,
@@ -131,16 +146,28 @@ impl Loop<'_> {
             common.reporter.sending(self.t, number);
             let submit = self.phase == Phase::Submit;
             let (sending, validated) = self.validators.prepare(&self.request, submit);
-            let sent = Instant::now();
-            let mut reply = client.fetch(&sending, budget);
-            let latency = sent.elapsed();
+            // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
+            let sending = sending.into_owned();
+            let (mut reply, latency) = match self.send(client, &sending, number, budget) {
+                Ok(sent) => sent,
+                Err(error) => {
+                    common.cancel.check()?;
+                    return Ok(Err(error));
+                }
+            };
             drop(sending);
             let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
 
             let (judgement, found) = self.judge(&reply, answer);
             let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
             let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak, not_yet };
-            let action = common.policy.decide(&outcome, &attempt, &mut rng);
+            let action = match &reply {
+                // The command's newest token was refused: no retry helps (whatever --retry-on says).
+                Ok(reply) if self.reauthenticated && reply.status == 401 => {
+                    Action::Stop(Stop::Permanent { cause: outcome.to_string() })
+                }
+                _ => common.policy.decide(&outcome, &attempt, &mut rng),
+            };
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
             common.reporter.attempt(self.t, &self.request, &record);
             // Known from here on, even when this attempt ends the run: the ending names it.
@@ -177,6 +204,78 @@ impl Loop<'_> {
             }
             self.follow(found, &record);
             common.cancel.sleep(after)?;
+        }
+    }
+
+    /// One attempt: the request with its credentials of the moment, and
+    /// when `--auth-cmd`'s token gets a 401, a new token and the request sent
+    /// again at once (no retry: no backoff, nothing spent of `--retries`).
+    /// The reply and latency are those of the last sending.
+    fn send(
+        &mut self,
+        client: &Client,
+        request: &Request,
+        number: u32,
+        budget: Duration,
+    ) -> Result<(Result<Reply, Fault>, Duration), Error> {
+        self.reauthenticated = false;
+        if self.credentials.is_empty() {
+            let sent = Instant::now();
+            let reply = client.fetch(request, budget);
+            return Ok((reply, sent.elapsed()));
+        }
+        let common = self.common;
+        let t = self.t;
+        let warn = |message: &str| common.reporter.warn(message);
+        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
+        let carry = self.carries_credentials();
+        let authorised = self.credentials.authorise(request, carry, &hooks).map_err(|e| self.at_url(e))?;
+        let sent = Instant::now();
+        let reply = client.fetch(&authorised.request, budget);
+        let latency = sent.elapsed();
+        let (Ok(refused), Some(generation)) = (&reply, authorised.generation) else { return Ok((reply, latency)) };
+        if refused.status != 401 {
+            return Ok((reply, latency));
+        }
+        common.reporter.reauthenticated(self.t, number, latency);
+        self.credentials.refused(generation, &hooks).map_err(|e| self.at_url(e))?;
+        let again = self.credentials.authorise(request, carry, &hooks).map_err(|e| self.at_url(e))?;
+        self.reauthenticated = true;
+        let budget = self.left().map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
+        let sent = Instant::now();
+        let reply = client.fetch(&again.request, budget);
+        Ok((reply, sent.elapsed()))
+    }
+
+    /// The first request with its credentials, for `-v`; `None` without any.
+    fn authorised(&self) -> Result<Option<Request>, Error> {
+        if self.credentials.is_empty() {
+            return Ok(None);
+        }
+        let common = self.common;
+        let t = self.t;
+        let warn = |message: &str| common.reporter.warn(message);
+        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
+        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
+        let authorised = self.credentials.authorise(&self.request, self.carries_credentials(), &hooks);
+        authorised.map(|authorised| Some(authorised.request)).map_err(|e| self.at_url(e))
+    }
+
+    /// Whether the next request may carry credentials: any but a `--submit`
+    /// status poll on another origin without `--location-trusted`, where `-u` does not go either.
+    fn carries_credentials(&self) -> bool {
+        self.phase != Phase::Wait
+            || self.common.submit.as_ref().is_some_and(|submit| submit.trusted)
+            || url::same_origin(&self.submit.url, &self.request.url)
+    }
+
+    /// A credentials error with the URL it happened on.
+    fn at_url(&self, error: Error) -> Error {
+        match error {
+            Error::Permanent(why) => Error::Permanent(format!("{why} [{}]", url::redact(&self.request.url))),
+            Error::Deadline(why) => Error::Deadline(format!("{why} [{}]", url::redact(&self.request.url))),
+            other => other,
         }
     }
 
@@ -427,6 +526,9 @@ impl Loop<'_> {
                 if reply.status == 422 && self.common.policy.keyed && record.phase != Phase::Wait =>
             {
                 "; the idempotency key may have been used before with another body: use a new --idempotency-key"
+            }
+            (Ok(reply), Stop::Permanent { .. }) if reply.status == 401 && self.reauthenticated => {
+                "; the newest token from --auth-cmd was refused too"
             }
             // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.
             (Ok(reply), Stop::Permanent { .. }) if matches!(reply.status, 401 | 403) => {

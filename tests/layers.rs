@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     &["condition", "bucket", "breaker", "proxy", "unix"],
     &["request", "wait"],
-    &["record", "state", "conditional"],
+    &["record", "state", "conditional", "credentials"],
     &["output"],
     &["cli"],
     &["docs"],

@@ -12,6 +12,7 @@ pub mod process;
 pub mod redis;
 pub mod server;
 pub mod tinyproxy;
+pub mod tokens;
 mod tool;
 
 // `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.

@@ -1,0 +1,670 @@
+//! Credentials that change during a run: headers read from a file again
+//! whenever it changes (`-H @FILE`), and the bearer token that `--auth-cmd`
+//! makes, run again before it expires and after a 401. One [`Credentials`]
+//! is shared by every loop of a run: several URLs share one token, and loops
+//! that see a 401 together run the command once (one refresh per
+//! generation, as client-go's exec plugins do).
+//!
+//! Secrets never leave this module in words: errors name the command's exit
+//! status and the last line of its stderr (tokens known to this run
+//! redacted), never its stdout or the command line itself.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::error::Error;
+use crate::parse;
+use crate::request::{CREDENTIAL_HEADERS, Request};
+use crate::text::printable;
+use crate::url::REDACTED;
+use crate::wait::{Cancel, Cancelled};
+
+/// The longest a run of `--auth-cmd` may take.
+pub(crate) const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+
+/// An `ExecCredential` token is made again when less than this is left of its life.
+pub(crate) const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+
+/// The most of the command's stdout (or stderr) that is read: a token is a few KiB at most.
+const MAX_OUTPUT: u64 = 1 << 20;
+
+/// What an exec plugin is told of its caller, as client-go does
+/// (`KUBERNETES_EXEC_INFO`): no terminal to prompt on.
+const EXEC_INFO: &str =
+    r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}"#;
+
+/// How a loop lets this module speak and stop: warnings, a new token (to
+/// mask it, as a GitHub workflow command, and to say when it expires), and
+/// the end of the run.
+pub(crate) struct Hooks<'a> {
+    pub warn: &'a dyn Fn(&str),
+    /// Called with each new token (before it is used) and its expiry; `true` when it was never seen before.
+    pub made: &'a dyn Fn(&str, Option<SystemTime>, bool),
+    pub cancel: &'a Cancel,
+    /// `--timeout`: a command still running then is killed, and the run ends with exit 1.
+    pub deadline: Option<Instant>,
+}
+
+/// The credentials of a run: `-H @FILE`s and `--auth-cmd`.
+#[derive(Default)]
+pub(crate) struct Credentials {
+    files: Vec<HeaderFile>,
+    command: Option<AuthCommand>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the headers or the token.
+        let files: Vec<&Path> = self.files.iter().map(|file| file.path.as_path()).collect();
+        f.debug_struct("Credentials").field("files", &files).field("auth_cmd", &self.command.is_some()).finish()
+    }
+}
+
+/// The request of one attempt, credentials in, and the token generation it carries.
+pub(crate) struct Authorised {
+    pub request: Request,
+    /// `Some` when the request carries `--auth-cmd`'s token: the generation
+    /// to name when it is refused.
+    pub generation: Option<u64>,
+}
+
+impl Credentials {
+    /// Reads every `-H @FILE` once (a file that cannot be read or parsed is
+    /// a usage error); `command` is run later, before the first request.
+    pub(crate) fn new(files: &[PathBuf], command: Option<String>) -> Result<Credentials, Error> {
+        let files = files.iter().map(|path| HeaderFile::open(path)).collect::<Result<Vec<_>, _>>()?;
+        if command.is_some()
+            && let Some(file) = files.iter().find(|file| file.current().iter().any(|(n, _)| is_authorization(n)))
+        {
+            return Err(Error::Usage(format!(
+                "--auth-cmd: `{}` (-H @FILE) sets Authorization too; give one of them",
+                file.path.display()
+            )));
+        }
+        let command = command.map(AuthCommand::new);
+        Ok(Credentials { files, command })
+    }
+
+    /// Whether there is anything to add to requests.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.command.is_none()
+    }
+
+    /// `request` with the headers of this moment: the files' (read again if
+    /// they changed) and the token (made again if it is about to expire).
+    /// `carry` says whether the request may carry credentials at all (a
+    /// `--submit` status URL on another origin may not); without it the
+    /// files' credential headers stay out and no token is made.
+    pub(crate) fn authorise(&self, request: &Request, carry: bool, hooks: &Hooks) -> Result<Authorised, Error> {
+        let mut extra: Vec<(String, String)> = Vec::new();
+        for file in &self.files {
+            for (name, value) in file.refreshed(hooks) {
+                let credential = CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c));
+                let replaced = self.command.is_some() && is_authorization(&name);
+                if (carry || !credential) && !replaced {
+                    extra.push((name, value));
+                }
+            }
+        }
+        let mut generation = None;
+        if let (Some(command), true) = (&self.command, carry) {
+            let token = command.current(hooks)?;
+            extra.push(("Authorization".into(), format!("Bearer {}", token.value)));
+            generation = Some(token.generation);
+        }
+        Ok(Authorised { request: with_headers(request, extra), generation })
+    }
+
+    /// After a 401 to a request that carried token `generation`: the command
+    /// runs again, unless another loop already made a newer token.
+    pub(crate) fn refused(&self, generation: u64, hooks: &Hooks) -> Result<(), Error> {
+        match &self.command {
+            Some(command) => command.refresh(generation, hooks).map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+fn is_authorization(name: &str) -> bool {
+    name.eq_ignore_ascii_case("authorization")
+}
+
+/// `request` with `extra` headers: they replace any header of the same name.
+fn with_headers(request: &Request, extra: Vec<(String, String)>) -> Request {
+    let mut request = request.clone();
+    request.headers.retain(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
+    request.headers.extend(extra);
+    request
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One `-H @FILE`: its headers, and what the file looked like when read.
+struct HeaderFile {
+    path: PathBuf,
+    state: Mutex<FileState>,
+}
+
+struct FileState {
+    /// Modification time, size, device and inode when last read.
+    seen: Option<(SystemTime, u64, u64, u64)>,
+    headers: Vec<(String, String)>,
+    /// The file cannot be read now, and a warning said so.
+    warned: bool,
+}
+
+impl HeaderFile {
+    fn open(path: &Path) -> Result<HeaderFile, Error> {
+        let usage = |why: String| Error::Usage(format!("--header @{}: {why}", path.display()));
+        let seen = std::fs::metadata(path).map(|m| stamp(&m)).map_err(|e| usage(format!("cannot read it: {e}")))?;
+        let headers = read_headers(path).map_err(usage)?;
+        let state = FileState { seen: Some(seen), headers, warned: false };
+        Ok(HeaderFile { path: path.to_path_buf(), state: Mutex::new(state) })
+    }
+
+    fn current(&self) -> Vec<(String, String)> {
+        lock(&self.state).headers.clone()
+    }
+
+    /// The headers, read again first when the file changed. A file that
+    /// cannot be read (or parsed) keeps the last headers, with one warning
+    /// until it can be read again.
+    fn refreshed(&self, hooks: &Hooks) -> Vec<(String, String)> {
+        let mut state = lock(&self.state);
+        let read = std::fs::metadata(&self.path).map(|m| stamp(&m)).map_err(|e| format!("cannot read it: {e}"));
+        let read = match read {
+            Ok(seen) if state.seen == Some(seen) => return state.headers.clone(),
+            Ok(seen) => read_headers(&self.path).map(|headers| (seen, headers)),
+            Err(why) => Err(why),
+        };
+        match read {
+            Ok((seen, headers)) => {
+                *state = FileState { seen: Some(seen), headers, warned: false };
+            }
+            Err(why) if !state.warned => {
+                state.warned = true;
+                (hooks.warn)(&format!(
+                    "--header @{}: {why}; the headers read before go on being sent",
+                    self.path.display()
+                ));
+            }
+            Err(_) => {}
+        }
+        state.headers.clone()
+    }
+}
+
+fn stamp(metadata: &std::fs::Metadata) -> (SystemTime, u64, u64, u64) {
+    (metadata.modified().unwrap_or(UNIX_EPOCH), metadata.len(), metadata.dev(), metadata.ino())
+}
+
+/// curl's `-H @FILE`: one `Name: value` a line, CR and LF both end a line,
+/// empty lines are skipped. A line that is no header is named by its number
+/// only: it may hold a secret.
+fn read_headers(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let text = String::from_utf8(text).map_err(|_| "it is not UTF-8 text".to_string())?;
+    let mut headers = Vec::new();
+    for (number, line) in text.split('\n').enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let header = parse::header(line).map_err(|_| format!("line {} is not a header 'Name: value'", number + 1))?;
+        headers.push(header);
+    }
+    Ok(headers)
+}
+
+/// `--auth-cmd`: the command, and the token it made last.
+struct AuthCommand {
+    command: String,
+    state: Mutex<TokenState>,
+}
+
+#[derive(Default)]
+struct TokenState {
+    token: Option<Token>,
+    /// How many tokens the command made; the token in use is this generation.
+    generation: u64,
+    /// The run that failed, kept so that loops waiting for it do not run it again.
+    failed: Option<Error>,
+    /// Every token made so far, to mask them in the command's stderr.
+    known: Vec<String>,
+    /// An expiry inside the margin was reported once.
+    warned_short: bool,
+}
+
+#[derive(Clone)]
+struct Token {
+    value: String,
+    expires: Option<SystemTime>,
+    generation: u64,
+}
+
+impl AuthCommand {
+    fn new(command: String) -> AuthCommand {
+        AuthCommand { command, state: Mutex::new(TokenState::default()) }
+    }
+
+    /// The token to send now: made on first use, and again when less than
+    /// [`EXPIRY_MARGIN`] of its life is left. Loops wait for each other here.
+    fn current(&self, hooks: &Hooks) -> Result<Token, Error> {
+        let mut state = lock(&self.state);
+        if let Some(error) = &state.failed {
+            return Err(error.clone());
+        }
+        match &state.token {
+            Some(token) if !expiring(token.expires, SystemTime::now()) => Ok(token.clone()),
+            _ => self.make(&mut state, hooks),
+        }
+    }
+
+    /// A 401 to token `generation`: make a new one, unless that was done already.
+    fn refresh(&self, generation: u64, hooks: &Hooks) -> Result<Token, Error> {
+        let mut state = lock(&self.state);
+        if let Some(error) = &state.failed {
+            return Err(error.clone());
+        }
+        match &state.token {
+            Some(token) if token.generation != generation => Ok(token.clone()),
+            _ => self.make(&mut state, hooks),
+        }
+    }
+
+    fn make(&self, state: &mut TokenState, hooks: &Hooks) -> Result<Token, Error> {
+        let made = match run(&self.command, hooks, &state.known) {
+            Ok(output) if !output.success => Err(failure("failed", &output, &state.known)),
+            Ok(output) => parse_output(&output.stdout).map_err(|why| failure(&why, &output, &state.known)),
+            Err(Ran::Cancelled) => Err(Error::Permanent("--auth-cmd: the run ended while it ran".into())),
+            Err(Ran::Deadline) => Err(Error::Deadline(
+                "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)".into(),
+            )),
+            Err(Ran::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
+        };
+        let (value, expires) = match made {
+            Ok(made) => made,
+            Err(error) => {
+                state.failed = Some(error.clone());
+                return Err(error);
+            }
+        };
+        let new = !state.known.contains(&value);
+        if new {
+            state.known.push(value.clone());
+        }
+        // Before anything else could show it.
+        (hooks.made)(&value, expires, new);
+        if expiring(expires, SystemTime::now()) && !state.warned_short {
+            state.warned_short = true;
+            (hooks.warn)(&format!(
+                "--auth-cmd: its token expires in less than {}s, so it runs again before every attempt",
+                EXPIRY_MARGIN.as_secs()
+            ));
+        }
+        state.generation += 1;
+        let token = Token { value, expires, generation: state.generation };
+        state.token = Some(token.clone());
+        Ok(token)
+    }
+}
+
+fn expiring(expires: Option<SystemTime>, now: SystemTime) -> bool {
+    expires.is_some_and(|expires| expires.duration_since(now).map_or(true, |left| left < EXPIRY_MARGIN))
+}
+
+/// What a finished command left.
+struct Output {
+    /// "exit status 0" and the like.
+    status: String,
+    success: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+enum Ran {
+    Cancelled,
+    Deadline,
+    Failed(String),
+}
+
+/// The error for a command whose output gave no token: `why`, its exit
+/// status and the last line of its stderr.
+fn failure(why: &str, output: &Output, known: &[String]) -> Error {
+    Error::Permanent(format!("--auth-cmd {why} ({}){}", output.status, last_line(&output.stderr, known)))
+}
+
+/// `: LINE`, the last non-empty line of `stderr`, with every token known so
+/// far redacted and control characters escaped; empty when there is none.
+fn last_line(stderr: &[u8], known: &[String]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let Some(line) = text.lines().map(str::trim).rfind(|line| !line.is_empty()) else {
+        return "; nothing on stderr".to_string();
+    };
+    let mut line = line.to_string();
+    for token in known {
+        line = line.replace(token.as_str(), REDACTED);
+    }
+    let line: String = line.chars().take(300).collect();
+    format!(": {}", printable(&line))
+}
+
+/// Runs `sh -c COMMAND` in a process group of its own (so that a timeout
+/// or the end of the run kills whatever it started), with no stdin, its
+/// stdout and stderr read to their end, for at most [`COMMAND_LIMIT`].
+fn run(command: &str, hooks: &Hooks, known: &[String]) -> Result<Output, Ran> {
+    let cancel = hooks.cancel;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("KUBERNETES_EXEC_INFO", EXEC_INFO)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Ran::Failed(format!("cannot run sh: {e}")))?;
+    let started = Instant::now();
+    let (closed_tx, closed) = mpsc::channel();
+    let stdout = read_all(child.stdout.take(), closed_tx.clone());
+    let stderr = read_all(child.stderr.take(), closed_tx);
+    let mut open = 2;
+    let mut status = None;
+    let stopped = loop {
+        if open == 0 && status.is_some() {
+            break None;
+        }
+        if cancel.check().is_err() {
+            break Some(Ran::Cancelled);
+        }
+        if started.elapsed() >= COMMAND_LIMIT {
+            break Some(Ran::Failed(String::new()));
+        }
+        if hooks.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            break Some(Ran::Deadline);
+        }
+        if status.is_none() {
+            status = child.try_wait().map_err(|e| Ran::Failed(format!("cannot wait for sh: {e}")))?;
+        }
+        if open > 0 {
+            // Each stream says when it is closed; the step bounds how late a cancel or the limit is seen.
+            if closed.recv_timeout(Duration::from_millis(10)).is_ok() {
+                open -= 1;
+            }
+        } else if let Err(Cancelled) = cancel.sleep(Duration::from_millis(1)) {
+            break Some(Ran::Cancelled);
+        }
+    };
+    if let Some(stopped) = stopped {
+        kill(&mut child);
+        return Err(match stopped {
+            Ran::Failed(_) => {
+                let stderr = String::from_utf8_lossy(&lock(&stderr)).into_owned();
+                Ran::Failed(format!(
+                    "ran longer than {}s and was killed{}",
+                    COMMAND_LIMIT.as_secs(),
+                    last_line(stderr.as_bytes(), known)
+                ))
+            }
+            cancelled => cancelled,
+        });
+    }
+    let success = status.is_some_and(|status| status.success());
+    let status = status.map_or_else(|| "no exit status".to_string(), |status| describe(&status));
+    let stdout = std::mem::take(&mut *lock(&stdout));
+    let stderr = std::mem::take(&mut *lock(&stderr));
+    Ok(Output { status, success, stdout, stderr })
+}
+
+/// The command's exit in words: `exit status 7`, `killed by signal 9`.
+fn describe(status: &std::process::ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "no exit status".to_string(),
+    }
+}
+
+/// Kills the command's process group (`sh` and everything it started) and reaps `sh`.
+fn kill(child: &mut Child) {
+    let group = rustix::process::Pid::from_child(child);
+    if rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_err() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
+/// Reads `stream` to its end (at most [`MAX_OUTPUT`]) on a thread of its
+/// own, into the buffer returned; says on `closed` when it is done.
+fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>) -> Arc<Mutex<Vec<u8>>> {
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    let filled = Arc::clone(&buffer);
+    let reader = move || {
+        if let Some(mut stream) = stream {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut buffer = lock(&filled);
+                        if (buffer.len() as u64) < MAX_OUTPUT {
+                            buffer.extend_from_slice(&chunk[..n]);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = closed.send(());
+    };
+    if std::thread::Builder::new().name("auth-cmd-output".into()).spawn(reader).is_err() {
+        // No thread: nothing is read, and the command's own limit ends it.
+    }
+    buffer
+}
+
+/// The token in the command's stdout: the whole of it trimmed, or a
+/// Kubernetes `ExecCredential`'s `status.token` (with its expiry).
+fn parse_output(stdout: &[u8]) -> Result<(String, Option<SystemTime>), String> {
+    let text = std::str::from_utf8(stdout).map_err(|_| "printed a token that is not UTF-8".to_string())?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("printed no token".into());
+    }
+    let (token, expires) = if text.starts_with('{') {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|_| "printed JSON that does not parse".to_string())?;
+        let status = &value["status"];
+        let Some(token) = status["token"].as_str().filter(|token| !token.trim().is_empty()) else {
+            return Err("printed JSON that is no ExecCredential with a status.token".into());
+        };
+        let expires = match &status["expirationTimestamp"] {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(stamp) => {
+                Some(rfc3339(stamp).ok_or("printed an ExecCredential whose expirationTimestamp is not RFC 3339")?)
+            }
+            _ => return Err("printed an ExecCredential whose expirationTimestamp is not a string".into()),
+        };
+        (token.trim().to_string(), expires)
+    } else {
+        (text.to_string(), None)
+    };
+    if parse::check_header_value("Authorization", &token).is_err() || token.contains(' ') {
+        return Err("printed more than one token (a space or a control character in it)".into());
+    }
+    Ok((token, expires))
+}
+
+/// An RFC 3339 date-time (`2026-12-01T10:00:00Z`, `...T10:00:00.5+02:00`,
+/// `t`/`z` in lower case too), as a point in time; `None` if it is not one.
+pub(crate) fn rfc3339(text: &str) -> Option<SystemTime> {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(range)?;
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) {
+        return None;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    // A leap second (60) is read as the next second's start, as most parsers do.
+    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos: u32 = 0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        let fraction = std::str::from_utf8(&b[start..i.min(start + 9)]).ok()?;
+        nanos = format!("{fraction:0<9}").parse().ok()?;
+    }
+    let offset = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(sign @ (b'+' | b'-')) if i + 6 == b.len() && b.get(i + 3) == Some(&b':') => {
+            let (h, m) = (digits(i + 1..i + 3)?, digits(i + 4..i + 6)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let minutes = h * 60 + m;
+            if *sign == b'+' { minutes * 60 } else { -minutes * 60 }
+        }
+        _ => return None,
+    };
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    let at = if seconds >= 0 {
+        UNIX_EPOCH.checked_add(Duration::from_secs(seconds.unsigned_abs()))?
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_secs(seconds.unsigned_abs()))?
+    };
+    at.checked_add(Duration::from_nanos(u64::from(nanos)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn rfc3339_times_parse_with_fractions_and_offsets() {
+        assert_eq!(rfc3339("1970-01-01T00:00:00Z"), Some(at(0)));
+        assert_eq!(rfc3339("2026-12-01T10:00:00Z"), Some(at(1_796_119_200)));
+        assert_eq!(rfc3339("2026-12-01t10:00:00z"), Some(at(1_796_119_200)));
+        assert_eq!(rfc3339("2026-12-01T12:30:00+02:30"), Some(at(1_796_119_200)));
+        assert_eq!(rfc3339("2026-12-01T08:00:00-02:00"), Some(at(1_796_119_200)));
+        assert_eq!(rfc3339("2024-02-29T00:00:00Z"), Some(at(1_709_164_800)));
+        assert_eq!(rfc3339("2026-12-01T10:00:00.25Z"), Some(at(1_796_119_200) + Duration::from_millis(250)));
+        assert_eq!(
+            rfc3339("2026-12-01T10:00:00.123456789123Z"),
+            Some(at(1_796_119_200) + Duration::from_nanos(123_456_789))
+        );
+        for bad in [
+            "",
+            "2026-12-01",
+            "2026-12-01T10:00:00",
+            "2026-12-01T10:00Z",
+            "2026-13-01T10:00:00Z",
+            "2025-02-29T10:00:00Z",
+            "2026-12-01T24:00:00Z",
+            "2026-12-01T10:00:00.Z",
+            "2026-12-01T10:00:00+0200",
+            "2026-12-01T10:00:00Z ",
+            "+026-12-01T10:00:00Z",
+            "2026-12-01X10:00:00Z",
+            "2026-12-01T10:00:00+24:00",
+            "２026-12-01T10:00:00Z",
+        ] {
+            assert_eq!(rfc3339(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_token_is_stdout_trimmed_or_an_exec_credential() {
+        assert_eq!(parse_output(b"  tok-1\n"), Ok(("tok-1".into(), None)));
+        let exec = br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
+            "status":{"token":"tok-2","expirationTimestamp":"1970-01-01T00:01:40Z"}}"#;
+        assert_eq!(parse_output(exec), Ok(("tok-2".into(), Some(at(100)))));
+        assert_eq!(parse_output(br#"{"status":{"token":"tok-3"}}"#), Ok(("tok-3".into(), None)));
+        for (bad, why) in [
+            (&b"\n \n"[..], "printed no token"),
+            (b"zzq\nzzq", "more than one token"),
+            (b"Bearer zzq", "more than one token"),
+            (br#"{"token":"zzq"}"#, "no ExecCredential"),
+            (br#"{"status":{"token":"zzq","expirationTimestamp":"zzq"}}"#, "not RFC 3339"),
+            (b"{zzq", "does not parse"),
+        ] {
+            let Err(e) = parse_output(bad) else { panic!("{bad:?} is accepted") };
+            assert!(e.contains(why), "{e}");
+            assert!(!e.contains("zzq"), "stdout is never quoted: {e}");
+        }
+    }
+
+    #[test]
+    fn a_token_is_made_again_inside_the_margin() {
+        let now = at(1000);
+        assert!(!expiring(None, now));
+        assert!(!expiring(Some(at(1061)), now));
+        assert!(expiring(Some(at(1059)), now));
+        assert!(expiring(Some(at(10)), now), "already expired");
+    }
+
+    #[test]
+    fn the_last_stderr_line_hides_known_tokens() {
+        let known = vec!["tok-1".to_string()];
+        assert_eq!(last_line(b"first\nlast tok-1 here\n\n", &known), ": last <redacted> here");
+        assert_eq!(last_line(b"", &known), "; nothing on stderr");
+        assert_eq!(last_line(b"a\x1b[31m\n", &[]), r": a\u{1b}[31m");
+    }
+
+    #[test]
+    fn file_headers_replace_those_of_the_same_name() {
+        let request = Request {
+            method: "GET".into(),
+            url: "http://h/".into(),
+            headers: vec![("X-A".into(), "1".into()), ("Accept".into(), "a".into())],
+            body: None,
+            see_other_is_the_answer: false,
+        };
+        let out = with_headers(&request, vec![("x-a".into(), "2".into())]);
+        assert_eq!(out.headers, [("Accept".to_string(), "a".to_string()), ("x-a".to_string(), "2".to_string())]);
+    }
+}
