@@ -230,8 +230,27 @@ fn finish(
     fallback: &Option<Fallback>,
 ) -> Ending {
     let reporter = &common.reporter;
-    let several = targets.len() > 1;
-    let mut error = match over {
+    let mut error = run_error(reporter, targets, &ends, over);
+    let (stdout, fell_back) = match targets.len() {
+        1 => single_stdout(common, targets, &ends, error.as_ref(), fallback),
+        _ => (several_stdout(targets, &ends), false),
+    };
+    let stdout = match output_file {
+        Some(path) => {
+            write_output(reporter, path, stdout, &mut error, fell_back);
+            Vec::new()
+        }
+        None => stdout,
+    };
+    let summary = summarise(reporter, targets, &ends, error.as_ref());
+    let error_line = reporter.finish(&summary);
+    Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+}
+
+/// The run's error, if any: the failing URL's own, a signal, or a deadline
+/// (with several URLs, naming those still pending).
+fn run_error(reporter: &Reporter, targets: &[config::Target], ends: &[Option<TargetEnd>], over: Over) -> Option<Error> {
+    let error = match over {
         Over::Done => None,
         Over::Failed(t) => ends.get(t).and_then(|end| end.as_ref()).and_then(|end| end.result.clone().err()),
         Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: reporter.attempts() }),
@@ -243,82 +262,107 @@ fn finish(
             )))
         }
     };
-    if several && let Some(Error::Deadline(_)) = &error {
-        error = Some(Error::Deadline(pending(reporter, targets, &ends)));
+    match error {
+        Some(Error::Deadline(_)) if targets.len() > 1 => Some(Error::Deadline(pending(reporter, targets, ends))),
+        error => error,
     }
+}
 
+/// stdout with several URLs: one JSON line for each URL that ended with 0 or 4, in the order given.
+fn several_stdout(targets: &[config::Target], ends: &[Option<TargetEnd>]) -> Vec<u8> {
     let mut stdout = Vec::new();
-    let mut fell_back = false;
-    if several {
-        for (t, end) in ends.iter().enumerate() {
-            let Some(end) = end else { continue };
-            let code = end.code();
-            if !matches!(code, 0 | 4) {
-                continue;
-            }
-            let body = match (&end.printed, &end.body) {
-                (None, Some(body)) => Some(
-                    serde_json::from_slice(body)
-                        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
-                ),
-                _ => None,
-            };
-            let line = Line {
-                url: url::redact(&targets[t].request.url),
-                exit_code: code,
-                body,
-                print: end.printed.as_deref(),
-            };
-            stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
-            stdout.push(b'\n');
+    for (t, end) in ends.iter().enumerate() {
+        let Some(end) = end else { continue };
+        let code = end.code();
+        if !matches!(code, 0 | 4) {
+            continue;
         }
-    } else if let Some(Some(end)) = ends.first()
+        let body = match (&end.printed, &end.body) {
+            (None, Some(body)) => Some(
+                serde_json::from_slice(body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+            ),
+            _ => None,
+        };
+        let line =
+            Line { url: url::redact(&targets[t].request.url), exit_code: code, body, print: end.printed.as_deref() };
+        stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+        stdout.push(b'\n');
+    }
+    stdout
+}
+
+/// stdout with one URL: the body (or `--print`'s outputs) on exit 0 and 4,
+/// else the `--fallback` where the error takes one; and whether it fell back.
+fn single_stdout(
+    common: &Common,
+    targets: &[config::Target],
+    ends: &[Option<TargetEnd>],
+    error: Option<&Error>,
+    fallback: &Option<Fallback>,
+) -> (Vec<u8>, bool) {
+    let reporter = &common.reporter;
+    if let Some(Some(end)) = ends.first()
         && (end.result.is_ok() || end.result.as_ref().err().is_some_and(Error::keeps_body))
     {
-        stdout = match (&end.printed, &end.body) {
+        let stdout = match (&end.printed, &end.body) {
             (Some(printed), _) => print_lines(printed),
             (None, Some(body)) => body.clone(),
             (None, None) => Vec::new(),
         };
-    } else if let (Some(fallback), Some(e)) = (fallback, &error)
-        && e.takes_fallback()
-    {
-        let body = match fallback {
-            Fallback::Body(body) => Some(body.clone()),
-            Fallback::Last => targets.first().and_then(|target| {
-                let url = url::redact(&target.request.url);
-                common.shared.last_good(&target.key, &url, &|w| reporter.warn(w))
-            }),
-        };
-        if let Some(body) = body {
-            fell_back = true;
-            stdout = match common.print.as_ref().map(|print| print.print(&body)) {
-                None => body,
-                Some(Ok(values)) => print_lines(&values),
-                Some(Err(e)) => {
-                    reporter.warn(&format!("--fallback: --print: {e}"));
-                    Vec::new()
-                }
-            };
+        return (stdout, false);
+    }
+    let (Some(fallback), Some(true)) = (fallback, error.map(Error::takes_fallback)) else { return (Vec::new(), false) };
+    let body = match fallback {
+        Fallback::Body(body) => Some(body.clone()),
+        Fallback::Last => targets.first().and_then(|target| {
+            let url = url::redact(&target.request.url);
+            common.shared.last_good(&target.key, &url, &|w| reporter.warn(w))
+        }),
+    };
+    let Some(body) = body else { return (Vec::new(), false) };
+    let stdout = match common.print.as_ref().map(|print| print.print(&body)) {
+        None => body,
+        Some(Ok(values)) => print_lines(&values),
+        Some(Err(e)) => {
+            reporter.warn(&format!("--fallback: --print: {e}"));
+            Vec::new()
+        }
+    };
+    (stdout, true)
+}
+
+/// `-o FILE`: what would go to stdout, written atomically; a failure is the
+/// run's error, except that a run that printed its `--fallback` keeps its code.
+fn write_output(
+    reporter: &Reporter,
+    path: &std::path::Path,
+    stdout: Vec<u8>,
+    error: &mut Option<Error>,
+    fell_back: bool,
+) {
+    if stdout.is_empty() && error.as_ref().is_some_and(|e| !e.keeps_body()) {
+        return;
+    }
+    if let Err(e) = file::replace(path, &stdout, true) {
+        let why = format!("cannot write `{}`: {e}", path.display());
+        if fell_back {
+            reporter.warn(&format!("--fallback: {why}"));
+        } else {
+            *error = Some(Error::Permanent(why));
         }
     }
+}
 
-    if let Some(path) = output_file
-        && (!stdout.is_empty() || error.is_none() || error.as_ref().is_some_and(Error::keeps_body))
-    {
-        if let Err(e) = file::replace(path, &stdout, true) {
-            let why = format!("cannot write `{}`: {e}", path.display());
-            if fell_back {
-                // The exit code of a run that printed its --fallback stays what the run said.
-                reporter.warn(&format!("--fallback: {why}"));
-            } else {
-                error = Some(Error::Permanent(why));
-            }
-        }
-        stdout = Vec::new();
-    }
-
-    let operation = targets.first().filter(|_| !several).and_then(|_| reporter.operation(0)).map(|o| url::redact(&o));
+/// The run's summary for the reporter's last word, and the GitHub step summary.
+fn summarise(
+    reporter: &Reporter,
+    targets: &[config::Target],
+    ends: &[Option<TargetEnd>],
+    error: Option<&Error>,
+) -> Summary {
+    let several = targets.len() > 1;
+    let operation = reporter.operation(0).filter(|_| !several);
     let target_summaries = several.then(|| {
         targets
             .iter()
@@ -336,20 +380,18 @@ fn finish(
             })
             .collect()
     });
-    let mut summary = summary_of(error.as_ref(), target_summaries, operation);
+    let mut summary = summary_of(error, target_summaries, operation.as_deref().map(url::redact));
     // A --submit run that a signal ended names where its operation is, to resume the wait.
-    if let (Some(Error::Interrupted { .. }), Some(operation)) = (&error, reporter.operation(0).filter(|_| !several)) {
-        summary.message = summary.message.map(|m| format!("{m}{}", target::resume(&operation)));
+    if let (Some(Error::Interrupted { .. }), Some(operation)) = (error, &operation) {
+        summary.message = summary.message.map(|m| format!("{m}{}", target::resume(operation)));
     }
     if let Some(path) = summary::path(reporter.github()) {
-        let table =
-            summary::render(&step_rows(reporter, targets, &ends, error.as_ref()), summary.code, reporter.elapsed());
+        let table = summary::render(&step_rows(reporter, targets, ends, error), summary.code, reporter.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);
         }
     }
-    let error_line = reporter.finish(&summary);
-    Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+    summary
 }
 
 /// The step summary's rows: each URL's own ending; one the run ended first
