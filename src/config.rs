@@ -104,8 +104,8 @@ pub(crate) enum Fallback {
 
 impl Config {
     /// Validates the flags; `stdin` is read only for `@-`.
-    pub(crate) fn from_cli(cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
-        let user_agent = cli.user_agent.unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
+    pub(crate) fn from_cli(mut cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
+        let user_agent = cli.user_agent.take().unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
         parse::check_header_value("User-Agent", &user_agent).map_err(|e| usage("--user-agent", e))?;
         if let Some(user) = &cli.user {
             parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
@@ -113,7 +113,7 @@ impl Config {
 
         // `-H @FILE` (see cli.rs) is kept apart: read now, and again whenever it changes.
         let (files, mut headers): (Vec<_>, Vec<_>) =
-            cli.headers.into_iter().partition(|(name, _)| name == crate::cli::HEADER_FILE);
+            std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::HEADER_FILE);
         let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
         if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
             return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
@@ -122,7 +122,7 @@ impl Config {
             return Err(usage("--auth-cmd", "the command is empty"));
         }
         let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone())?);
-        let body = match (cli.data, cli.json) {
+        let body = match (cli.data.take(), cli.json.take()) {
             (Some(data), _) => {
                 let body = read_body("--data", &data, stdin)?;
                 // As curl -d; `-H 'Content-Type: ...'` replaces it.
@@ -138,7 +138,7 @@ impl Config {
             }
             (None, None) => None,
         };
-        let method = match cli.method {
+        let method = match cli.method.take() {
             Some(method) => parse::method(&method).map_err(|e| usage("--request", e))?,
             None if body.is_some() => "POST".to_string(),
             None => "GET".to_string(),
@@ -213,20 +213,7 @@ impl Config {
         }
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
-        let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
-        let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
-        // With --submit, what the user did not give is built in.
-        let or_builtin = |filter: Option<Filter>, flag: &str, builtin: &str| match filter {
-            None if cli.submit => compile(flag, builtin).map(Some),
-            filter => Ok(filter),
-        };
-        let conditions = Conditions {
-            builtin_until: cli.submit && until.is_none(),
-            builtin_fail_when: cli.submit && fail_when.is_none(),
-            until: or_builtin(until, "--until", BUILTIN_DONE)?,
-            fail_when: or_builtin(fail_when, "--fail-when", BUILTIN_FAILED)?,
-            show: given("--show", &cli.show)?,
-        };
+        let conditions = conditions(&cli)?;
         let print = cli.print.as_deref().map(|f| compile("--print", f)).transpose()?;
         let submit = cli.submit.then(|| -> Result<Submit, Error> {
             Ok(Submit {
@@ -241,33 +228,7 @@ impl Config {
             crate::file::check_writable(file).map_err(|e| usage("--output", e))?;
         }
 
-        if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
-            return Err(usage("--interval-max", format!("{max} is shorter than --interval {}", cli.interval)));
-        }
-        if *cli.backoff_max < *cli.backoff {
-            return Err(usage(
-                "--backoff-max",
-                format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff),
-            ));
-        }
-
-        let policy = Policy {
-            interval: *cli.interval,
-            backoff: *cli.backoff,
-            backoff_max: *cli.backoff_max,
-            jitter: match cli.jitter {
-                JitterArg::Equal => Jitter::Equal,
-                JitterArg::Full => Jitter::Full,
-                JitterArg::None => Jitter::None,
-            },
-            retries: cli.retries,
-            retry_on: cli.retry_on,
-            idempotent,
-            retry_non_idempotent: cli.retry_non_idempotent,
-            keyed,
-            stable: cli.stable,
-            interval_max: cli.interval_max.map(|max| *max),
-        };
+        let policy = policy(&cli, idempotent, keyed)?;
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
 
         Ok(Config {
@@ -281,7 +242,7 @@ impl Config {
                 max_body: cli.max_body.0,
                 insecure: cli.insecure,
                 cacert,
-                unix_socket: cli.unix_socket,
+                unix_socket: cli.unix_socket.take(),
             },
             conditional: !cli.no_conditional,
             conditions,
@@ -291,22 +252,74 @@ impl Config {
             idempotency_key: key.filter(|_| keyed),
             timeout,
             any: cli.any,
-            output_file: cli.output,
-            style: Style {
-                verbose: cli.verbose,
-                quiet: cli.quiet,
-                json: cli.log_format == LogFormatArg::Json,
-                color: match cli.color {
-                    ColorArg::Auto => ColorChoice::Auto,
-                    ColorArg::Always => ColorChoice::Always,
-                    ColorArg::Never => ColorChoice::Never,
-                },
-                github: github_actions(cli.ci),
-                gitlab: gitlab_ci(cli.ci),
-                deadline: timeout,
-            },
+            output_file: cli.output.take(),
+            style: style(&cli, timeout),
             limits,
         })
+    }
+}
+
+/// The filters of `--until`, `--fail-when` and `--show`, with `--submit`'s
+/// built-ins for what the user did not give.
+fn conditions(cli: &Cli) -> Result<Conditions, Error> {
+    let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
+    let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
+    // With --submit, what the user did not give is built in.
+    let or_builtin = |filter: Option<Filter>, flag: &str, builtin: &str| match filter {
+        None if cli.submit => compile(flag, builtin).map(Some),
+        filter => Ok(filter),
+    };
+    Ok(Conditions {
+        builtin_until: cli.submit && until.is_none(),
+        builtin_fail_when: cli.submit && fail_when.is_none(),
+        until: or_builtin(until, "--until", BUILTIN_DONE)?,
+        fail_when: or_builtin(fail_when, "--fail-when", BUILTIN_FAILED)?,
+        show: given("--show", &cli.show)?,
+    })
+}
+
+/// The schedule and retry rules `decide()` follows.
+fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
+    if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
+        return Err(usage("--interval-max", format!("{max} is shorter than --interval {}", cli.interval)));
+    }
+    if *cli.backoff_max < *cli.backoff {
+        return Err(usage("--backoff-max", format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff)));
+    }
+
+    Ok(Policy {
+        interval: *cli.interval,
+        backoff: *cli.backoff,
+        backoff_max: *cli.backoff_max,
+        jitter: match cli.jitter {
+            JitterArg::Equal => Jitter::Equal,
+            JitterArg::Full => Jitter::Full,
+            JitterArg::None => Jitter::None,
+        },
+        retries: cli.retries,
+        retry_on: cli.retry_on.clone(),
+        idempotent,
+        retry_non_idempotent: cli.retry_non_idempotent,
+        keyed,
+        stable: cli.stable,
+        interval_max: cli.interval_max.map(|max| *max),
+    })
+}
+
+/// How the run reports: `-v`, `-q`, the log format, colour and the CI it runs in.
+fn style(cli: &Cli, timeout: Option<Duration>) -> Style {
+    Style {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+        json: cli.log_format == LogFormatArg::Json,
+        color: match cli.color {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        },
+        github: github_actions(cli.ci),
+        gitlab: gitlab_ci(cli.ci),
+        deadline: timeout,
     }
 }
 
