@@ -2,7 +2,10 @@
 //! HTTP/1.1, one thread per connection, answers from prebuilt bytes so that it
 //! is never the bottleneck (`wrk -t1 -c1` measures its one-connection limit).
 //!
-//!     cargo run --release --example jobserver -- [PORT]
+//!     cargo run --release --example jobserver -- [PORT] [--unix PATH]
+//!
+//! With `--unix PATH` it also serves the same routes on a Unix socket at PATH
+//! (for `poll --unix-socket`, as docs/guide/ci.md shows).
 //!
 //! Routes:
 //!   GET /job          {"status":"pending","n":N} until N reaches the target, then {"status":"done","n":N}
@@ -16,10 +19,13 @@
 //!                     $JOBSERVER_TOKEN_TTL, else 3600)
 //!   GET /private/job  as /job, but only with `Authorization: Bearer T` for a token made above
 //!                     and not expired; 401 otherwise (counted in /stats as "refused")
+//!   GET /containers/db/json   Docker's container inspect: State.Health.Status "starting" until the
+//!                     /job counter reaches its target, then "healthy" (/containers/bad/json: "unhealthy")
 //!   anything else     404
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -49,18 +55,39 @@ fn main() {
         println!("listening on {addr}");
     }
     let counters = Arc::new(Counters::default());
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(path) = args.iter().position(|a| a == "--unix").and_then(|i| args.get(i + 1)) {
+        let _ = std::fs::remove_file(path);
+        let unix = match UnixListener::bind(path) {
+            Ok(unix) => unix,
+            Err(e) => {
+                eprintln!("jobserver: cannot listen on {path}: {e}");
+                std::process::exit(1);
+            }
+        };
+        println!("listening on {path}");
+        let counters = Arc::clone(&counters);
+        std::thread::spawn(move || {
+            for stream in unix.incoming().flatten() {
+                counters.connections.fetch_add(1, Ordering::Relaxed);
+                let counters = Arc::clone(&counters);
+                let Ok(writer) = stream.try_clone() else { continue };
+                std::thread::spawn(move || serve(stream, writer, &counters));
+            }
+        });
+    }
     for stream in listener.incoming().flatten() {
         counters.connections.fetch_add(1, Ordering::Relaxed);
         let counters = Arc::clone(&counters);
-        std::thread::spawn(move || serve(stream, &counters));
+        let _ = stream.set_nodelay(true);
+        let Ok(writer) = stream.try_clone() else { continue };
+        std::thread::spawn(move || serve(stream, writer, &counters));
     }
 }
 
-fn serve(stream: TcpStream, counters: &Counters) {
-    let _ = stream.set_nodelay(true);
-    let Ok(read_half) = stream.try_clone() else { return };
+/// Serves one connection, TCP or Unix: `read_half` and `writer` are the same socket.
+fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
     let mut reader = BufReader::with_capacity(16 * 1024, read_half);
-    let mut writer = stream;
     let mut line = String::new();
     let mut reply = Vec::with_capacity(512);
     loop {
@@ -136,6 +163,15 @@ fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static s
             ("200 OK", format!(r#"{{"target":{n}}}"#))
         }
         "/ok" => ("200 OK", r#"{"status":"done","n":1}"#.to_string()),
+        "/containers/db/json" | "/containers/bad/json" => {
+            let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
+            let ended = if path == "/containers/db/json" { "healthy" } else { "unhealthy" };
+            let health = if n >= counters.target.load(Ordering::Relaxed) { ended } else { "starting" };
+            let body = format!(
+                r#"{{"Id":"4f2c","Name":"/db","State":{{"Status":"running","Running":true,"Health":{{"Status":"{health}","FailingStreak":0}}}}}}"#
+            );
+            ("200 OK", body)
+        }
         "/hang" => {
             std::thread::sleep(std::time::Duration::from_secs(60));
             ("200 OK", r#"{"status":"late"}"#.to_string())
