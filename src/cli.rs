@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED};
+use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS};
 use crate::error::EXIT_CODES;
 use crate::text::printable;
 use crate::{breaker, parse, policy, request};
@@ -61,7 +61,7 @@ pub(crate) fn after_long_help() -> String {
     format!(
         "{examples}\n\n\
          Built-in conditions of --submit (--until and --fail-when replace them one by one):\n  \
-         done:   {BUILTIN_DONE}\n          or the status URL answers a non-202 2xx without a JSON body\n  \
+         done:   {BUILTIN_DONE}\n          or the status URL answers a non-202 2xx without a JSON body, or (Location mode, ARM)\n          a resource for which this is not true: {BUILTIN_IN_PROGRESS}\n  \
          failed: {BUILTIN_FAILED}\n\n\
          Exit codes:{codes}"
     )

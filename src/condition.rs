@@ -10,14 +10,23 @@ use serde::Deserialize as _;
 use crate::policy::{Phase, Verdict};
 use crate::text::shorten;
 
-/// `--submit`'s built-in done test, as the jq users can copy and adapt: an
-/// Azure/ARM `status` that says it succeeded (any letter case), or a Google
-/// AIP-151 operation that is `done` without an `error`.
-pub const BUILTIN_DONE: &str = r#"any(.status? | strings | ascii_downcase; . == "succeeded" or . == "success" or . == "completed" or . == "done") or (.done? == true and .error? == null)"#;
+/// `--submit`'s built-in done test, as the jq users can copy and adapt: a
+/// Google AIP-151 operation that is `done` without an `error`, or a status
+/// word (the first string of `.status`, `.properties.provisioningState`,
+/// `.state`, in any letter case) that says it succeeded, unless a GitHub
+/// `.conclusion` says otherwise.
+pub const BUILTIN_DONE: &str = r#"if (.done? | type) == "boolean" then .done and .error? == null else first((.status?, .properties?.provisioningState?, .state?) | strings | ascii_downcase) as $w | ($w == "succeeded" or $w == "success" or $w == "completed" or $w == "complete" or $w == "done") and all(.conclusion? | strings; . == "success" or . == "neutral" or . == "skipped") end"#;
 
-/// `--submit`'s built-in failure test (exit 4): a `status` that says it failed
-/// or was cancelled, or an AIP-151 operation that is `done` with an `error`.
-pub const BUILTIN_FAILED: &str = r#"any(.status? | strings | ascii_downcase; . == "failed" or . == "failure" or . == "canceled" or . == "cancelled" or . == "error") or (.done? == true and .error? != null)"#;
+/// `--submit`'s built-in failure test (exit 4): an AIP-151 operation `done`
+/// with an `error`, a status word that says it failed or was cancelled, or a
+/// done word whose GitHub `.conclusion` is not `success`, `neutral` or `skipped`.
+pub const BUILTIN_FAILED: &str = r#"if (.done? | type) == "boolean" then .done and .error? != null else first((.status?, .properties?.provisioningState?, .state?) | strings | ascii_downcase) as $w | ($w == "failed" or $w == "failure" or $w == "canceled" or $w == "cancelled" or $w == "error" or $w == "errored" or $w == "timed_out" or $w == "timedout" or $w == "aborted" or $w == "rejected" or $w == "expired" or $w == "terminated") or (($w == "succeeded" or $w == "success" or $w == "completed" or $w == "complete" or $w == "done") and any(.conclusion? | strings; . != "success" and . != "neutral" and . != "skipped")) end"#;
+
+/// Whether a resource (ARM's Location mode) says it is still in progress:
+/// its word read `.properties.provisioningState` first, since its `.status`
+/// may mean something else (a machine's power state). Such a body is never
+/// done, in any mode.
+pub const BUILTIN_IN_PROGRESS: &str = r#".done? == false or ((.done? | type) != "boolean" and (first((.properties?.provisioningState?, .status?, .state?) | strings | ascii_downcase) as $w | ["running", "inprogress", "in_progress", "in-progress", "pending", "queued", "notstarted", "not_started", "new", "created", "submitted", "started", "starting", "accepted", "initializing", "preparing", "processing", "provisioning", "building", "deploying", "creating", "updating", "deleting", "retrying", "waiting", "scheduled"] | index($w) != null))"#;
 
 type Data = JustLut<Val>;
 
@@ -225,6 +234,9 @@ pub struct Conditions {
     pub builtin_until: bool,
     /// `--fail-when` is `--submit`'s built-in failure test.
     pub builtin_fail_when: bool,
+    /// With the built-in done test: [`BUILTIN_IN_PROGRESS`], which keeps a
+    /// resource in Location mode from being done while it says it runs.
+    pub in_progress: Option<Filter>,
 }
 
 /// What the filters said of one 2xx body.
@@ -252,11 +264,17 @@ impl Conditions {
                 // Before the Location rule below: a 202 is "still running" in every mode.
                 Verdict::Met | Verdict::NotJson | Verdict::NotMet if status == 202 => Verdict::NotMet,
                 Verdict::NotJson if self.builtin_until => Verdict::Met,
-                Verdict::NotMet if self.builtin_until && location => Verdict::Met,
+                Verdict::NotMet if self.builtin_until && location && !self.in_progress(body) => Verdict::Met,
                 verdict => verdict,
             };
         }
         judgement
+    }
+
+    /// Whether a resource's body says it is still in progress.
+    fn in_progress(&self, body: &[u8]) -> bool {
+        let input = Input::parse(body);
+        matches!((&self.in_progress, input), (Some(filter), Some(input)) if filter.holds(&input) == Ok(true))
     }
 
     /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,

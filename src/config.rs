@@ -11,7 +11,7 @@ use base64::Engine as _;
 
 use crate::breaker;
 use crate::cli::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, Conditions, Filter};
+use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS, Conditions, Filter};
 use crate::credentials::Credentials;
 use crate::error::Error;
 use crate::output::{ColorChoice, Style};
@@ -271,6 +271,7 @@ fn conditions(cli: &Cli) -> Result<Conditions, Error> {
     };
     Ok(Conditions {
         builtin_until: cli.submit && until.is_none(),
+        in_progress: (cli.submit && until.is_none()).then(|| compile("--until", BUILTIN_IN_PROGRESS)).transpose()?,
         builtin_fail_when: cli.submit && fail_when.is_none(),
         until: or_builtin(until, "--until", BUILTIN_DONE)?,
         fail_when: or_builtin(fail_when, "--fail-when", BUILTIN_FAILED)?,

@@ -6,7 +6,7 @@
 use clap_complete::Shell;
 
 use crate::cli::{self, Generate};
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED};
+use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS};
 use crate::error::EXIT_CODES;
 
 /// The file `kind` names, as bytes.
@@ -56,7 +56,11 @@ fn extra_sections() -> String {
     }
     roff.push_str(".PP\nWith \\fB\\-\\-fallback\\fR, a run that ends with 1, 5 or 6 prints the fallback body on stdout; the exit status is unchanged.\n");
     roff.push_str(".SH \"BUILT-IN CONDITIONS\"\nWith \\fB\\-\\-submit\\fR, the status polls are done and failed by these jq filters; \\fB\\-\\-until\\fR replaces the first and \\fB\\-\\-fail\\-when\\fR the second:\n");
-    for (name, filter) in [("done", BUILTIN_DONE), ("failed (exit 4)", BUILTIN_FAILED)] {
+    for (name, filter) in [
+        ("done", BUILTIN_DONE),
+        ("failed (exit 4)", BUILTIN_FAILED),
+        ("in progress (never done; in Location mode, a resource that is not in progress is done)", BUILTIN_IN_PROGRESS),
+    ] {
         roff.push_str(&format!(".TP\n{name}\n.nf\n{}\n.fi\n", escape(filter)));
     }
     roff.push_str(".PP\nA 202 from the status URL is never done; with the built-in done test, a non-202 2xx without a JSON body is.\n");

@@ -349,7 +349,7 @@ fn the_builtin_submit_conditions_read_azure_arm_and_aip_151() {
     use poll::condition::{BUILTIN_DONE, BUILTIN_FAILED};
     let (done, failed) = (filter(BUILTIN_DONE), filter(BUILTIN_FAILED));
     #[rustfmt::skip] // One row per line: the table is the test.
-    let rows: [(&str, bool, bool); 16] = [
+    let rows: [(&str, bool, bool); 27] = [
         (r#"{"status":"Succeeded"}"#, true, false),
         (r#"{"status":"SUCCESS"}"#, true, false),
         (r#"{"status":"completed"}"#, true, false),
@@ -366,9 +366,42 @@ fn the_builtin_submit_conditions_read_azure_arm_and_aip_151() {
         (r#"{"done":false}"#, false, false),
         (r#"{"status":7}"#, false, false),
         ("[1,2]", false, false),
+        // The contract's five steps: more words, ARM's provisioningState, GitHub's conclusion.
+        (r#"{"status":"running"}"#, false, false),
+        (r#"{"status":"in_progress"}"#, false, false),
+        (r#"{"properties":{"provisioningState":"Succeeded"}}"#, true, false),
+        (r#"{"properties":{"provisioningState":"Creating"}}"#, false, false),
+        (r#"{"properties":{"provisioningState":"Failed"}}"#, false, true),
+        (r#"{"status":"completed","conclusion":"failure"}"#, false, true),
+        (r#"{"status":"completed","conclusion":"cancelled"}"#, false, true),
+        (r#"{"status":"completed","conclusion":"skipped"}"#, true, false),
+        (r#"{"status":"completed","conclusion":null}"#, true, false),
+        (r#"{"status":"timed_out"}"#, false, true),
+        (r#"{"state":"TERMINATED"}"#, false, true),
     ];
     for (body, is_done, is_failed) in rows {
         assert_eq!(done.holds(&input(body)), Ok(is_done), "done on {body}");
         assert_eq!(failed.holds(&input(body)), Ok(is_failed), "failed on {body}");
+    }
+}
+
+#[test]
+fn a_resource_in_progress_reads_its_provisioning_state_before_its_status() {
+    use poll::condition::BUILTIN_IN_PROGRESS;
+    let running = filter(BUILTIN_IN_PROGRESS);
+    #[rustfmt::skip]
+    let rows: [(&str, bool); 8] = [
+        (r#"{"status":"running"}"#, true),
+        (r#"{"status":"Queued"}"#, true),
+        (r#"{"properties":{"provisioningState":"Updating"},"status":"Stopped"}"#, true),
+        // A VM's power state is its `.status`; its provisioningState says it exists.
+        (r#"{"properties":{"provisioningState":"Succeeded"},"status":"Running"}"#, false),
+        (r#"{"name":"vm-1"}"#, false),
+        (r#"{"done":false}"#, true),
+        (r#"{"done":true}"#, false),
+        ("[1]", false),
+    ];
+    for (body, want) in rows {
+        assert_eq!(running.holds(&input(body)), Ok(want), "{body}");
     }
 }

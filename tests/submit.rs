@@ -342,10 +342,38 @@ fn arm_location_mode_is_done_on_the_first_non_202_2xx_without_json() {
 }
 
 #[test]
+fn a_job_at_a_location_that_says_running_is_polled_until_it_says_succeeded() {
+    // The most common non-Azure shape: POST /jobs -> 202 + Location, then the job's own status.
+    let server = job_api_hit(
+        vec![Reply::status(202).header("Location", "/ops/1")],
+        vec![Reply::json(200, r#"{"status":"running"}"#), Reply::json(200, r#"{"status":"succeeded","id":1}"#)],
+        1,
+        2,
+    );
+    let out = poll().args(["--submit", "-d", "{}", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"status":"succeeded","id":1}"#);
+}
+
+#[test]
+fn a_github_run_completed_with_a_failing_conclusion_is_a_failure() {
+    let run = r#"{"status":"completed","conclusion":"failure"}"#;
+    let server = job_api_hit(
+        vec![Reply::status(202).header("Location", "/ops/1")],
+        vec![Reply::json(200, r#"{"status":"in_progress","conclusion":null}"#), Reply::json(200, run)],
+        1,
+        2,
+    );
+    let out = poll().args(["--submit", "-d", "{}", "-i", "10ms", &server.url("/jobs")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(out.stdout, run.as_bytes());
+}
+
+#[test]
 fn in_location_mode_the_resource_itself_is_done_whatever_its_status_field() {
     // ARM answers the Location URL with the resource once it exists: a VM whose
-    // `status` is its power state, "Running", which no operation monitor would mean.
-    let vm = r#"{"name":"vm-1","status":"Running"}"#;
+    // `status` is its power state, "Running"; its provisioningState is read first.
+    let vm = r#"{"name":"vm-1","properties":{"provisioningState":"Succeeded"},"status":"Running"}"#;
     let server =
         job_api(vec![Reply::status(202).header("Location", "/ops/1")], vec![Reply::status(202), Reply::json(200, vm)]);
     let out = poll()
