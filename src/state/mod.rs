@@ -63,6 +63,12 @@ pub(crate) trait Store: Send {
     fn notes(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// While the store is left alone after a failed step: whether a step is
+    /// worth trying before the back-off ends, asking within `timeout` (a
+    /// Sentinel that names a new master).
+    fn worth_a_try(&mut self, _timeout: Duration) -> bool {
+        false
+    }
 }
 
 /// What a loop asks before an attempt.
@@ -233,18 +239,20 @@ impl Shared {
         step: impl FnOnce(&mut dyn Store, Duration) -> Result<R, String>,
     ) -> Result<Option<R>, Error> {
         let Some(store) = &self.store else { return Ok(None) };
-        if let Some(until) = lock(&self.away).until
+        let timeout = left.map_or(STEP_TIMEOUT, |left| left.min(STEP_TIMEOUT));
+        let mut store = lock(store);
+        let until = lock(&self.away).until;
+        if let Some(until) = until
             && Instant::now() < until
+            && !store.worth_a_try(timeout)
         {
-            let name = lock(store).name();
             detail(&format!(
-                "--state {name} is left alone for {} more (--state-fail open)",
-                human(until - Instant::now())
+                "--state {} is left alone for {} more (--state-fail open)",
+                store.name(),
+                human(until.saturating_duration_since(Instant::now()))
             ));
             return Ok(None);
         }
-        let mut store = lock(store);
-        let timeout = left.map_or(STEP_TIMEOUT, |left| left.min(STEP_TIMEOUT));
         let result = step(store.as_mut(), timeout);
         for note in store.notes() {
             warn(&note);
