@@ -217,6 +217,18 @@ impl Redis {
         assert!(status.success(), "kill {which} {pid}");
     }
 
+    /// How often `command` (as `INFO commandstats` names it, e.g. `evalsha`) ran.
+    pub fn calls(&self, command: &str) -> u64 {
+        let stats: String = self.query(&["INFO", "commandstats"]);
+        let line = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
@@ -244,4 +256,301 @@ pub fn state_key(key: &str, part: &str) -> String {
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local_addr").port()
+}
+
+/// How long a new cluster or Sentinel group gets to agree on its state.
+const SETTLE_WAIT: Duration = Duration::from_secs(30);
+
+/// Polls `check` every 20 ms until it holds or `SETTLE_WAIT` passes.
+fn settle(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + SETTLE_WAIT;
+    while !check() {
+        assert!(Instant::now() < deadline, "{what} after {SETTLE_WAIT:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A three-master Redis Cluster on free loopback ports, no replicas: three
+/// redis-servers with `--cluster-enabled yes`, joined by `redis-cli --cluster
+/// create`. Each node is stopped by its PID when the cluster is dropped.
+pub struct Cluster {
+    nodes: Vec<Redis>,
+}
+
+impl Cluster {
+    pub fn start() -> Option<Cluster> {
+        Cluster::start_with(None)
+    }
+
+    /// Every node wants `password` (`--requirepass`, and `--masterauth` for each other).
+    pub fn with_password(password: &str) -> Option<Cluster> {
+        Cluster::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> Option<Cluster> {
+        if !super::have_tool("redis-server", "apt-get install redis-server")
+            || !super::have_tool("redis-cli", "apt-get install redis-tools")
+        {
+            return None;
+        }
+        let mut args: Vec<String> =
+            ["--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file", "nodes.conf"]
+                .map(str::to_string)
+                .to_vec();
+        if let Some(password) = password {
+            args.extend(["--masterauth".to_string(), password.to_string()]);
+        }
+        let nodes: Vec<Redis> =
+            (0..3).map(|_| Redis::start_with(Listen::Plain, password, &args).expect("redis-server is there")).collect();
+        let mut create = Command::new("redis-cli");
+        if let Some(password) = password {
+            create.args(["--no-auth-warning", "-a", password]);
+        }
+        create.arg("--cluster").arg("create");
+        create.args(nodes.iter().map(|node| format!("127.0.0.1:{}", node.port())));
+        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).output().expect("run redis-cli");
+        assert!(out.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        let cluster = Cluster { nodes };
+        settle("the cluster is not ok", || {
+            cluster.nodes.iter().all(|node| {
+                let info: String = node.query(&["CLUSTER", "INFO"]);
+                let slots: Vec<redis::Value> = node.query(&["CLUSTER", "SLOTS"]);
+                info.contains("cluster_state:ok") && slots.len() == 3
+            })
+        });
+        Some(cluster)
+    }
+
+    pub fn node(&self, i: usize) -> &Redis {
+        &self.nodes[i]
+    }
+
+    /// `redis://127.0.0.1:PORT` of node `i`.
+    pub fn url(&self, i: usize) -> String {
+        self.nodes[i].url()
+    }
+
+    /// The slot of `key`, as the cluster computes it (`CLUSTER KEYSLOT`).
+    pub fn keyslot(&self, key: &str) -> u16 {
+        self.nodes[0].query(&["CLUSTER", "KEYSLOT", key])
+    }
+
+    /// The node that serves `slot` now, as node 0 sees it.
+    pub fn owner(&self, slot: u16) -> usize {
+        let ranges: Vec<Vec<redis::Value>> = self.nodes[0].query(&["CLUSTER", "SLOTS"]);
+        let int = |value: Option<&redis::Value>| match value {
+            Some(redis::Value::Int(n)) => *n,
+            _ => -1,
+        };
+        let port = ranges.iter().find_map(|range| {
+            let Some(redis::Value::Array(master)) = range.get(2) else { return None };
+            (int(range.first())..=int(range.get(1))).contains(&i64::from(slot)).then(|| int(master.get(1)))
+        });
+        self.nodes.iter().position(|node| Some(i64::from(node.port())) == port).expect("a node serves the slot")
+    }
+
+    fn id(&self, i: usize) -> String {
+        self.nodes[i].query(&["CLUSTER", "MYID"])
+    }
+
+    /// Moves `slot` from node `from` to node `to` as `redis-cli --cluster reshard`
+    /// does: IMPORTING and MIGRATING, MIGRATE of its keys, then NODE on every
+    /// node. Between MIGRATE and NODE the slot stays half-moved for `hold`, as
+    /// a slot with many keys would: clients get ASK and TRYAGAIN meanwhile.
+    pub fn migrate(&self, slot: u16, from: usize, to: usize, hold: Duration) {
+        let (slot, from_id, to_id) = (slot.to_string(), self.id(from), self.id(to));
+        let ok = |node: usize, args: &[&str]| {
+            let reply: String = self.nodes[node].query(args);
+            assert_eq!(reply, "OK", "{args:?} on node {node}");
+        };
+        ok(to, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        ok(from, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        let keys: Vec<String> = self.nodes[from].query(&["CLUSTER", "GETKEYSINSLOT", &slot, "1000"]);
+        if !keys.is_empty() {
+            let port = self.nodes[to].port().to_string();
+            let mut args = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000"];
+            if let Some(password) = &self.nodes[to].password {
+                args.extend(["AUTH", password]);
+            }
+            args.push("KEYS");
+            args.extend(keys.iter().map(String::as_str));
+            ok(from, &args);
+        }
+        std::thread::sleep(hold);
+        for node in [to, from].into_iter().chain((0..self.nodes.len()).filter(|n| *n != to && *n != from)) {
+            ok(node, &["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+    }
+
+    /// Every key on every node, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.nodes.iter().flat_map(Redis::keys).collect();
+        keys.sort();
+        keys
+    }
+
+    /// `[node][command] -> calls` from each node's `INFO commandstats`, e.g. `evalsha`.
+    pub fn calls(&self, command: &str) -> Vec<u64> {
+        self.nodes.iter().map(|node| node.calls(command)).collect()
+    }
+}
+
+/// A Sentinel group: a master, a replica of it and one Sentinel that watches
+/// them under the name [`SentinelGroup::MASTER`], quick to fail over (the master
+/// counts as down after 1 s). Each is stopped by its PID when dropped.
+pub struct SentinelGroup {
+    pub master: Redis,
+    pub replica: Redis,
+    sentinel: Sentinel,
+}
+
+impl SentinelGroup {
+    pub const MASTER: &str = "poll-test";
+
+    pub fn start() -> Option<SentinelGroup> {
+        SentinelGroup::start_with(None)
+    }
+
+    /// The master and the replica want `password`; the Sentinel does not.
+    pub fn with_password(password: &str) -> Option<SentinelGroup> {
+        SentinelGroup::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> Option<SentinelGroup> {
+        if !super::have_tool("redis-server", "apt-get install redis-server") {
+            return None;
+        }
+        let master = Redis::start_with(Listen::Plain, password, &[]).expect("redis-server is there");
+        let mut args = vec!["--replicaof".to_string(), "127.0.0.1".to_string(), master.port().to_string()];
+        if let Some(password) = password {
+            args.extend(["--masterauth".to_string(), password.to_string()]);
+        }
+        let replica = Redis::start_with(Listen::Plain, password, &args).expect("redis-server is there");
+        settle("the replica is not in sync", || {
+            let info: String = replica.query(&["INFO", "replication"]);
+            info.contains("master_link_status:up")
+        });
+        let sentinel = Sentinel::start(master.port(), password);
+        let group = SentinelGroup { master, replica, sentinel };
+        settle("the Sentinel does not know the replica", || {
+            let replicas: Vec<redis::Value> = group.sentinel.query(&["SENTINEL", "REPLICAS", Self::MASTER]);
+            group.master_port() == Some(group.master.port()) && replicas.len() == 1
+        });
+        Some(group)
+    }
+
+    /// `redis+sentinel://127.0.0.1:PORT/poll-test`.
+    pub fn url(&self) -> String {
+        format!("redis+sentinel://127.0.0.1:{}/{}", self.sentinel.port, Self::MASTER)
+    }
+
+    /// `redis+sentinel://USERINFO@127.0.0.1:PORT/poll-test`.
+    pub fn url_with(&self, userinfo: &str) -> String {
+        format!("redis+sentinel://{userinfo}@127.0.0.1:{}/{}", self.sentinel.port, Self::MASTER)
+    }
+
+    pub fn sentinel_port(&self) -> u16 {
+        self.sentinel.port
+    }
+
+    /// The port of the master the Sentinel names now.
+    pub fn master_port(&self) -> Option<u16> {
+        let addr: Option<(String, u16)> = self.sentinel.query(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", Self::MASTER]);
+        addr.map(|(_, port)| port)
+    }
+
+    /// What the Sentinel logged so far.
+    pub fn sentinel_log(&self) -> String {
+        std::fs::read_to_string(self.sentinel.dir.join("sentinel.log")).unwrap_or_default()
+    }
+}
+
+/// `redis-server CONFIG --sentinel` (Debian's redis-server package runs Sentinel this way).
+struct Sentinel {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Sentinel {
+    fn start(master_port: u16, password: Option<&str>) -> Sentinel {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "poll-sentinel-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let port = free_port();
+            let name = SentinelGroup::MASTER;
+            let mut conf = format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                 sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {name} 1000\n\
+                 sentinel failover-timeout {name} 2000\n\
+                 sentinel parallel-syncs {name} 1\n",
+                dir = dir.display()
+            );
+            if let Some(password) = password {
+                conf.push_str(&format!("sentinel auth-pass {name} {password}\n"));
+            }
+            let file = dir.join("sentinel.conf");
+            std::fs::write(&file, conf).expect("write sentinel.conf");
+            let child = Command::new("redis-server")
+                .arg(&file)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server --sentinel");
+            let mut sentinel = Sentinel { child: Some(child), port, dir: dir.clone() };
+            let deadline = Instant::now() + READY_WAIT;
+            loop {
+                if let Some(Ok(Some(status))) = sentinel.child.as_mut().map(Child::try_wait) {
+                    sentinel.child = None;
+                    last = format!("the Sentinel exited with {status}");
+                    break;
+                }
+                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                    return sentinel;
+                }
+                if Instant::now() > deadline {
+                    last = format!("the Sentinel is not accepting on port {port} after {READY_WAIT:?}");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            sentinel.stop();
+        }
+        panic!("the Sentinel did not start after {PORT_TRIES} tries: {last}");
+    }
+
+    fn query<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        let url = format!("redis://127.0.0.1:{}", self.port);
+        let mut connection =
+            redis::Client::open(url.as_str()).and_then(|c| c.get_connection()).expect("connect to the Sentinel");
+        cmd.query(&mut connection).unwrap_or_else(|e| panic!("sentinel {args:?}: {e}"))
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -71,9 +71,9 @@ pub(crate) const BREAKER_KEPT: Duration = Duration::from_secs(60 * 60);
 /// How long a last good body is kept after it was written.
 pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// The most servers one step is sent to (redirections, a new master): a
-/// cluster whose nodes send each other's clients back and forth is broken.
-const MAX_TRIES: usize = 8;
+/// The most servers one step is sent to (redirections, a new master) between
+/// two pauses: a cluster whose nodes send each other's clients back and forth is broken.
+const MAX_HOPS: usize = 8;
 /// A `TRYAGAIN` (a slot being migrated) or `CLUSTERDOWN` is tried again
 /// after this pause, doubled each time up to [`PAUSE_MAX`], within the step's time.
 const PAUSE_START: Duration = Duration::from_millis(5);
@@ -235,8 +235,9 @@ impl RedisStore {
         let mut asking = None;
         let mut pause = PAUSE_START;
         let mut made_again = Vec::new();
-        let mut last = None;
-        for _ in 0..MAX_TRIES {
+        // Redirections since the last pause: nodes that keep sending a step to each other are broken.
+        let mut hops = 0;
+        loop {
             let (addr, ask) = match asking.take() {
                 Some(addr) => (addr, true),
                 None => (self.target(deadline, call.slot)?, false),
@@ -246,19 +247,18 @@ impl RedisStore {
                 Ok(value) => return Ok(value),
                 Err(e) => e,
             };
-            let over = Instant::now() >= deadline || e.is_timeout();
+            if Instant::now() >= deadline || e.is_timeout() || hops >= MAX_HOPS {
+                self.failed(&addr);
+                return Err(e.into());
+            }
+            hops += 1;
             match e.kind() {
-                _ if over => {
-                    self.failed(&addr);
-                    return Err(e.into());
-                }
-                ErrorKind::Server(ServerErrorKind::Moved) => match e.redirect_node() {
-                    Some((to, slot)) => match cluster::redirected(to, &addr) {
-                        Some(to) => self.moved(slot, to),
+                ErrorKind::Server(ServerErrorKind::Moved) => {
+                    match e.redirect_node().and_then(|(to, slot)| Some((cluster::redirected(to, &addr)?, slot))) {
+                        Some((to, slot)) => self.moved(slot, to),
                         None => return Err(e.into()),
-                    },
-                    None => return Err(e.into()),
-                },
+                    }
+                }
                 ErrorKind::Server(ServerErrorKind::Ask) => {
                     match e.redirect_node().and_then(|(to, _)| cluster::redirected(to, &addr)) {
                         Some(to) => asking = Some(to),
@@ -273,6 +273,7 @@ impl RedisStore {
                 ) => {
                     std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
                     pause = (pause * 2).min(PAUSE_MAX);
+                    hops = 0;
                 }
                 ErrorKind::Server(ServerErrorKind::ReadOnly) => {
                     if let Some(node) = self.nodes.get_mut(&addr) {
@@ -292,9 +293,7 @@ impl RedisStore {
                 }
                 _ => return Err(e.into()),
             }
-            last = Some(e);
         }
-        Err(last.map_or_else(|| RedisError::from((ErrorKind::Client, "no server to send to")).into(), Failure::from))
     }
 
     /// The server at `addr`, made (not connected) if it is new.
