@@ -4,11 +4,12 @@
     python3 benches/bench.py            # full run, prints a Markdown table
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
-    python3 benches/bench.py --state    # the cost of --state: none, a file, redis:// (needs only redis-server)
+    python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
-(`apt-get install redis-server`), which it starts on a free loopback port and stops.
+(`apt-get install redis-server`, which brings redis-cli), which it starts on free loopback ports
+(one node, and a three-master cluster) and stops.
 Only 127.0.0.1 is contacted. The alternatives are interleaved round by round so that
 machine noise hits all alike.
 """
@@ -263,6 +264,9 @@ def several_main():
 class RedisServer:
     """A redis-server of the benchmark's own on a free loopback port, pinned like the rest."""
 
+    def __init__(self, extra=()):
+        self.extra = list(extra)
+
     def __enter__(self):
         self.dir = tempfile.mkdtemp(prefix="poll-bench-redis-")
         with socket.socket() as probe:
@@ -270,7 +274,7 @@ class RedisServer:
             self.port = probe.getsockname()[1]
         self.proc = subprocess.Popen(
             [*PIN, "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")],
+             "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log"), *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.time() + 10
@@ -302,6 +306,15 @@ class RedisServer:
                 reply += chunk
         return reply.decode(errors="replace")
 
+    def owns(self, slot):
+        """Whether this node serves `slot`, by its own CLUSTER NODES line."""
+        mine = next(line for line in self.command("CLUSTER", "NODES").splitlines() if "myself" in line)
+        for part in mine.split()[8:]:
+            first, _, last = part.partition("-")
+            if first.isdigit() and int(first) <= slot <= int(last or first):
+                return True
+        return False
+
     def calls(self):
         """{command: (calls, server µs)} since the last CONFIG RESETSTAT, commands run inside
         scripts included (those are not round trips)."""
@@ -309,35 +322,85 @@ class RedisServer:
         return {name: (int(calls), int(usec)) for name, calls, usec in stats}
 
 
+class RedisCluster:
+    """Three redis-servers with --cluster-enabled yes, joined by redis-cli --cluster create (no replicas),
+    pinned like the rest. poll is seeded at a node that does not hold the state key's slot."""
+
+    def __enter__(self):
+        self.nodes = []
+        try:
+            for _ in range(3):
+                node = RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
+                self.nodes.append(node.__enter__())
+            subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                            "--cluster-replicas", "0", "--cluster-yes"], check=True, stdout=subprocess.DEVNULL)
+            deadline = time.time() + 30
+            while not all("cluster_state:ok" in n.command("CLUSTER", "INFO") for n in self.nodes):
+                if time.time() > deadline:
+                    raise RuntimeError("the cluster is not ok")
+                time.sleep(0.05)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for node in self.nodes:
+            node.__exit__()
+
+    def seed_for(self, key):
+        """The URL of a node that does not serve `key`'s slot (the state key's hash tag)."""
+        slot = int(self.nodes[0].command("CLUSTER", "KEYSLOT", key).strip(":\r\n"))
+        owner = next(n for n in self.nodes if n.owns(slot))
+        return next(n for n in self.nodes if n is not owner).url
+
+    def command(self, *words):
+        for node in self.nodes:
+            node.command(*words)
+
+    def calls(self):
+        total = {}
+        for node in self.nodes:
+            for name, (calls, usec) in node.calls().items():
+                before = total.get(name, (0, 0))
+                total[name] = (before[0] + calls, before[1] + usec)
+        return total
+
+
 # What a client sends on its own (one round trip each); everything else in commandstats ran inside a script.
-CLIENT_COMMANDS = ("evalsha", "eval", "script|load", "auth", "select", "hello", "client|setinfo", "ping")
+CLIENT_COMMANDS = ("evalsha", "eval", "script|load", "auth", "select", "hello", "client|setinfo", "ping", "cluster|slots",
+                   "asking", "role")
 
 
 def state_overhead(server, polls, rounds):
-    """Tight polling with no --state, with --state FILE and with --state redis://, interleaved:
-    polls per second, and what the state costs per attempt. For Redis also the round trips
-    per attempt and the server's own time per script, from its commandstats."""
+    """Tight polling with no --state, with --state FILE, with --state redis:// and with a three-master
+    cluster, interleaved: polls per second, and what the state costs per attempt. For Redis also the
+    round trips per attempt and the server's own time per script, from its commandstats."""
     url = server.base + "/job"
     folder = tempfile.mkdtemp(prefix="poll-bench-state-")
     results = {}
     try:
-        with RedisServer() as redis:
+        with RedisServer() as redis, RedisCluster() as cluster:
+            stores = {"--state redis://": redis, "--state redis:// (cluster)": cluster}
+            origin = server.base
             kinds = {
                 "no --state": [],
                 "--state FILE": ["--state", os.path.join(folder, "api.state")],
                 "--state redis://": ["--state", redis.url],
+                "--state redis:// (cluster)": ["--state", cluster.seed_for(origin)],
             }
             walls = {kind: [] for kind in kinds}
             cpus = {kind: [] for kind in kinds}
-            trips, script_us = [], []
+            trips = {kind: [] for kind in stores}
+            script_us = {kind: [] for kind in stores}
             for _ in range(rounds):
                 for kind, flags in kinds.items():
                     if kind == "--state FILE":
                         for name in os.listdir(folder):
                             os.remove(os.path.join(folder, name))
-                    if kind == "--state redis://":
-                        redis.command("FLUSHALL")
-                        redis.command("CONFIG", "RESETSTAT")
+                    if kind in stores:
+                        stores[kind].command("FLUSHALL")
+                        stores[kind].command("CONFIG", "RESETSTAT")
                     server.reset(polls)
                     cmd = [POLL, "--until", '.status=="done"', "--interval", "0", "--timeout", "0", "--retries", "0",
                            *flags, url]
@@ -345,16 +408,17 @@ def state_overhead(server, polls, rounds):
                     assert code == 0, f"{kind} exited {code}"
                     walls[kind].append(wall)
                     cpus[kind].append(usage.ru_utime + usage.ru_stime)
-                    if kind == "--state redis://":
-                        calls = redis.calls()
-                        trips.append(sum(calls.get(name, (0, 0))[0] for name in CLIENT_COMMANDS) / polls)
+                    if kind in stores:
+                        calls = stores[kind].calls()
+                        trips[kind].append(sum(calls.get(name, (0, 0))[0] for name in CLIENT_COMMANDS) / polls)
                         evalsha = calls.get("evalsha", (1, 0))
-                        script_us.append(evalsha[1] / max(evalsha[0], 1))
+                        script_us[kind].append(evalsha[1] / max(evalsha[0], 1))
             for kind, samples in walls.items():
                 results[kind] = statistics.median(samples)
                 results[kind + " cpu"] = statistics.median(cpus[kind])
-            results["trips"] = statistics.median(trips)
-            results["script_us"] = statistics.median(script_us)
+            for kind in stores:
+                results[kind + " trips"] = statistics.median(trips[kind])
+                results[kind + " script_us"] = statistics.median(script_us[kind])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return results
@@ -362,32 +426,40 @@ def state_overhead(server, polls, rounds):
 
 def state_main(args):
     rounds, polls = (3, 500) if args.quick else (7, 2000)
-    if not shutil.which("redis-server"):
-        sys.exit("bench: `redis-server` is missing: apt-get install redis-server")
+    for tool in ("redis-server", "redis-cli"):
+        if not shutil.which(tool):
+            sys.exit(f"bench: `{tool}` is missing: apt-get install redis-server")
     build()
     with JobServer() as server:
         results = state_overhead(server, polls, rounds)
-    pinned = "job server, redis-server and poll pinned to CPU 0" if PIN else "not pinned (no taskset)"
+    pinned = "job server, redis-server(s) and poll pinned to CPU 0" if PIN else "not pinned (no taskset)"
     print(f"\nrounds={rounds} polls={polls} cpus={os.cpu_count()}, {pinned}\n")
     print("| tight polling, `--interval 0` | polls/s | µs per attempt | state's cost per attempt | poll's own CPU per attempt |")
     print("|---|---|---|---|---|")
     base = results["no --state"] / polls * 1e6
-    for kind in ("no --state", "--state FILE", "--state redis://"):
+    kinds = ("no --state", "--state FILE", "--state redis://", "--state redis:// (cluster)")
+    for kind in kinds:
         per = results[kind] / polls * 1e6
         extra = "-" if kind == "no --state" else f"{per - base:.1f} µs"
         cpu = results[kind + " cpu"] / polls * 1e6
         print(f"| {kind} | {polls / results[kind]:,.0f} | {per:.1f} | {extra} | {cpu:.1f} µs |")
-    trips = results["trips"]
+    one, many = "--state redis://", "--state redis:// (cluster)"
+    trips, cluster_trips = results[one + " trips"], results[many + " trips"]
     file_cost = results["--state FILE"] - results["no --state"]
-    redis_cost = results["--state redis://"] - results["no --state"]
+    redis_cost = results[one] - results["no --state"]
+    one_per, many_per = results[one] / polls * 1e6, results[many] / polls * 1e6
     print()
     print("| goal | figure | met |")
     print("|---|---|---|")
     print(f"| Redis: at most two round trips per attempt | {trips:.2f} round trips per attempt "
-          f"(the server's own time: {results['script_us']:.1f} µs per script) | {'yes' if trips <= 2.0 else '**no**'} |")
+          f"(the server's own time: {results[one + ' script_us']:.1f} µs per script) | {'yes' if trips <= 2.0 else '**no**'} |")
+    print(f"| Cluster: the round trips of one node | {cluster_trips:.2f} round trips per attempt, summed over the "
+          f"three nodes (one node: {trips:.2f}) | {'yes' if f'{cluster_trips:.2f}' == f'{trips:.2f}' else '**no**'} |")
+    print(f"| Cluster: the cost per attempt within 20% of one node's | {many_per:.1f} µs vs {one_per:.1f} µs per attempt "
+          f"({(many_per / one_per - 1) * 100:+.1f}%) | {'yes' if many_per <= one_per * 1.2 else '**no**'} |")
     print(f"| Redis at least as fast as the file (the Redis server on the same CPU) | {redis_cost / polls * 1e6:.1f} µs vs "
           f"{file_cost / polls * 1e6:.1f} µs per attempt | {'yes' if redis_cost <= file_cost else '**no**'} |")
-    redis_cpu, file_cpu = results["--state redis:// cpu"], results["--state FILE cpu"]
+    redis_cpu, file_cpu = results[one + " cpu"], results["--state FILE cpu"]
     print(f"| poll's own CPU with Redis at most the file's | {redis_cpu / polls * 1e6:.1f} µs vs {file_cpu / polls * 1e6:.1f} µs "
           f"per attempt | {'yes' if redis_cpu <= file_cpu else '**no**'} |")
 

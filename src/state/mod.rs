@@ -407,4 +407,55 @@ mod tests {
         assert_eq!(period, BACKOFF_MAX);
         assert_eq!(lock(&warnings).len(), 1, "one warning when it is left: {:?}", lock(&warnings));
     }
+
+    /// A store whose first step fails, and that says it is worth a try again
+    /// (as a Sentinel that names a new master) from its third ask on.
+    struct Comeback {
+        steps: usize,
+        asked: usize,
+    }
+
+    impl Store for Comeback {
+        fn name(&self) -> String {
+            "comeback".into()
+        }
+        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
+            self.steps += 1;
+            if self.steps == 1 { Err("down".into()) } else { Ok(Admission::Go { wait: 7, why: None }) }
+        }
+        fn record(&mut self, _: &str, _: &Report, _: Duration) -> Result<Option<Refusal>, String> {
+            Ok(None)
+        }
+        fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {
+            Ok(None)
+        }
+        fn worth_a_try(&mut self, timeout: Duration) -> bool {
+            assert_eq!(timeout, STEP_TIMEOUT);
+            self.asked += 1;
+            self.asked >= 3
+        }
+    }
+
+    #[test]
+    fn a_store_left_alone_is_tried_before_the_back_off_ends_when_it_says_it_is_worth_it() {
+        let shared = Shared::new(
+            Some(Box::new(Comeback { steps: 0, asked: 0 })),
+            None,
+            Settings::default(),
+            StateFail::Open,
+            Duration::ZERO,
+        );
+        let warnings = Mutex::new(Vec::new());
+        let warn = |w: &str| lock(&warnings).push(w.to_string());
+        let quiet = |_: &str| {};
+        let own = Ok(Admission::Go { wait: 0, why: None });
+        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "failed: its own limits");
+        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "left alone: not worth a try yet");
+        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "left alone: not worth a try yet");
+        assert_eq!(shared.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 7, why: None }), "tried early");
+        assert_eq!(lock(&shared.away).period, None, "back");
+        let warned = lock(&warnings).clone();
+        assert_eq!(warned.len(), 2, "{warned:?}");
+        assert_eq!(warned[1], "--state comeback: reachable again; the shared state is used again");
+    }
 }
