@@ -330,7 +330,12 @@ class RedisCluster:
         self.nodes = []
         try:
             for _ in range(3):
-                node = RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
+                # The bus port would be the port plus 10,000 (past 65,535 for a free port above 55,535).
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    bus = probe.getsockname()[1]
+                node = RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                    "--cluster-port", str(bus)])
                 self.nodes.append(node.__enter__())
             subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
                             "--cluster-replicas", "0", "--cluster-yes"], check=True, stdout=subprocess.DEVNULL)

@@ -9,8 +9,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use support::breaker::open_breaker;
-use support::process::{Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::{Cluster, SentinelGroup, free_port, state_key};
+use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
+use support::redis::{Cluster, SentinelGroup, certificates, free_port, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -248,6 +248,34 @@ fn a_cluster_with_a_password_takes_it_and_never_shows_it() {
     let err = stderr(&out);
     assert!(err.contains("Redis refused the user name or password") && !err.contains("wr0ng-pw"), "{err}");
     assert!(err.contains("redis://<redacted>@127.0.0.1"), "{err}");
+}
+
+/// TLS to every node, as to one: verified against the built-in roots plus
+/// `--cacert`, not at all with `-k`, refused without either.
+#[test]
+fn a_tls_cluster_is_verified_against_cacert_and_not_at_all_with_minus_k() {
+    let _serial = serial();
+    let folder = Folder::new("cluster-tls");
+    if !certificates(&folder.path("")) {
+        return;
+    }
+    let (cert, key, ca) = (folder.path("leaf.pem"), folder.path("leaf.key"), folder.path("ca.pem"));
+    let Some(cluster) = Cluster::with_tls(&cert, &key, &ca) else { return };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let url = server.url("/");
+    let (seed, _, owner) = others(&cluster, cluster.keyslot(&origin(&server)));
+    let state = cluster.url(seed);
+    assert!(state.starts_with("rediss://"), "{state}");
+    let ca = ca.display().to_string();
+    let out = run(&["--state", &state, "--cacert", &ca, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(cluster.node(owner).keys(), [state_key(&origin(&server), "breaker")]);
+    let out = run(&["--state", &state, "-k", "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(0), "-k: {}", stderr(&out));
+    let out = run(&["--state", &state, "--state-fail", "closed", &url]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid peer certificate: UnknownIssuer"), "{}", stderr(&out));
+    assert_eq!(server.hits(), 2, "nothing is sent after the refusal");
 }
 
 /// The master is killed (SIGKILL) while two runs poll through the Sentinel

@@ -7,14 +7,14 @@
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::breaker::open_breaker;
 use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
-use support::redis::{Redis, state_key};
+use support::redis::{Redis, certificates, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
@@ -486,46 +486,11 @@ fn a_password_in_the_url_works_and_never_shows_even_when_it_is_wrong() {
     assert!(objects.iter().any(|o| o.to_string().contains("Redis refused")), "{}", stderr(&out));
 }
 
-/// A CA and a leaf it signed for 127.0.0.1, made with openssl in `folder`:
-/// rustls refuses a self-signed certificate used as the server's own.
-fn certificates(folder: &Folder) -> bool {
-    if !support::have_tool("openssl", "apt-get install openssl") {
-        return false;
-    }
-    let path = |name: &str| folder.path(name).display().to_string();
-    std::fs::write(
-        folder.path("leaf.ext"),
-        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n\
-         subjectAltName=IP:127.0.0.1\n",
-    )
-    .expect("write leaf.ext");
-    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2";
-    let (ca, ca_key, leaf, leaf_key, csr, ext) =
-        (path("ca.pem"), path("ca.key"), path("leaf.pem"), path("leaf.key"), path("leaf.csr"), path("leaf.ext"));
-    let steps = [
-        format!("req -x509 -new {ec} -keyout {ca_key} -out {ca} -subj /CN=poll-test-CA"),
-        format!("req -new {ec} -keyout {leaf_key} -out {csr} -subj /CN=127.0.0.1"),
-        format!("x509 -req -in {csr} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {leaf} -days 2 -extfile {ext}"),
-    ];
-    let ca_extensions =
-        ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"];
-    for (i, step) in steps.iter().enumerate() {
-        // The paths are under the target folder: no spaces to split on.
-        let mut args: Vec<&str> = step.split(' ').collect();
-        if i == 0 {
-            args.extend(ca_extensions);
-        }
-        let out = Command::new("openssl").args(&args).output().expect("run openssl");
-        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    true
-}
-
 #[test]
 fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
     let _serial = serial();
     let folder = Folder::new("redis-tls");
-    if !certificates(&folder) {
+    if !certificates(&folder.path("")) {
         return;
     }
     let Some(redis) = Redis::with_tls(&folder.path("leaf.pem"), &folder.path("leaf.key"), &folder.path("ca.pem"))

@@ -279,15 +279,21 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Option<Cluster> {
-        Cluster::start_with(None)
+        Cluster::start_with(None, None)
     }
 
     /// Every node wants `password` (`--requirepass`, and `--masterauth` for each other).
     pub fn with_password(password: &str) -> Option<Cluster> {
-        Cluster::start_with(Some(password))
+        Cluster::start_with(Some(password), None)
     }
 
-    fn start_with(password: Option<&str>) -> Option<Cluster> {
+    /// Every node speaks TLS only, to clients and to each other, with `cert`/`key`
+    /// signed by `ca` (the unix sockets stay plain, for the tests' own queries).
+    pub fn with_tls(cert: &Path, key: &Path, ca: &Path) -> Option<Cluster> {
+        Cluster::start_with(None, Some((cert, key, ca)))
+    }
+
+    fn start_with(password: Option<&str>, tls: Option<(&Path, &Path, &Path)>) -> Option<Cluster> {
         if !super::have_tool("redis-server", "apt-get install redis-server")
             || !super::have_tool("redis-cli", "apt-get install redis-tools")
         {
@@ -300,17 +306,48 @@ impl Cluster {
         if let Some(password) = password {
             args.extend(["--masterauth".to_string(), password.to_string()]);
         }
-        let nodes: Vec<Redis> =
-            (0..3).map(|_| Redis::start_with(Listen::Plain, password, &args).expect("redis-server is there")).collect();
+        let listen = if let Some((cert, key, ca)) = tls {
+            for (flag, path) in [("--tls-cert-file", cert), ("--tls-key-file", key), ("--tls-ca-cert-file", ca)] {
+                args.extend([flag.to_string(), path.display().to_string()]);
+            }
+            args.extend(["--tls-cluster".to_string(), "yes".to_string()]);
+            Listen::Tls
+        } else {
+            Listen::Plain
+        };
+        // The bus port is the port plus 10,000 unless given: past 65,535 for a free port above 55,535.
+        let nodes: Vec<Redis> = (0..3)
+            .map(|_| {
+                let args = [args.clone(), vec!["--cluster-port".to_string(), free_port().to_string()]].concat();
+                Redis::start_with(listen, password, &args).expect("redis-server is there")
+            })
+            .collect();
         let mut create = Command::new("redis-cli");
+        if let Some((_, _, ca)) = tls {
+            create.arg("--tls").arg("--cacert").arg(ca);
+        }
         if let Some(password) = password {
             create.args(["--no-auth-warning", "-a", password]);
         }
         create.arg("--cluster").arg("create");
         create.args(nodes.iter().map(|node| format!("127.0.0.1:{}", node.port())));
-        let out = create.args(["--cluster-replicas", "0", "--cluster-yes"]).output().expect("run redis-cli");
-        assert!(out.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        create.args(["--cluster-replicas", "0", "--cluster-yes"]).stdin(Stdio::null()).stdout(Stdio::null());
+        // It waits for the nodes to join for as long as it takes: not past SETTLE_WAIT.
+        let mut child = create.spawn().expect("run redis-cli");
         let cluster = Cluster { nodes };
+        let deadline = Instant::now() + SETTLE_WAIT;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for redis-cli") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("redis-cli --cluster create did not finish in {SETTLE_WAIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "redis-cli --cluster create: {status}");
         settle("the cluster is not ok", || {
             cluster.nodes.iter().all(|node| {
                 let info: String = node.query(&["CLUSTER", "INFO"]);
@@ -325,9 +362,12 @@ impl Cluster {
         &self.nodes[i]
     }
 
-    /// `redis://127.0.0.1:PORT` of node `i`.
+    /// `redis://127.0.0.1:PORT` of node `i` (`rediss://` for a TLS cluster).
     pub fn url(&self, i: usize) -> String {
-        self.nodes[i].url()
+        match self.nodes[i].listen {
+            Listen::Plain => self.nodes[i].url(),
+            Listen::Tls => self.nodes[i].tls_url(),
+        }
     }
 
     /// The slot of `key`, as the cluster computes it (`CLUSTER KEYSLOT`).
@@ -553,4 +593,40 @@ impl Drop for Sentinel {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A CA (`ca.pem`) and a leaf it signed for 127.0.0.1 (`leaf.pem`, `leaf.key`),
+/// made with openssl in `folder`:
+/// rustls refuses a self-signed certificate used as the server's own.
+pub fn certificates(folder: &Path) -> bool {
+    if !super::have_tool("openssl", "apt-get install openssl") {
+        return false;
+    }
+    let path = |name: &str| folder.join(name).display().to_string();
+    std::fs::write(
+        folder.join("leaf.ext"),
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n\
+         subjectAltName=IP:127.0.0.1\n",
+    )
+    .expect("write leaf.ext");
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2";
+    let (ca, ca_key, leaf, leaf_key, csr, ext) =
+        (path("ca.pem"), path("ca.key"), path("leaf.pem"), path("leaf.key"), path("leaf.csr"), path("leaf.ext"));
+    let steps = [
+        format!("req -x509 -new {ec} -keyout {ca_key} -out {ca} -subj /CN=poll-test-CA"),
+        format!("req -new {ec} -keyout {leaf_key} -out {csr} -subj /CN=127.0.0.1"),
+        format!("x509 -req -in {csr} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {leaf} -days 2 -extfile {ext}"),
+    ];
+    let ca_extensions =
+        ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"];
+    for (i, step) in steps.iter().enumerate() {
+        // The paths are under the target folder: no spaces to split on.
+        let mut args: Vec<&str> = step.split(' ').collect();
+        if i == 0 {
+            args.extend(ca_extensions);
+        }
+        let out = Command::new("openssl").args(&args).output().expect("run openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    true
 }
