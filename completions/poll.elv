@@ -60,7 +60,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand --color 'Colour on stderr: auto (only on a terminal, unless NO_COLOR is set), always or never'
             cand --ci 'CI integration: github (annotations, -v groups, the step summary table), gitlab (-v in collapsed sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]'
             cand --rate 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state'
-            cand --state 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis+unix:///PATH'
+            cand --state 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB] (any node of a cluster too), rediss://..., redis+unix:///PATH, redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]'
             cand --state-key 'The key of the shared state instead of the origin, e.g. one per API token [default: the origin]'
             cand --state-fail 'When the state store cannot be reached within 1s: open warns and goes on with this process''s own limits, closed exits 6'
             cand --breaker-window 'Outcomes the circuit breaker remembers per origin (5 to 1000)'

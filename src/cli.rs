@@ -277,7 +277,8 @@ pub(crate) struct LimitArgs {
     pub(crate) rate: Option<Duration>,
 
     /// State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE,
-    /// or redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis+unix:///PATH
+    /// or redis://[USER:PASS@]HOST[:PORT][/DB] (any node of a cluster too), rediss://..., redis+unix:///PATH,
+    /// redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]
     #[arg(long, value_name = "FILE|URL", help_heading = LIMITS)]
     pub(crate) state: Option<String>,
 
