@@ -189,6 +189,7 @@ impl RedisStore {
                 Place::Seed { seed: seed.clone(), topology: Topology::Unknown }
             }
             Servers::Sentinel { sentinels, master } => {
+                // The master is not known yet: the TLS roots are checked on a stand-in (nothing connects).
                 let any = Addr::Tcp { host: "127.0.0.1".into(), port: 1 };
                 dialer.node(&any).map_err(|e| scrub(&e.to_string(), &url.secrets))?;
                 Place::Sentinel { sentinels: Sentinels::new(sentinels, master), master: None, early: Early::default() }
@@ -638,6 +639,26 @@ mod tests {
 
     fn parsed(raw: &str) -> RedisUrl {
         RedisUrl::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"))
+    }
+
+    /// Every part of one state key in one slot (a hash tag that is never
+    /// empty), and two state keys never under one name.
+    #[test]
+    fn the_keys_of_one_state_key_share_a_slot_and_no_two_state_keys_share_names() {
+        let keys = ["", "}", "}}", "\\", "\\}", "a", "a}b", "{a}", "https://h:443", "k"];
+        let mut names = std::collections::BTreeSet::new();
+        for state_key in keys {
+            let slots: Vec<u16> = ["rate", "advice", "breaker", "probe", "last", "last_at"]
+                .map(|part| cluster::slot(key(state_key, part).as_bytes()))
+                .to_vec();
+            assert!(slots.iter().all(|slot| *slot == slots[0]), "{state_key:?}: {slots:?}");
+            assert_eq!(Call::new(&ADMIT, state_key, &["rate"]).slot, slots[0], "{state_key:?}");
+            assert!(names.insert(key(state_key, "rate")), "{state_key:?} shares its name");
+        }
+        assert_eq!(key("k", "rate"), "poll:{k}:rate");
+        assert_eq!(key("", "rate"), "poll:{\\}:rate");
+        assert_eq!(key("}x", "rate"), "poll:{\\}x}:rate");
+        assert_eq!(key("\\", "rate"), "poll:{\\\\}:rate");
     }
 
     #[test]
