@@ -228,6 +228,48 @@ fn a_stalled_cluster_node_costs_one_bound_then_the_back_off() {
     assert!(stderr(&closed_out).contains("nothing more is sent (--state-fail closed)"), "{}", stderr(&closed_out));
 }
 
+/// The master of the state key's slot is killed (SIGKILL) while a run polls:
+/// its replica takes over (`cluster-node-timeout 1000`), and the run, which
+/// asks the other nodes for the slot map while it leaves the store alone, is
+/// on the new master sooner than the 5 s back-off; no attempt fails.
+#[test]
+fn a_cluster_failover_is_followed_to_the_promoted_replica() {
+    let _serial = serial();
+    let Some(mut cluster) = Cluster::with_replicas() else { return };
+    let slot = cluster.keyslot("failover");
+    let owner = cluster.owner(slot);
+    let seed = (0..3).find(|n| *n != owner).unwrap_or(0);
+    // About 8 s of polls at 20/s: past the failover, and past the 5 s back-off too.
+    let script = [vec![Reply::json(200, PENDING); 159], vec![Reply::json(200, DONE)]].concat();
+    let server = Server::start(script);
+    let args =
+        ["--state", &cluster.url(seed), "--state-key", "failover", "--rate", "20/s", "-i", "0", "--until", ".done"];
+    let child = Running::spawn(&[&args[..], &[&server.url("/")]].concat());
+    assert!(server.wait_hits(10, Duration::from_secs(10)));
+    let killed = Instant::now();
+    cluster.kill(owner);
+    // A replica has seen no client's EVALSHA until the run reaches it as a master.
+    let reached = || (3..6).any(|n| cluster.node(n).calls("evalsha") > 0);
+    while !reached() {
+        assert!(killed.elapsed() < Duration::from_secs(20), "the run never reached a new master");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let gap = killed.elapsed();
+    eprintln!("cluster failover gap: {} ms from SIGKILL to the first step on the new master", gap.as_millis());
+    let out = child.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(server.hits(), 160, "every attempt was made");
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 2, "one when the store is left, one when it is back: {warned:?}");
+    assert!(warned[1].contains("reachable again"), "{}", warned[1]);
+    let promoted = cluster.owner(slot);
+    assert!(promoted >= 3, "a replica serves the slot now: node {promoted}");
+    assert!(cluster.node(promoted).calls("evalsha") > 0, "the run's steps reached the new master");
+    // The node counts as failed after 1 s, then its replica is elected: sooner than the back-off.
+    assert!(gap >= Duration::from_millis(1_000) && gap < Duration::from_secs(5), "{gap:?}");
+}
+
 #[test]
 fn a_cluster_with_a_password_takes_it_and_never_shows_it() {
     let _serial = serial();

@@ -279,21 +279,26 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Option<Cluster> {
-        Cluster::start_with(None, None)
+        Cluster::start_with(None, None, 0)
+    }
+
+    /// Three masters, each with a replica that takes over when it fails (nodes 3 to 5).
+    pub fn with_replicas() -> Option<Cluster> {
+        Cluster::start_with(None, None, 1)
     }
 
     /// Every node wants `password` (`--requirepass`, and `--masterauth` for each other).
     pub fn with_password(password: &str) -> Option<Cluster> {
-        Cluster::start_with(Some(password), None)
+        Cluster::start_with(Some(password), None, 0)
     }
 
     /// Every node speaks TLS only, to clients and to each other, with `cert`/`key`
     /// signed by `ca` (the unix sockets stay plain, for the tests' own queries).
     pub fn with_tls(cert: &Path, key: &Path, ca: &Path) -> Option<Cluster> {
-        Cluster::start_with(None, Some((cert, key, ca)))
+        Cluster::start_with(None, Some((cert, key, ca)), 0)
     }
 
-    fn start_with(password: Option<&str>, tls: Option<(&Path, &Path, &Path)>) -> Option<Cluster> {
+    fn start_with(password: Option<&str>, tls: Option<(&Path, &Path, &Path)>, replicas: usize) -> Option<Cluster> {
         if !super::have_tool("redis-server", "apt-get install redis-server")
             || !super::have_tool("redis-cli", "apt-get install redis-tools")
         {
@@ -316,7 +321,7 @@ impl Cluster {
             Listen::Plain
         };
         // The bus port is the port plus 10,000 unless given: past 65,535 for a free port above 55,535.
-        let nodes: Vec<Redis> = (0..3)
+        let nodes: Vec<Redis> = (0..3 * (1 + replicas))
             .map(|_| {
                 let args = [args.clone(), vec!["--cluster-port".to_string(), free_port().to_string()]].concat();
                 Redis::start_with(listen, password, &args).expect("redis-server is there")
@@ -331,7 +336,10 @@ impl Cluster {
         }
         create.arg("--cluster").arg("create");
         create.args(nodes.iter().map(|node| format!("127.0.0.1:{}", node.port())));
-        create.args(["--cluster-replicas", "0", "--cluster-yes"]).stdin(Stdio::null()).stdout(Stdio::null());
+        create
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
         // It waits for the nodes to join for as long as it takes: not past SETTLE_WAIT.
         let mut child = create.spawn().expect("run redis-cli");
         let cluster = Cluster { nodes };
@@ -352,10 +360,23 @@ impl Cluster {
             cluster.nodes.iter().all(|node| {
                 let info: String = node.query(&["CLUSTER", "INFO"]);
                 let slots: Vec<redis::Value> = node.query(&["CLUSTER", "SLOTS"]);
-                info.contains("cluster_state:ok") && slots.len() == 3
+                // Each range names its master and its replicas: [first, last, master, replica...].
+                let known =
+                    slots.iter().all(|range| matches!(range, redis::Value::Array(f) if f.len() == 3 + replicas));
+                info.contains("cluster_state:ok") && slots.len() == 3 && known
             })
         });
         Some(cluster)
+    }
+
+    /// Kills node `i` (SIGKILL), as a crash would.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].kill();
+    }
+
+    /// A node that is not killed, to ask.
+    fn alive(&self) -> &Redis {
+        self.nodes.iter().find(|node| node.child.is_some()).expect("a node is up")
     }
 
     pub fn node(&self, i: usize) -> &Redis {
@@ -375,9 +396,9 @@ impl Cluster {
         self.nodes[0].query(&["CLUSTER", "KEYSLOT", key])
     }
 
-    /// The node that serves `slot` now, as node 0 sees it.
+    /// The node that serves `slot` now, as the first node that is up sees it.
     pub fn owner(&self, slot: u16) -> usize {
-        let ranges: Vec<Vec<redis::Value>> = self.nodes[0].query(&["CLUSTER", "SLOTS"]);
+        let ranges: Vec<Vec<redis::Value>> = self.alive().query(&["CLUSTER", "SLOTS"]);
         let int = |value: Option<&redis::Value>| match value {
             Some(redis::Value::Int(n)) => *n,
             _ => -1,

@@ -78,9 +78,10 @@ const MAX_HOPS: usize = 8;
 /// after this pause, doubled each time up to [`PAUSE_MAX`], within the step's time.
 const PAUSE_START: Duration = Duration::from_millis(5);
 const PAUSE_MAX: Duration = Duration::from_millis(100);
-/// While the store is left alone after its master failed, the Sentinels are
-/// asked at most this often whether another has taken over.
-const SENTINEL_EVERY: Duration = Duration::from_millis(250);
+/// While the store is left alone after its master failed, the Sentinels (or
+/// the cluster's other nodes) are asked at most this often whether another
+/// has taken over.
+const ASK_EVERY: Duration = Duration::from_millis(250);
 
 // Each script starts with the one clock they share; the two that judge the
 // breaker, with the one refusal they share.
@@ -98,6 +99,7 @@ pub(crate) struct RedisStore {
     dialer: Dialer,
     place: Place,
     nodes: BTreeMap<Addr, Node>,
+    early: Early,
     /// The URL for messages, userinfo redacted.
     shown: String,
     /// Scrubbed from every message, whatever said it.
@@ -113,7 +115,7 @@ enum Place {
     /// The server the URL names, and what it turned out to be.
     Seed { seed: Addr, topology: Topology },
     /// The master the Sentinels name.
-    Sentinel { sentinels: Sentinels, master: Option<Addr>, early: Early },
+    Sentinel { sentinels: Sentinels, master: Option<Addr> },
 }
 
 /// What the server a URL names is.
@@ -127,11 +129,11 @@ enum Topology {
     Cluster(SlotMap),
 }
 
-/// Under a Sentinel URL, while the store is left alone after its master failed.
+/// While the store is left alone after the master of a slot failed.
 #[derive(Debug, Default)]
 struct Early {
-    /// The master that failed.
-    failed: Option<Addr>,
+    /// The master that failed, and the slot of the step (0 off a cluster).
+    failed: Option<(Addr, u16)>,
     /// When the Sentinels were last asked whether another has taken over.
     asked: Option<Instant>,
     /// The Sentinels did not answer either: not asked again before the back-off ends.
@@ -192,13 +194,14 @@ impl RedisStore {
                 // The master is not known yet: the TLS roots are checked on a stand-in (nothing connects).
                 let any = Addr::Tcp { host: "127.0.0.1".into(), port: 1 };
                 dialer.node(&any).map_err(|e| scrub(&e.to_string(), &url.secrets))?;
-                Place::Sentinel { sentinels: Sentinels::new(sentinels, master), master: None, early: Early::default() }
+                Place::Sentinel { sentinels: Sentinels::new(sentinels, master), master: None }
             }
         };
         Ok(RedisStore {
             dialer,
             place,
             nodes: BTreeMap::new(),
+            early: Early::default(),
             shown: url.shown.clone(),
             secrets: url.secrets.clone(),
             nonce: rand::random(),
@@ -229,9 +232,7 @@ impl RedisStore {
     /// A connection that was made in an earlier step and found closed (a
     /// server restart, Redis's `timeout`) is made again once.
     fn run(&mut self, deadline: Instant, call: &Call) -> Result<Value, Failure> {
-        if let Place::Sentinel { early, .. } = &mut self.place {
-            *early = Early::default();
-        }
+        self.early = Early::default();
         self.discover(deadline)?;
         let mut asking = None;
         let mut pause = PAUSE_START;
@@ -249,7 +250,7 @@ impl RedisStore {
                 Err(e) => e,
             };
             if Instant::now() >= deadline || e.is_timeout() || hops >= MAX_HOPS {
-                self.failed(&addr);
+                self.failed(&addr, call.slot);
                 return Err(e.into());
             }
             hops += 1;
@@ -288,7 +289,7 @@ impl RedisStore {
                     if reused && !made_again.contains(&addr) {
                         made_again.push(addr);
                     } else if !self.lost(&addr, deadline, call.slot) {
-                        self.failed(&addr);
+                        self.failed(&addr, call.slot);
                         return Err(e.into());
                     }
                 }
@@ -358,10 +359,10 @@ impl RedisStore {
             Place::Seed { seed, topology: Topology::Cluster(map) } => Ok(map.owner(slot).unwrap_or(seed).clone()),
             Place::Seed { seed, .. } => Ok(seed.clone()),
             Place::Sentinel { master: Some(master), .. } => Ok(master.clone()),
-            Place::Sentinel { sentinels, master, early } => match sentinels.master(deadline) {
+            Place::Sentinel { sentinels, master } => match sentinels.master(deadline) {
                 Ok(addr) => Ok(master.insert(addr).clone()),
                 Err(unknown) => {
-                    early.quiet = true;
+                    self.early.quiet = true;
                     Err(Failure::Sentinel(unknown))
                 }
             },
@@ -402,10 +403,11 @@ impl RedisStore {
                         return moved;
                     }
                 }
+                self.early.quiet = true;
                 false
             }
             Place::Seed { .. } => false,
-            Place::Sentinel { sentinels, master, early } => {
+            Place::Sentinel { sentinels, master } => {
                 *master = None;
                 match sentinels.master(deadline) {
                     Ok(new) if &new != addr => {
@@ -417,7 +419,7 @@ impl RedisStore {
                         false
                     }
                     Err(_) => {
-                        early.quiet = true;
+                        self.early.quiet = true;
                         false
                     }
                 }
@@ -425,11 +427,9 @@ impl RedisStore {
         }
     }
 
-    /// A step failed on `addr`: under a Sentinel URL, the master to look past.
-    fn failed(&mut self, addr: &Addr) {
-        if let Place::Sentinel { early, .. } = &mut self.place {
-            early.failed = Some(addr.clone());
-        }
+    /// A step on `slot` failed on `addr`: the server to look past while the store is left alone.
+    fn failed(&mut self, addr: &Addr, slot: u16) {
+        self.early.failed = Some((addr.clone(), slot));
     }
 
     /// A failed step in words.
@@ -523,28 +523,20 @@ impl Store for RedisStore {
         }
     }
 
-    /// Under a Sentinel URL, while the store is left alone after its master
-    /// failed: whether the Sentinels name another master now (asked at most
-    /// every [`SENTINEL_EVERY`], and not again once they did not answer).
+    /// While the store is left alone after the master of its slot failed:
+    /// whether another has taken over, as the Sentinels or the cluster's
+    /// other nodes say (asked at most every [`ASK_EVERY`], and not again once
+    /// none of them answered). A single node has no one to ask.
     fn worth_a_try(&mut self, timeout: Duration) -> bool {
-        let Place::Sentinel { sentinels, master, early } = &mut self.place else { return false };
-        let Some(failed) = &early.failed else { return false };
-        if early.quiet || early.asked.is_some_and(|at| at.elapsed() < SENTINEL_EVERY) {
+        let Some((failed, slot)) = self.early.failed.clone() else { return false };
+        let clustered = matches!(self.place, Place::Seed { topology: Topology::Cluster(_), .. });
+        let sentinel = matches!(self.place, Place::Sentinel { .. });
+        if !(clustered || sentinel) || self.early.quiet || self.early.asked.is_some_and(|at| at.elapsed() < ASK_EVERY) {
             return false;
         }
         let now = Instant::now();
-        early.asked = Some(now);
-        match sentinels.master(now + timeout) {
-            Ok(new) if &new != failed => {
-                *master = Some(new);
-                true
-            }
-            Ok(_) => false,
-            Err(_) => {
-                early.quiet = true;
-                false
-            }
-        }
+        self.early.asked = Some(now);
+        self.lost(&failed, now + timeout, slot)
     }
 
     fn last_good(&mut self, state_key: &str, url: &str, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
