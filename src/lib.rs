@@ -8,7 +8,7 @@
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
 //! state, conditional, credentials -> request, wait, policy, condition,
 //! breaker, bucket, proxy, unix -> url, text, parse, error, advice, summary,
-//! clock, file (see the test in `tests/layers.rs`).
+//! clock, file, prelude (see the test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -27,6 +27,7 @@ pub mod fuzz;
 mod output;
 pub mod parse;
 pub mod policy;
+mod prelude;
 mod proxy;
 mod record;
 mod request;
