@@ -64,8 +64,8 @@ fn jq_on_this_thread(data: &[u8]) {
     if UNBOUNDED.iter().any(|word| source.contains(word)) {
         return;
     }
+    // `judge` runs `holds`; `show` the same first output, labelled.
     if let Some(input) = Input::parse(body.as_bytes()) {
-        let _ = filter.holds(&input);
         let _ = filter.show(&input);
     }
     let conditions = Conditions { until: Some(filter), ..Conditions::default() };
@@ -132,6 +132,29 @@ mod tests {
                 count += 1;
             }
             assert!(count >= 3, "{name} has {count} seeds");
+        }
+    }
+
+    /// The longest filter there is, nested as deep as one can be (a chain of
+    /// 2,000 `-`), overflows a test thread's stack: it must go to the worker.
+    /// (Not a seed: libFuzzer would then make inputs of 4 KiB from the start.)
+    #[test]
+    fn a_deep_jq_input_runs_on_the_worker() {
+        let deep = format!("{}1\n{{}}", "- ".repeat(1999));
+        assert!(deep.len() > super::ON_THE_CALLERS_STACK);
+        super::jq(deep.as_bytes());
+        super::jq(deep.as_bytes());
+    }
+
+    /// The deepest chains that run on the caller's thread do, on a test
+    /// thread's 2 MiB, unoptimised.
+    #[test]
+    fn the_deepest_short_jq_inputs_run_on_the_callers_stack() {
+        let most = super::ON_THE_CALLERS_STACK;
+        for (unit, end) in [("- ", "1"), ("not|", "not"), ("[", ""), (".|", ".")] {
+            let chain = unit.repeat((most - end.len()) / unit.len()) + end;
+            assert!(chain.len() <= most && chain.len() > most - unit.len(), "{}", chain.len());
+            super::jq(chain.as_bytes());
         }
     }
 }
