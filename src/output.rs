@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::policy::{Action, Outcome, Phase, Verdict, WaitReason};
+use crate::policy::{Action, Outcome, Verdict, WaitReason};
 use crate::record::{Record, Seen};
 use crate::request::Request;
 use crate::text::{count, human, printable};
@@ -342,7 +342,7 @@ impl Reporter {
             if self.several() {
                 event["target"] = json!(t);
             }
-            if let (Some(key), false) = (&self.idempotency_key, record.phase == Phase::Wait) {
+            if let (Some(key), true) = (&self.idempotency_key, record.phase.sends_the_key()) {
                 event["idempotency_key"] = json!(key);
             }
             if target.reauthenticated.swap(false, Ordering::SeqCst) {
