@@ -6,9 +6,10 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
-//! state, conditional, credentials -> request, wait, operation -> policy, condition,
-//! breaker, bucket, proxy, unix, cookies -> url, text, parse, error, advice, summary,
-//! clock, file (see the test in `tests/layers.rs`).
+//! progress -> state, conditional, credentials, record -> request, wait,
+//! operation -> policy, condition, breaker, bucket, proxy, unix, cookies ->
+//! url, text, parse, error, advice, summary, clock, file (see the test in
+//! `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -29,6 +30,7 @@ mod operation;
 mod output;
 pub mod parse;
 pub mod policy;
+mod progress;
 mod proxy;
 mod record;
 mod request;

@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::output::Reporter;
 use crate::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
+use crate::progress::Progress;
 use crate::record::{self, Record};
 use crate::request::{Client, ClientConfig, Fault, Reply, Request};
 use crate::state::{Admission, Refusal, Shared};
@@ -42,6 +43,8 @@ pub(crate) struct Common {
     pub deadline: Option<Instant>,
     pub shared: Shared,
     pub reporter: Reporter,
+    /// What each loop has done so far, for the run's ending.
+    pub progress: Progress,
     pub cancel: Cancel,
 }
 
@@ -135,7 +138,8 @@ impl Loop<'_> {
             }
             let left = self.left();
             let budget = left.map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
-            common.reporter.sending(self.t, number);
+            common.progress.sending(self.t, number);
+            common.reporter.sending(self.t, number, &common.progress);
             let submit = self.phase == Phase::Submit;
             let (sending, validated) = self.validators.prepare(&self.request, submit);
             // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
@@ -161,9 +165,11 @@ impl Loop<'_> {
                 _ => common.policy.decide(&outcome, &attempt, &mut rng),
             };
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
+            common.progress.made(self.t, &record);
             common.reporter.attempt(self.t, &self.request, &record);
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
+                common.progress.watching(self.t, &found.url);
                 common.reporter.watching(self.t, &found.url);
                 self.watch = Some(found.clone());
             }
@@ -317,7 +323,7 @@ impl Loop<'_> {
                     wait: Duration::from_millis(wait),
                     reason: why,
                     remaining: left.unwrap_or_default(),
-                    cause: common.reporter.last(self.t),
+                    cause: common.progress.last(self.t),
                 };
                 Ok(Err(Error::Deadline(self.message(&stop, None, ""))))
             }
@@ -415,6 +421,7 @@ impl Loop<'_> {
             _ => None,
         };
         if let Some(moved) = moved {
+            self.common.progress.watching(self.t, &moved.url);
             self.common.reporter.watching(self.t, &moved.url);
             self.watch = Some(moved);
         } else if !named {

@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "wait", "operation"],
     &["record", "state", "conditional", "credentials"],
+    &["progress"],
     &["output"],
     &["cli"],
     &["docs"],
