@@ -116,13 +116,6 @@ type Data = JustLut<Val>;
 const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
 
-/// The jq standard library's definitions, parsed once per process: parsing
-/// them again for every filter would cost more than most filters themselves.
-fn standard_library() -> &'static [load::parse::Def<&'static str>] {
-    static DEFS: std::sync::OnceLock<Vec<load::parse::Def<&'static str>>> = std::sync::OnceLock::new();
-    DEFS.get_or_init(|| jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs()).collect())
-}
-
 /// One compiled jq filter and its source, for messages.
 pub struct Filter {
     source: String,
@@ -148,11 +141,12 @@ impl Input {
 }
 
 impl Filter {
-    /// Compiles `source` with the jq standard library. The error names the
+    /// Compiles `source` with the jq standard library (the part of it that
+    /// `source` can call: see [`crate::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
         check_shape(source)?;
-        let defs = standard_library().iter().cloned();
+        let defs = crate::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
         let loader = Loader::new(defs);

@@ -8,8 +8,8 @@
 //! Layers only point down: main -> lib -> run -> target -> config -> output ->
 //! progress -> state, conditional, credentials, record -> request, wait,
 //! operation -> policy, condition, breaker, bucket, proxy, unix, cookies ->
-//! url, text, parse, error, advice, summary, clock, file (see the test in
-//! `tests/layers.rs`).
+//! url, text, parse, error, advice, summary, clock, file, prelude (see the
+//! test in `tests/layers.rs`).
 #![forbid(unsafe_code)]
 
 pub mod advice;
@@ -30,6 +30,7 @@ mod operation;
 mod output;
 pub mod parse;
 pub mod policy;
+mod prelude;
 mod progress;
 mod proxy;
 mod record;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse"],
+    &["clock", "text", "file", "parse", "prelude"],
     &["advice", "error", "url", "summary"],
     &["policy"],
     &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
