@@ -35,8 +35,17 @@
 //!   GET /gh/stats     {"requests":R,"ok":O,"not_modified":M,"bytes":B,"quota_spent":Q,"changes":C}:
 //!                     B counts every byte written for the run's replies, status line and headers
 //!                     included; C is how many times the body changed so far
+//!   Azure Resource Manager's shapes (docs/guide/submit.md), each operation done after two status polls:
+//!   PUT  /subscriptions/s1/resourceGroups/rg/providers/Microsoft.Resources/deployments/NAME
+//!                     201 Accepted + Azure-AsyncOperation (.../operations/NAME: {"status":"Running"},
+//!                     then "Succeeded"); a GET of the deployment then has its outputs
+//!   PUT  .../providers/Microsoft.Storage/storageAccounts/NAME
+//!                     201 {"properties":{"provisioningState":"Creating"}} and no header: body polling
+//!   DELETE .../providers/Microsoft.Storage/storageAccounts/NAME
+//!                     202 + Location (.../operationResults/NAME: 202, then 204)
 //!   anything else     404
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -54,9 +63,14 @@ struct Counters {
     refused: AtomicU64,
     /// Tokens made by the access_tokens route, with when they expire.
     tokens: Mutex<Vec<(String, SystemTime)>>,
+    /// ARM operations by resource name: how many times each was polled.
+    arm: Mutex<HashMap<String, u64>>,
     /// The workflow run of the /gh/ routes.
     run: Mutex<Run>,
 }
+
+/// Status polls after which an ARM operation is done.
+const ARM_POLLS: u64 = 2;
 
 /// GitHub's hourly request budget for a workflow's GITHUB_TOKEN.
 const QUOTA: u64 = 1000;
@@ -299,9 +313,11 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
+        let method = line.split_whitespace().next().unwrap_or("GET").to_string();
         let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
         let mut close = false;
         let mut bearer = None;
+        let mut length = 0;
         let mut if_none_match = None;
         loop {
             line.clear();
@@ -316,8 +332,15 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
                     if line.to_ascii_lowercase().starts_with("if-none-match:") {
                         if_none_match = Some(line[14..].trim().to_string());
                     }
+                    if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = n.trim().parse().unwrap_or(0);
+                    }
                 }
             }
+        }
+        // A PUT's body (an ARM template) is read and ignored.
+        if std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink()).is_err() {
+            return;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
         if is_workflow_run(&target) {
@@ -327,17 +350,89 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             }
             continue;
         }
-        let (status, body) = route(&target, bearer.as_deref(), counters);
+        let (status, headers, body) = match arm(&method, &target, counters) {
+            Some(answer) => answer,
+            None => {
+                let (status, body) = route(&target, bearer.as_deref(), counters);
+                (status, String::new(), body)
+            }
+        };
         reply.clear();
         let _ = write!(
             reply,
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
         if writer.write_all(&reply).is_err() || close {
             return;
         }
     }
+}
+
+/// Azure Resource Manager's routes: (status, extra header lines, body), or `None` for another route.
+fn arm(method: &str, target: &str, counters: &Counters) -> Option<(&'static str, String, String)> {
+    const SUB: &str = "/subscriptions/s1";
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let rest = path.strip_prefix(SUB)?;
+    let mut polls = counters.arm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (kind, name) = rest.rsplit_once('/')?;
+    let name = name.to_string();
+    // One more status poll of `name`'s operation; whether it is done now.
+    let mut poll = |name: &str| {
+        let n = polls.entry(name.to_string()).or_insert(0);
+        *n += 1;
+        *n >= ARM_POLLS
+    };
+    let deployments = "/resourceGroups/rg/providers/Microsoft.Resources/deployments";
+    let accounts = "/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts";
+    let answer = match (method, kind) {
+        ("PUT", k) if k == deployments => {
+            polls.insert(name.clone(), 0);
+            let header = format!(
+                "Azure-AsyncOperation: {SUB}/providers/Microsoft.Resources/operations/{name}\r\nRetry-After: 1\r\n"
+            );
+            ("201 Created", header, format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Accepted"}}}}"#))
+        }
+        ("GET", "/providers/Microsoft.Resources/operations") => {
+            let status = if poll(&name) { "Succeeded" } else { "Running" };
+            ("200 OK", String::new(), format!(r#"{{"status":"{status}"}}"#))
+        }
+        ("GET", k) if k == deployments => {
+            let done = polls.get(&name).is_some_and(|n| *n >= ARM_POLLS);
+            let body = if done {
+                format!(
+                    r#"{{"name":"{name}","properties":{{"provisioningState":"Succeeded","outputs":{{"siteUrl":{{"type":"String","value":"https://{name}.azurewebsites.net"}}}}}}}}"#
+                )
+            } else {
+                format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Running"}}}}"#)
+            };
+            ("200 OK", String::new(), body)
+        }
+        ("PUT", k) if k == accounts => {
+            polls.insert(name.clone(), 0);
+            (
+                "201 Created",
+                String::new(),
+                format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Creating"}}}}"#),
+            )
+        }
+        ("GET", k) if k == accounts => {
+            let state = if poll(&name) { "Succeeded" } else { "Creating" };
+            ("200 OK", String::new(), format!(r#"{{"name":"{name}","properties":{{"provisioningState":"{state}"}}}}"#))
+        }
+        ("DELETE", k) if k == accounts => {
+            polls.insert(format!("delete-{name}"), 0);
+            let header =
+                format!("Location: {SUB}/providers/Microsoft.Storage/operationResults/{name}\r\nRetry-After: 1\r\n");
+            ("202 Accepted", header, String::new())
+        }
+        ("GET", "/providers/Microsoft.Storage/operationResults") => {
+            let done = poll(&format!("delete-{name}"));
+            (if done { "204 No Content" } else { "202 Accepted" }, String::new(), String::new())
+        }
+        _ => ("404 Not Found", String::new(), r#"{"error":{"code":"ResourceNotFound"}}"#.to_string()),
+    };
+    Some(answer)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

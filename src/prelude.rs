@@ -252,7 +252,8 @@ mod tests {
             [".status == \"done\"", "nosuch", "map", "map(.; .)", "def f: 1; f", "@json \"\\(.a)\"", "1e5 | tostring"]
                 .map(String::from),
         );
-        sources.push(crate::condition::BUILTIN_DONE.to_string());
+        use crate::condition::{Subject, builtin_filter};
+        sources.extend([builtin_filter(Subject::Operation), builtin_filter(Subject::Resource)]);
         for source in &sources {
             let part = compile(source, for_filter(source));
             let whole = compile(source, all());
