@@ -85,6 +85,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         watch: None,
         reported: HashSet::new(),
         validators: Validators::new(common.conditional),
+        judged: None,
     };
     // `-v` shows the request with its credentials of the moment (redacted): `--auth-cmd` runs here, before the first request.
     match looping.authorised() {
@@ -121,6 +122,17 @@ struct Loop<'a> {
     reported: HashSet<String>,
     /// The last 2xx's validators and body, by URL, for conditional polls.
     validators: Validators,
+    /// The last body judged, by what was asked of it, and what it was found.
+    judged: Option<(Asked, Judgement)>,
+}
+
+/// What a judgement was asked: the same of the same bytes gets the same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Asked {
+    url: String,
+    phase: Phase,
+    subject: Subject,
+    status: u16,
 }
 
 impl Loop<'_> {
@@ -358,12 +370,20 @@ impl Loop<'_> {
             return (Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None }), None);
         }
         let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
+        let asked = Asked { url: self.request.url.clone(), phase: self.phase, subject, status };
+        // A 304 hands back the very bytes judged last time: the same verdict, without parsing them again.
+        if let (Answer::Kept { .. }, Some((last, judgement))) = (answer, &self.judged)
+            && *last == asked
+        {
+            return (Some(judgement.clone()), None);
+        }
         let conditions = &self.common.conditions;
         let mut judgement = conditions.judge_reply(self.phase, subject, status, &reply.body);
         for error in &judgement.errors {
             self.warn_once(error);
         }
         if self.phase != Phase::Submit {
+            self.judged = Some((asked, judgement.clone()));
             return (Some(judgement), None);
         }
         let named = self.status_url(reply);
