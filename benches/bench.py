@@ -5,6 +5,7 @@
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
+    python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
@@ -471,12 +472,105 @@ def state_main(args):
           f"per attempt | {'yes' if redis_cpu <= file_cpu else '**no**'} |")
 
 
+# The GitHub-like workflow run of the job server (`/gh/...`), waited for as a CI job would.
+RUN_PATH = "/gh/repos/octo-org/app/actions/runs/30433642"
+UNTIL_COMPLETED = '.status=="completed"'
+FAIL_WHEN = '.conclusion != null and .conclusion != "success"'
+TOKEN = "ghs_bench"
+
+
+def conditional_run(server, cmd, polls):
+    """One wait for a run that completes at poll `polls`: the server's count of
+    requests, 200s (the quota spent), 304s and bytes written, and the client's
+    rusage (poll itself, or the shell loop with its curl, jq and sleep children)."""
+    server.get(f"/gh/reset?after={polls}")
+    wall, code, usage = run_rusage(cmd)
+    assert code == 0, f"{cmd[0]} exited {code}"
+    stats = server.get("/gh/stats")
+    assert stats["requests"] >= polls, stats
+    stats["wall_s"] = wall
+    stats["cpu_ms"] = (usage.ru_utime + usage.ru_stime) * 1000
+    return stats
+
+
+def conditional_main(args):
+    """A wait for a GitHub Actions run through the REST API: poll (conditional by
+    default), poll --no-conditional and a curl + jq loop as users write it,
+    interleaved round by round; the medians of each figure."""
+    rounds, polls = (1, 100) if args.quick else (3, 300)
+    for tool in ("curl", "jq"):
+        if not shutil.which(tool):
+            sys.exit(f"bench: `{tool}` is missing: apt-get install curl jq")
+    build()
+    with JobServer() as server:
+        url = server.base + RUN_PATH
+        body_bytes = server.get(f"/gh/reset?after={polls}")["body_bytes"]
+        auth = f"Authorization: Bearer {TOKEN}"
+        poll = [POLL, "--until", UNTIL_COMPLETED, "--fail-when", FAIL_WHEN, "--interval", "10ms", "--timeout", "5m",
+                "-H", auth, url]
+        loop = (f"while ! curl -s -H '{auth}' {url} | jq -e '{UNTIL_COMPLETED}' >/dev/null; "
+                f"do sleep 0.01; done")
+        tools = {
+            "poll": poll,
+            "poll --no-conditional": [*poll[:-1], "--no-conditional", url],
+            "curl + jq loop": ["bash", "-c", loop],
+        }
+        samples = {name: [] for name in tools}
+        for _ in range(rounds):
+            for name, cmd in tools.items():
+                samples[name].append(conditional_run(server, cmd, polls))
+        # The same waits at --interval 0: what an attempt costs poll without the sleep and
+        # wake-up of a 10 ms wait, beside the tiny body of /job.
+        tight = {name: [] for name in ("poll", "poll --no-conditional", "poll, /job's 27-byte body")}
+        for _ in range(5):
+            for name in tight:
+                if name.endswith("body"):
+                    server.reset(polls)
+                    cmd = [POLL, "--until", '.status=="done"', "--interval", "0", server.base + "/job"]
+                    _, code, usage = run_rusage(cmd)
+                    assert code == 0, f"poll exited {code}"
+                    cpu = usage.ru_utime + usage.ru_stime
+                else:
+                    cmd = [arg if arg != "10ms" else "0" for arg in tools[name]]
+                    cpu = conditional_run(server, cmd, polls)["cpu_ms"] / 1000
+                tight[name].append(cpu / polls * 1e6)
+    median = lambda name, key: statistics.median(s[key] for s in samples[name])
+    changes = samples["poll"][0]["changes"]
+    pinned = "server and clients pinned to CPU 0" if PIN else "not pinned (no taskset)"
+    print(f"\nrounds={rounds}, the run completes at poll {polls}, its body changes {changes} times "
+          f"(queued -> in_progress -> completed), body {body_bytes:,} bytes, --interval 10ms, cpus={os.cpu_count()}, "
+          f"{pinned}\n")
+    print("| client | requests | quota spent (200s) | 304s | bytes received | bytes per request | CPU per attempt | wall |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in tools:
+        requests, spent = median(name, "requests"), median(name, "ok")
+        received, cpu = median(name, "bytes"), median(name, "cpu_ms")
+        who = "" if name.startswith("poll") else " (bash, curl, jq, sleep)"
+        print(f"| `{name}` | {requests:,.0f} | {spent:,.0f} | {median(name, 'not_modified'):,.0f} | {received:,.0f} "
+              f"| {received / requests:,.0f} | {cpu * 1000 / requests:,.0f} µs{who} | {median(name, 'wall_s'):.2f} s |")
+    print()
+    print("| `--interval 0`, the same 300 polls | poll's CPU per attempt |")
+    print("|---|---|")
+    for name, cpus in tight.items():
+        print(f"| `{name}` | {statistics.median(cpus):,.0f} µs |")
+    spent = median("poll", "ok")
+    ratio = median("poll --no-conditional", "bytes") / median("poll", "bytes")
+    print()
+    print("| goal | figure | met |")
+    print("|---|---|---|")
+    print(f"| quota spent = body changes + 1 | {spent:.0f} = {changes} + 1 | {'yes' if spent == changes + 1 else '**no**'} |")
+    print(f"| bytes received >= 10x fewer than `--no-conditional` | {ratio:.1f}x fewer | {'yes' if ratio >= 10 else '**no**'} |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--several", action="store_true", help="only the several-URLs measurement")
     parser.add_argument("--state", action="store_true", help="only the cost of --state (file and redis://)")
+    parser.add_argument("--conditional", action="store_true", help="only the GitHub-like wait: quota and bytes")
     args = parser.parse_args()
+    if args.conditional:
+        return conditional_main(args)
     if args.several:
         return several_main()
     if args.state:

@@ -21,8 +21,32 @@
 //!                     and not expired; 401 otherwise (counted in /stats as "refused")
 //!   GET /containers/db/json   Docker's container inspect: State.Health.Status "starting" until the
 //!                     /job counter reaches its target, then "healthy" (/containers/bad/json: "unhealthy")
+//!   GET /gh/repos/OWNER/REPO/actions/runs/ID
+//!                     a GitHub Actions workflow run, as GitHub's REST API answers it: an 11 KiB
+//!                     body, "status":"queued" for the first third of the polls, "in_progress" up
+//!                     to the last, "completed" with "conclusion":"success" (or the `conclusion=`
+//!                     of the reset) from poll N on; a weak `ETag` that changes only when the body
+//!                     does, `304 Not Modified` to an `If-None-Match` that names it, and
+//!                     `X-RateLimit-Remaining` (of 1,000, a GITHUB_TOKEN's hourly budget) that only
+//!                     200s spend. Every request to it counts as a poll, 304s included.
+//!   GET /gh/reset?after=N[&conclusion=C][&reset=S]
+//!                     a new run that completes at poll N, a full quota again; with `reset=S` the
+//!                     replies also carry `X-RateLimit-Reset` (now + S), as GitHub's do
+//!   GET /gh/stats     {"requests":R,"ok":O,"not_modified":M,"bytes":B,"quota_spent":Q,"changes":C}:
+//!                     B counts every byte written for the run's replies, status line and headers
+//!                     included; C is how many times the body changed so far
+//!   Azure Resource Manager's shapes (docs/guide/submit.md), each operation done after two status polls:
+//!   PUT  /subscriptions/s1/resourceGroups/rg/providers/Microsoft.Resources/deployments/NAME
+//!                     201 Accepted + Azure-AsyncOperation (.../operations/NAME: {"status":"Running"},
+//!                     then "Succeeded"); a GET of the deployment then has its outputs
+//!   PUT  .../providers/Microsoft.Storage/storageAccounts/NAME
+//!                     201 {"properties":{"provisioningState":"Creating"}} and no header: body polling
+//!   DELETE .../providers/Microsoft.Storage/storageAccounts/NAME
+//!                     202 + Location (.../operationResults/NAME: 202, then 204)
 //!   anything else     404
 
+use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
@@ -39,7 +63,199 @@ struct Counters {
     refused: AtomicU64,
     /// Tokens made by the access_tokens route, with when they expire.
     tokens: Mutex<Vec<(String, SystemTime)>>,
+    /// ARM operations by resource name: how many times each was polled.
+    arm: Mutex<HashMap<String, u64>>,
+    /// The workflow run of the /gh/ routes.
+    run: Mutex<Run>,
 }
+
+/// Status polls after which an ARM operation is done.
+const ARM_POLLS: u64 = 2;
+
+/// GitHub's hourly request budget for a workflow's GITHUB_TOKEN.
+const QUOTA: u64 = 1000;
+
+/// The GitHub-like workflow run: its three bodies, prebuilt, and what its replies cost.
+struct Run {
+    after: u64,
+    /// (body, ETag) while queued, in progress, completed.
+    bodies: [(String, String); 3],
+    reset: Option<u64>,
+    polls: u64,
+    ok: u64,
+    not_modified: u64,
+    bytes: u64,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run::new(300, "success", None)
+    }
+}
+
+impl Run {
+    fn new(after: u64, conclusion: &str, reset: Option<u64>) -> Run {
+        let body = |status: &str, conclusion: &str, updated: &str| {
+            let body = workflow_run(status, conclusion, updated);
+            let etag = format!("W/\"{:016x}\"", fnv(body.as_bytes()));
+            (body, etag)
+        };
+        let conclusion = format!("\"{conclusion}\"");
+        Run {
+            after: after.max(1),
+            bodies: [
+                body("queued", "null", "2026-03-02T09:14:03Z"),
+                body("in_progress", "null", "2026-03-02T09:14:21Z"),
+                body("completed", &conclusion, "2026-03-02T09:31:47Z"),
+            ],
+            reset,
+            polls: 0,
+            ok: 0,
+            not_modified: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The phase of poll `n` (from 1): queued, in progress, completed.
+    fn phase(&self, n: u64) -> usize {
+        if n >= self.after {
+            2
+        } else if n <= self.after / 3 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The reply to one poll, status line and headers included.
+    fn answer(&mut self, if_none_match: Option<&str>) -> Vec<u8> {
+        self.polls += 1;
+        let (body, etag) = &self.bodies[self.phase(self.polls)];
+        // A weak comparison, as RFC 9110 asks of If-None-Match: W/ does not matter.
+        let strip = |tag: &str| tag.trim().trim_start_matches("W/").to_string();
+        let unchanged =
+            if_none_match.is_some_and(|tags| tags.split(',').any(|tag| tag.trim() == "*" || strip(tag) == strip(etag)));
+        if !unchanged {
+            self.ok += 1;
+        }
+        let remaining = QUOTA.saturating_sub(self.ok);
+        let mut head = String::with_capacity(512);
+        let date = httpdate::fmt_http_date(SystemTime::now());
+        let _ = write!(
+            head,
+            "{}\r\nDate: {date}\r\nCache-Control: private, max-age=60, s-maxage=60\r\n\
+             Vary: Accept, Authorization, Cookie, X-GitHub-OTP\r\nETag: {etag}\r\n\
+             X-GitHub-Media-Type: github.v3; format=json\r\nX-RateLimit-Limit: {QUOTA}\r\n\
+             X-RateLimit-Remaining: {remaining}\r\nX-RateLimit-Used: {}\r\nX-RateLimit-Resource: core\r\n",
+            if unchanged { "HTTP/1.1 304 Not Modified" } else { "HTTP/1.1 200 OK" },
+            self.ok,
+        );
+        if let Some(seconds) = self.reset {
+            let at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs()) + seconds;
+            let _ = write!(head, "X-RateLimit-Reset: {at}\r\n");
+        }
+        let mut reply = head.into_bytes();
+        if unchanged {
+            self.not_modified += 1;
+            reply.extend_from_slice(b"\r\n");
+        } else {
+            let _ = write!(
+                reply,
+                "Content-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        self.bytes += reply.len() as u64;
+        reply
+    }
+
+    fn stats(&self) -> String {
+        let changes = self.phase(self.polls.max(1)) as u64;
+        format!(
+            r#"{{"requests":{},"ok":{},"not_modified":{},"bytes":{},"quota_spent":{},"changes":{changes}}}"#,
+            self.polls,
+            self.ok,
+            self.not_modified,
+            self.bytes,
+            self.ok.min(QUOTA),
+        )
+    }
+}
+
+/// FNV-1a, for ETags that change exactly when the body does.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A workflow run object as GitHub's REST API returns it (`GET /repos/{owner}/{repo}/actions/runs/{id}`),
+/// with its repository and head repository in full: about 11 KiB.
+fn workflow_run(status: &str, conclusion: &str, updated_at: &str) -> String {
+    let repo = |id: u64, name: &str| {
+        let api = format!("https://api.github.com/repos/octo-org/{name}");
+        let mut urls = String::new();
+        for (key, path) in REPO_URLS {
+            let _ = write!(urls, r#","{key}":"{api}{path}""#);
+        }
+        format!(
+            r#"{{"id":{id},"node_id":"R_kgDOJ{id:x}","name":"{name}","full_name":"octo-org/{name}","private":true,"owner":{owner},"html_url":"https://github.com/octo-org/{name}","description":"Build, test and release of {name}","fork":false,"url":"{api}"{urls}}}"#,
+            owner = owner("octo-org", 9_919, "Organization"),
+        )
+    };
+    format!(
+        r#"{{"id":30433642,"name":"Release","node_id":"WFR_kwLOJvB2Ds4B0Fpq","head_branch":"main","head_sha":"9f2c4e1b7a3d5f6e8c0b2a4d6f8e0c2b4a6d8f0e","path":".github/workflows/release.yml","display_title":"Release v2.4.0","run_number":562,"event":"push","status":"{status}","conclusion":{conclusion},"workflow_id":159038,"check_suite_id":21524573401,"check_suite_node_id":"CS_kwDOJvB2Ds8AAAAFAvXp2Q","url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642","html_url":"https://github.com/octo-org/app/actions/runs/30433642","pull_requests":[],"created_at":"2026-03-02T09:14:02Z","updated_at":"{updated_at}","actor":{actor},"run_attempt":1,"referenced_workflows":[{{"path":"octo-org/shared/.github/workflows/build.yml@v3","sha":"1d3f5b7c9e0a2c4e6a8c0e2a4c6e8a0c2e4a6c8e","ref":"refs/tags/v3"}}],"run_started_at":"2026-03-02T09:14:02Z","triggering_actor":{actor},"jobs_url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642/jobs","logs_url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642/logs","check_suite_url":"https://api.github.com/repos/octo-org/app/check-suites/21524573401","artifacts_url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642/artifacts","cancel_url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642/cancel","rerun_url":"https://api.github.com/repos/octo-org/app/actions/runs/30433642/rerun","previous_attempt_url":null,"workflow_url":"https://api.github.com/repos/octo-org/app/actions/workflows/159038","head_commit":{{"id":"9f2c4e1b7a3d5f6e8c0b2a4d6f8e0c2b4a6d8f0e","tree_id":"c0e2a4c6e8a0c2e4a6c8e0a2c4e6a8c0e2a4c6e8","message":"Release v2.4.0\n\nBump the version, update the changelog and the lock file.","timestamp":"2026-03-02T09:13:55Z","author":{{"name":"Mona Octocat","email":"mona@example.com"}},"committer":{{"name":"GitHub","email":"noreply@github.com"}}}},"repository":{repo},"head_repository":{head}}}"#,
+        actor = owner("mona", 583_231, "User"),
+        repo = repo(642_115_342, "app"),
+        head = repo(642_115_342, "app"),
+    )
+}
+
+/// A user or organization object, with its URLs.
+fn owner(login: &str, id: u64, kind: &str) -> String {
+    let api = format!("https://api.github.com/users/{login}");
+    format!(
+        r#"{{"login":"{login}","id":{id},"node_id":"MDQ6VXNlcj{id:x}","avatar_url":"https://avatars.githubusercontent.com/u/{id}?v=4","gravatar_id":"","url":"{api}","html_url":"https://github.com/{login}","followers_url":"{api}/followers","following_url":"{api}/following{{/other_user}}","gists_url":"{api}/gists{{/gist_id}}","starred_url":"{api}/starred{{/owner}}{{/repo}}","subscriptions_url":"{api}/subscriptions","organizations_url":"{api}/orgs","repos_url":"{api}/repos","events_url":"{api}/events{{/privacy}}","received_events_url":"{api}/received_events","type":"{kind}","user_view_type":"public","site_admin":false}}"#
+    )
+}
+
+/// A repository object's URL fields, as GitHub lists them.
+const REPO_URLS: &[(&str, &str)] = &[
+    ("forks_url", "/forks"),
+    ("keys_url", "/keys{/key_id}"),
+    ("collaborators_url", "/collaborators{/collaborator}"),
+    ("teams_url", "/teams"),
+    ("hooks_url", "/hooks"),
+    ("issue_events_url", "/issues/events{/number}"),
+    ("events_url", "/events"),
+    ("assignees_url", "/assignees{/user}"),
+    ("branches_url", "/branches{/branch}"),
+    ("tags_url", "/tags"),
+    ("blobs_url", "/git/blobs{/sha}"),
+    ("git_tags_url", "/git/tags{/sha}"),
+    ("git_refs_url", "/git/refs{/sha}"),
+    ("trees_url", "/git/trees{/sha}"),
+    ("statuses_url", "/statuses/{sha}"),
+    ("languages_url", "/languages"),
+    ("stargazers_url", "/stargazers"),
+    ("contributors_url", "/contributors"),
+    ("subscribers_url", "/subscribers"),
+    ("subscription_url", "/subscription"),
+    ("commits_url", "/commits{/sha}"),
+    ("git_commits_url", "/git/commits{/sha}"),
+    ("comments_url", "/comments{/number}"),
+    ("issue_comment_url", "/issues/comments{/number}"),
+    ("contents_url", "/contents/{+path}"),
+    ("compare_url", "/compare/{base}...{head}"),
+    ("merges_url", "/merges"),
+    ("archive_url", "/{archive_format}{/ref}"),
+    ("downloads_url", "/downloads"),
+    ("issues_url", "/issues{/number}"),
+    ("pulls_url", "/pulls{/number}"),
+    ("milestones_url", "/milestones{/number}"),
+    ("notifications_url", "/notifications{?since,all,participating}"),
+    ("labels_url", "/labels{/name}"),
+    ("releases_url", "/releases{/id}"),
+    ("deployments_url", "/deployments"),
+];
 
 fn main() {
     let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -97,9 +313,12 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
+        let method = line.split_whitespace().next().unwrap_or("GET").to_string();
         let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
         let mut close = false;
         let mut bearer = None;
+        let mut length = 0;
+        let mut if_none_match = None;
         loop {
             line.clear();
             match reader.read_line(&mut line) {
@@ -110,21 +329,121 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
                     if line.to_ascii_lowercase().starts_with("authorization: bearer ") {
                         bearer = Some(line[22..].trim().to_string());
                     }
+                    if line.to_ascii_lowercase().starts_with("if-none-match:") {
+                        if_none_match = Some(line[14..].trim().to_string());
+                    }
+                    if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = n.trim().parse().unwrap_or(0);
+                    }
                 }
             }
         }
+        // A PUT's body (an ARM template) is read and ignored.
+        if std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink()).is_err() {
+            return;
+        }
         counters.requests.fetch_add(1, Ordering::Relaxed);
-        let (status, body) = route(&target, bearer.as_deref(), counters);
+        if is_workflow_run(&target) {
+            let answer = lock(&counters.run).answer(if_none_match.as_deref());
+            if writer.write_all(&answer).is_err() || close {
+                return;
+            }
+            continue;
+        }
+        let (status, headers, body) = match arm(&method, &target, counters) {
+            Some(answer) => answer,
+            None => {
+                let (status, body) = route(&target, bearer.as_deref(), counters);
+                (status, String::new(), body)
+            }
+        };
         reply.clear();
         let _ = write!(
             reply,
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
         if writer.write_all(&reply).is_err() || close {
             return;
         }
     }
+}
+
+/// Azure Resource Manager's routes: (status, extra header lines, body), or `None` for another route.
+fn arm(method: &str, target: &str, counters: &Counters) -> Option<(&'static str, String, String)> {
+    const SUB: &str = "/subscriptions/s1";
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let rest = path.strip_prefix(SUB)?;
+    let mut polls = counters.arm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (kind, name) = rest.rsplit_once('/')?;
+    let name = name.to_string();
+    // One more status poll of `name`'s operation; whether it is done now.
+    let mut poll = |name: &str| {
+        let n = polls.entry(name.to_string()).or_insert(0);
+        *n += 1;
+        *n >= ARM_POLLS
+    };
+    let deployments = "/resourceGroups/rg/providers/Microsoft.Resources/deployments";
+    let accounts = "/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts";
+    let answer = match (method, kind) {
+        ("PUT", k) if k == deployments => {
+            polls.insert(name.clone(), 0);
+            let header = format!(
+                "Azure-AsyncOperation: {SUB}/providers/Microsoft.Resources/operations/{name}\r\nRetry-After: 1\r\n"
+            );
+            ("201 Created", header, format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Accepted"}}}}"#))
+        }
+        ("GET", "/providers/Microsoft.Resources/operations") => {
+            let status = if poll(&name) { "Succeeded" } else { "Running" };
+            ("200 OK", String::new(), format!(r#"{{"status":"{status}"}}"#))
+        }
+        ("GET", k) if k == deployments => {
+            let done = polls.get(&name).is_some_and(|n| *n >= ARM_POLLS);
+            let body = if done {
+                format!(
+                    r#"{{"name":"{name}","properties":{{"provisioningState":"Succeeded","outputs":{{"siteUrl":{{"type":"String","value":"https://{name}.azurewebsites.net"}}}}}}}}"#
+                )
+            } else {
+                format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Running"}}}}"#)
+            };
+            ("200 OK", String::new(), body)
+        }
+        ("PUT", k) if k == accounts => {
+            polls.insert(name.clone(), 0);
+            (
+                "201 Created",
+                String::new(),
+                format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Creating"}}}}"#),
+            )
+        }
+        ("GET", k) if k == accounts => {
+            let state = if poll(&name) { "Succeeded" } else { "Creating" };
+            ("200 OK", String::new(), format!(r#"{{"name":"{name}","properties":{{"provisioningState":"{state}"}}}}"#))
+        }
+        ("DELETE", k) if k == accounts => {
+            polls.insert(format!("delete-{name}"), 0);
+            let header =
+                format!("Location: {SUB}/providers/Microsoft.Storage/operationResults/{name}\r\nRetry-After: 1\r\n");
+            ("202 Accepted", header, String::new())
+        }
+        ("GET", "/providers/Microsoft.Storage/operationResults") => {
+            let done = poll(&format!("delete-{name}"));
+            (if done { "204 No Content" } else { "202 Accepted" }, String::new(), String::new())
+        }
+        _ => ("404 Not Found", String::new(), r#"{"error":{"code":"ResourceNotFound"}}"#.to_string()),
+    };
+    Some(answer)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `/gh/repos/OWNER/REPO/actions/runs/ID`, any owner, repository and id.
+fn is_workflow_run(target: &str) -> bool {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let parts: Vec<&str> = path.split('/').collect();
+    matches!(parts[..], ["", "gh", "repos", _, _, "actions", "runs", id] if id.parse::<u64>().is_ok())
 }
 
 fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static str, String) {
@@ -163,6 +482,17 @@ fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static s
             ("200 OK", format!(r#"{{"target":{n}}}"#))
         }
         "/ok" => ("200 OK", r#"{"status":"done","n":1}"#.to_string()),
+        "/gh/reset" => {
+            let value = |key: &str| query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='));
+            let after = value("after").and_then(|n| n.parse().ok()).unwrap_or(300);
+            let conclusion = value("conclusion").unwrap_or("success");
+            let reset = value("reset").and_then(|n| n.parse().ok());
+            let run = Run::new(after, conclusion, reset);
+            let size = run.bodies[0].0.len();
+            *lock(&counters.run) = run;
+            ("200 OK", format!(r#"{{"after":{after},"body_bytes":{size}}}"#))
+        }
+        "/gh/stats" => ("200 OK", lock(&counters.run).stats()),
         "/containers/db/json" | "/containers/bad/json" => {
             let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
             let ended = if path == "/containers/db/json" { "healthy" } else { "unhealthy" };

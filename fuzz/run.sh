@@ -13,5 +13,8 @@ else
 fi
 for target in $("${fuzz[@]}" list); do
   echo "== $target ($seconds s)"
-  "${fuzz[@]}" run "$target" -- -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10
+  # The corpus grows in fuzz/corpus/TARGET (not committed); the seeds are read too.
+  mkdir -p "fuzz/corpus/$target"
+  "${fuzz[@]}" run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10
 done

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS};
+use crate::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
 use crate::error::EXIT_CODES;
 use crate::text::printable;
 use crate::{breaker, parse, policy, request};
@@ -58,11 +58,19 @@ pub(crate) fn after_long_help() -> String {
         })
         .collect();
     let examples = format!("Examples:\n{}", examples.join("\n\n"));
+    let verdict = BUILTIN_VERDICT.replace('\n', "\n    ");
     format!(
         "{examples}\n\n\
          Built-in conditions of --submit (--until and --fail-when replace them one by one):\n  \
-         done:   {BUILTIN_DONE}\n          or the status URL answers a non-202 2xx without a JSON body, or (Location mode, ARM)\n          a resource for which this is not true: {BUILTIN_IN_PROGRESS}\n  \
-         failed: {BUILTIN_FAILED}\n\n\
+         A status reply 202 is never done; a 2xx that is not JSON is done. A JSON body is read by this jq,\n  \
+         whose `word` is read .status first on an operation's status (Operation-Location,\n  \
+         Azure-AsyncOperation, --status-url) and .properties.provisioningState first on a resource\n  \
+         (Location, body polling, the submit's own reply):\n    \
+         def word:  # on an operation's status\n      {OPERATION_WORD};\n    \
+         def word:  # on a resource\n      {RESOURCE_WORD};\n    \
+         {verdict}\n  \
+         \"done\" is done, \"failed\" fails (exit 4), \"running\" polls on; \"other\" is done on a resource\n  \
+         in Location mode and body polling, and polls on elsewhere.\n\n\
          Exit codes:{codes}"
     )
 }

@@ -10,23 +10,101 @@ use serde::Deserialize as _;
 use crate::policy::{Phase, Verdict};
 use crate::text::shorten;
 
-/// `--submit`'s built-in done test, as the jq users can copy and adapt: a
-/// Google AIP-151 operation that is `done` without an `error`, or a status
-/// word (the first string of `.status`, `.properties.provisioningState`,
-/// `.state`, in any letter case) that says it succeeded, unless a GitHub
-/// `.conclusion` says otherwise.
-pub const BUILTIN_DONE: &str = r#"if (.done? | type) == "boolean" then .done and .error? == null else first((.status?, .properties?.provisioningState?, .state?) | strings | ascii_downcase) as $w | ($w == "succeeded" or $w == "success" or $w == "completed" or $w == "complete" or $w == "done") and all(.conclusion? | strings; . == "success" or . == "neutral" or . == "skipped") end"#;
+/// The status word of an operation's status (`Operation-Location`,
+/// `Azure-AsyncOperation`, `--status-url`): `.status` first.
+pub const OPERATION_WORD: &str =
+    r#"first((.status?, .properties?.provisioningState?, .state?) | strings | ascii_downcase)"#;
 
-/// `--submit`'s built-in failure test (exit 4): an AIP-151 operation `done`
-/// with an `error`, a status word that says it failed or was cancelled, or a
-/// done word whose GitHub `.conclusion` is not `success`, `neutral` or `skipped`.
-pub const BUILTIN_FAILED: &str = r#"if (.done? | type) == "boolean" then .done and .error? != null else first((.status?, .properties?.provisioningState?, .state?) | strings | ascii_downcase) as $w | ($w == "failed" or $w == "failure" or $w == "canceled" or $w == "cancelled" or $w == "error" or $w == "errored" or $w == "timed_out" or $w == "timedout" or $w == "aborted" or $w == "rejected" or $w == "expired" or $w == "terminated") or (($w == "succeeded" or $w == "success" or $w == "completed" or $w == "complete" or $w == "done") and any(.conclusion? | strings; . != "success" and . != "neutral" and . != "skipped")) end"#;
+/// The status word of a resource (Location mode, body polling, the submit's
+/// own reply): `.properties.provisioningState` first, since a resource's
+/// `.status` may mean something else (a machine's power state).
+pub const RESOURCE_WORD: &str =
+    r#"first((.properties?.provisioningState?, .status?, .state?) | strings | ascii_downcase)"#;
 
-/// Whether a resource (ARM's Location mode) says it is still in progress:
-/// its word read `.properties.provisioningState` first, since its `.status`
-/// may mean something else (a machine's power state). Such a body is never
-/// done, in any mode.
-pub const BUILTIN_IN_PROGRESS: &str = r#".done? == false or ((.done? | type) != "boolean" and (first((.properties?.provisioningState?, .status?, .state?) | strings | ascii_downcase) as $w | ["running", "inprogress", "in_progress", "in-progress", "pending", "queued", "notstarted", "not_started", "new", "created", "submitted", "started", "starting", "accepted", "initializing", "preparing", "processing", "provisioning", "building", "deploying", "creating", "updating", "deleting", "retrying", "waiting", "scheduled"] | index($w) != null))"#;
+/// What `--submit`'s built-ins read in a JSON body, as jq, with `word` one of
+/// [`OPERATION_WORD`] and [`RESOURCE_WORD`]: `"done"`, `"failed"`,
+/// `"running"` or `"other"` (no status word, or one not listed). A Google
+/// AIP-151 `.done` comes first; a done word whose GitHub `.conclusion` is
+/// not `success`, `neutral` or `skipped` failed.
+pub const BUILTIN_VERDICT: &str = r#"if (.done? | type) == "boolean" then
+  (if .done | not then "running" elif .error? == null then "done" else "failed" end)
+else (word // "") as $w |
+  if ["failed", "failure", "canceled", "cancelled", "error", "errored", "timed_out",
+      "timedout", "aborted", "rejected", "expired", "terminated"] | index($w) then "failed"
+  elif ["succeeded", "success", "completed", "complete", "done"] | index($w) then
+    (if all(.conclusion? | strings; . == "success" or . == "neutral" or . == "skipped")
+     then "done" else "failed" end)
+  elif ["running", "inprogress", "in_progress", "in-progress", "pending", "queued",
+        "notstarted", "not_started", "new", "created", "submitted", "started", "starting",
+        "accepted", "initializing", "preparing", "processing", "provisioning", "building",
+        "deploying", "creating", "updating", "deleting", "retrying", "waiting", "scheduled"]
+       | index($w) then "running"
+  else "other" end
+end"#;
+
+/// The whole built-in filter for `subject`, as a user can copy it into `--until`
+/// (`... == "done"`) or `--fail-when` (`... == "failed"`).
+pub fn builtin_filter(subject: Subject) -> String {
+    let word = match subject {
+        Subject::Operation => OPERATION_WORD,
+        Subject::Resource => RESOURCE_WORD,
+    };
+    format!("def word: {word}; {BUILTIN_VERDICT}")
+}
+
+/// What a `--submit` status reply is about, which decides where its status
+/// word is read first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// An operation's status: `Operation-Location`, `Azure-AsyncOperation`, `--status-url`.
+    Operation,
+    /// A resource: Location mode, body polling, the submit's own reply.
+    Resource,
+}
+
+/// What the built-ins read in a body: [`BUILTIN_VERDICT`]'s four answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Word {
+    Done,
+    Failed,
+    Running,
+    /// No status word, or one the built-ins do not know.
+    Other,
+}
+
+/// `--submit`'s built-in tests, compiled once for each subject.
+#[derive(Debug)]
+pub struct Builtin {
+    operation: Filter,
+    resource: Filter,
+    /// The built-in done test is in use: no `--until`.
+    pub done: bool,
+    /// The built-in failure test is in use: no `--fail-when`.
+    pub failed: bool,
+}
+
+impl Builtin {
+    /// The built-ins, for whichever of `--until` (`done`) and `--fail-when` (`failed`) was not given.
+    pub fn new(done: bool, failed: bool) -> Result<Builtin, String> {
+        let operation = Filter::compile(&builtin_filter(Subject::Operation))?;
+        let resource = Filter::compile(&builtin_filter(Subject::Resource))?;
+        Ok(Builtin { operation, resource, done, failed })
+    }
+
+    /// What a JSON body says of its operation, read as `subject`.
+    pub fn word(&self, subject: Subject, input: &Input) -> Word {
+        let filter = match subject {
+            Subject::Operation => &self.operation,
+            Subject::Resource => &self.resource,
+        };
+        match filter.first_string(input) {
+            Ok(Some(word)) if word == "done" => Word::Done,
+            Ok(Some(word)) if word == "failed" => Word::Failed,
+            Ok(Some(word)) if word == "running" => Word::Running,
+            _ => Word::Other,
+        }
+    }
+}
 
 type Data = JustLut<Val>;
 
@@ -37,13 +115,6 @@ type Data = JustLut<Val>;
 /// holds the deepest 4 KiB filter with room to spare.
 const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
-
-/// The jq standard library's definitions, parsed once per process: parsing
-/// them again for every filter would cost more than most filters themselves.
-fn standard_library() -> &'static [load::parse::Def<&'static str>] {
-    static DEFS: std::sync::OnceLock<Vec<load::parse::Def<&'static str>>> = std::sync::OnceLock::new();
-    DEFS.get_or_init(|| jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs()).collect())
-}
 
 /// One compiled jq filter and its source, for messages.
 pub struct Filter {
@@ -70,11 +141,12 @@ impl Input {
 }
 
 impl Filter {
-    /// Compiles `source` with the jq standard library. The error names the
+    /// Compiles `source` with the jq standard library (the part of it that
+    /// `source` can call: see [`crate::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
         check_shape(source)?;
-        let defs = standard_library().iter().cloned();
+        let defs = crate::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
         let loader = Loader::new(defs);
@@ -223,20 +295,15 @@ fn at(source: &str, part: &str) -> String {
     }
 }
 
-/// The run's filters: `--until`, `--fail-when` and `--show`.
+/// The run's filters: `--until`, `--fail-when` and `--show`, and with
+/// `--submit` the built-in tests of whichever of the first two was not given.
 #[derive(Debug, Default)]
 pub struct Conditions {
     pub until: Option<Filter>,
     pub fail_when: Option<Filter>,
     pub show: Option<Filter>,
-    /// `--until` is `--submit`'s built-in done test, which also holds for a
-    /// status URL's non-202 2xx without a JSON body (ARM's Location mode).
-    pub builtin_until: bool,
-    /// `--fail-when` is `--submit`'s built-in failure test.
-    pub builtin_fail_when: bool,
-    /// With the built-in done test: [`BUILTIN_IN_PROGRESS`], which keeps a
-    /// resource in Location mode from being done while it says it runs.
-    pub in_progress: Option<Filter>,
+    /// `--submit`'s built-ins.
+    pub builtin: Option<Builtin>,
 }
 
 /// What the filters said of one 2xx body.
@@ -250,31 +317,57 @@ pub struct Judgement {
 }
 
 impl Conditions {
-    /// Judges the 2xx reply `status` to a request of `phase`: as [`Conditions::judge`],
-    /// but a status URL's 202 is never done (the operation is still running),
-    /// and with the built-in done test a status URL's non-202 2xx that is not
-    /// JSON is done. In `location` mode (the status URL came from `Location`,
-    /// ARM's way: 202 until the operation ends, then the resource itself) any
-    /// non-202 2xx is done by the built-in test, JSON or not: the resource's
-    /// own `status` may mean something else, such as a machine's power state.
-    pub(crate) fn judge_reply(&self, phase: Phase, status: u16, body: &[u8], location: bool) -> Judgement {
-        let mut judgement = self.judge(body);
-        if phase == Phase::Wait {
-            judgement.verdict = match judgement.verdict {
-                // Before the Location rule below: a 202 is "still running" in every mode.
-                Verdict::Met | Verdict::NotJson | Verdict::NotMet if status == 202 => Verdict::NotMet,
-                Verdict::NotJson if self.builtin_until => Verdict::Met,
-                Verdict::NotMet if self.builtin_until && location && !self.in_progress(body) => Verdict::Met,
-                verdict => verdict,
-            };
-        }
-        judgement
+    /// Judges the 2xx reply `status` to a `--submit` request of `phase` about
+    /// `subject`, by the contract's order: the failure test first (a user's
+    /// `--fail-when`, else the built-in one), then the done test. Under the
+    /// built-in done test a status reply is done when it is not JSON, and a
+    /// resource also when it has no status word the built-ins know (ARM's
+    /// Location mode: 202 until the operation ends, then the resource). A
+    /// status reply 202 is never done. Without `--submit`, as [`Conditions::judge`].
+    pub(crate) fn judge_reply(&self, phase: Phase, subject: Subject, status: u16, body: &[u8]) -> Judgement {
+        let Some(builtin) = &self.builtin else { return self.judge(body) };
+        let mut errors = Vec::new();
+        let input = Input::parse(body);
+        let shown = self.shown(input.as_ref(), &mut errors);
+        let word = input.as_ref().map(|input| builtin.word(subject, input));
+        let waiting = phase == Phase::Wait;
+        let failed = match (&self.fail_when, &input) {
+            (Some(filter), Some(input)) => holds(filter, input, &mut errors),
+            (Some(_), None) => false,
+            (None, _) => word == Some(Word::Failed),
+        };
+        let done = match (&self.until, &input) {
+            (Some(filter), Some(input)) => Some(holds(filter, input, &mut errors)),
+            (Some(_), None) => None,
+            (None, _) => Some(match word {
+                None => waiting,
+                Some(Word::Done) => true,
+                Some(Word::Other) => waiting && subject == Subject::Resource,
+                Some(Word::Failed | Word::Running) => false,
+            }),
+        };
+        let verdict = match done {
+            _ if failed => Verdict::FailWhen,
+            _ if waiting && status == 202 => Verdict::NotMet,
+            Some(true) => Verdict::Met,
+            Some(false) => Verdict::NotMet,
+            None => Verdict::NotJson,
+        };
+        Judgement { verdict, errors, shown }
     }
 
-    /// Whether a resource's body says it is still in progress.
-    fn in_progress(&self, body: &[u8]) -> bool {
-        let input = Input::parse(body);
-        matches!((&self.in_progress, input), (Some(filter), Some(input)) if filter.holds(&input) == Ok(true))
+    /// What the built-ins read in a body as `subject`; `None` without them or when it is not JSON.
+    pub(crate) fn word(&self, subject: Subject, body: &[u8]) -> Option<Word> {
+        Some(self.builtin.as_ref()?.word(subject, &Input::parse(body)?))
+    }
+
+    /// `--show`'s line on a body, its jq error kept in `errors`.
+    fn shown(&self, input: Option<&Input>, errors: &mut Vec<String>) -> Option<String> {
+        let (show, input) = (self.show.as_ref()?, input?);
+        show.show(input).unwrap_or_else(|e| {
+            errors.push(e);
+            None
+        })
     }
 
     /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,
@@ -282,35 +375,30 @@ impl Conditions {
     pub fn judge(&self, body: &[u8]) -> Judgement {
         let mut errors = Vec::new();
         let input = Input::parse(body);
-        let shown = match (&self.show, &input) {
-            (Some(show), Some(input)) => show.show(input).unwrap_or_else(|e| {
-                errors.push(e);
-                None
-            }),
-            _ => None,
-        };
+        let shown = self.shown(input.as_ref(), &mut errors);
         if self.until.is_none() && self.fail_when.is_none() {
             return Judgement { verdict: Verdict::Met, errors, shown };
         }
         let Some(input) = input else {
             return Judgement { verdict: Verdict::NotJson, errors, shown };
         };
-        let mut holds = |filter: &Option<Filter>| match filter.as_ref().map(|f| f.holds(&input)) {
-            None => None,
-            Some(Ok(holds)) => Some(holds),
-            Some(Err(e)) => {
-                errors.push(e);
-                Some(false)
-            }
-        };
-        let verdict = if holds(&self.fail_when) == Some(true) {
+        let mut test = |filter: &Option<Filter>| filter.as_ref().map(|filter| holds(filter, &input, &mut errors));
+        let verdict = if test(&self.fail_when) == Some(true) {
             Verdict::FailWhen
         } else {
-            match holds(&self.until) {
+            match test(&self.until) {
                 None | Some(true) => Verdict::Met,
                 Some(false) => Verdict::NotMet,
             }
         };
         Judgement { verdict, errors, shown }
     }
+}
+
+/// Whether `filter` holds on `input`; a runtime error is "not met", its message kept in `errors`.
+fn holds(filter: &Filter, input: &Input, errors: &mut Vec<String>) -> bool {
+    filter.holds(input).unwrap_or_else(|e| {
+        errors.push(e);
+        false
+    })
 }

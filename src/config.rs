@@ -11,7 +11,7 @@ use base64::Engine as _;
 
 use crate::breaker;
 use crate::cli::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS, Conditions, Filter};
+use crate::condition::{Builtin, Conditions, Filter};
 use crate::credentials::Credentials;
 use crate::error::Error;
 use crate::output::{ColorChoice, Style};
@@ -265,18 +265,9 @@ fn conditions(cli: &Cli) -> Result<Conditions, Error> {
     let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
     let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
     // With --submit, what the user did not give is built in.
-    let or_builtin = |filter: Option<Filter>, flag: &str, builtin: &str| match filter {
-        None if cli.submit => compile(flag, builtin).map(Some),
-        filter => Ok(filter),
-    };
-    Ok(Conditions {
-        builtin_until: cli.submit && until.is_none(),
-        in_progress: (cli.submit && until.is_none()).then(|| compile("--until", BUILTIN_IN_PROGRESS)).transpose()?,
-        builtin_fail_when: cli.submit && fail_when.is_none(),
-        until: or_builtin(until, "--until", BUILTIN_DONE)?,
-        fail_when: or_builtin(fail_when, "--fail-when", BUILTIN_FAILED)?,
-        show: given("--show", &cli.show)?,
-    })
+    let builtin = cli.submit.then(|| Builtin::new(until.is_none(), fail_when.is_none()));
+    let builtin = builtin.transpose().map_err(|e| Error::Usage(format!("the built-in conditions: {e}")))?;
+    Ok(Conditions { until, fail_when, show: given("--show", &cli.show)?, builtin })
 }
 
 /// The schedule and retry rules `decide()` follows.

@@ -6,7 +6,7 @@
 use clap_complete::Shell;
 
 use crate::cli::{self, Generate};
-use crate::condition::{BUILTIN_DONE, BUILTIN_FAILED, BUILTIN_IN_PROGRESS};
+use crate::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
 use crate::error::EXIT_CODES;
 
 /// The file `kind` names, as bytes.
@@ -55,15 +55,15 @@ fn extra_sections() -> String {
         roff.push_str(&format!(".TP\n\\fB{code}\\fR\n{}\n", escape(meaning)));
     }
     roff.push_str(".PP\nWith \\fB\\-\\-fallback\\fR, a run that ends with 1, 5 or 6 prints the fallback body on stdout; the exit status is unchanged.\n");
-    roff.push_str(".SH \"BUILT-IN CONDITIONS\"\nWith \\fB\\-\\-submit\\fR, the status polls are done and failed by these jq filters; \\fB\\-\\-until\\fR replaces the first and \\fB\\-\\-fail\\-when\\fR the second:\n");
+    roff.push_str(".SH \"BUILT-IN CONDITIONS\"\nWith \\fB\\-\\-submit\\fR, replies are done and failed by the built-ins; \\fB\\-\\-until\\fR replaces the done test and \\fB\\-\\-fail\\-when\\fR the failure test. A status reply 202 is never done; a 2xx that is not JSON is done. A JSON body is read by this jq, whose \\fBword\\fR is read one way on an operation's status and another on a resource:\n");
     for (name, filter) in [
-        ("done", BUILTIN_DONE),
-        ("failed (exit 4)", BUILTIN_FAILED),
-        ("in progress (never done; in Location mode, a resource that is not in progress is done)", BUILTIN_IN_PROGRESS),
+        ("word, on an operation's status (Operation-Location, Azure-AsyncOperation, --status-url)", OPERATION_WORD),
+        ("word, on a resource (Location, body polling, the submit's own reply)", RESOURCE_WORD),
+        ("the answer", BUILTIN_VERDICT),
     ] {
-        roff.push_str(&format!(".TP\n{name}\n.nf\n{}\n.fi\n", escape(filter)));
+        roff.push_str(&format!(".TP\n{}\n.nf\n{}\n.fi\n", escape(name), escape(filter)));
     }
-    roff.push_str(".PP\nA 202 from the status URL is never done; with the built-in done test, a non-202 2xx without a JSON body is.\n");
+    roff.push_str(".PP\n\"done\" is done, \"failed\" fails (exit 4), \"running\" polls on; \"other\" is done on a resource in Location mode and body polling, and polls on elsewhere.\n");
     roff.push_str(".SH ENVIRONMENT\n");
     for (names, meaning) in ENVIRONMENT {
         let names: Vec<String> = names.split(", ").map(|n| format!("\\fB{}\\fR", escape(n))).collect();

@@ -5,15 +5,16 @@
 //! this module renders, and the body.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::policy::{Action, Outcome, Phase, Verdict, WaitReason};
-use crate::record::{Record, Seen};
+use crate::policy::{Action, Outcome, Verdict, WaitReason};
+use crate::progress::Progress;
+use crate::record::Record;
 use crate::request::Request;
 use crate::text::{count, human, printable};
 use crate::url;
@@ -104,6 +105,8 @@ pub(crate) struct Summary {
     pub targets: Option<Vec<TargetSummary>>,
     /// `--submit`: the status URL, redacted.
     pub operation_url: Option<String>,
+    /// Attempts made by every loop.
+    pub attempts: u32,
 }
 
 /// Writes progress, attempt lines and events to stderr, for every loop of
@@ -128,15 +131,6 @@ struct Target {
     bar: ProgressBar,
     /// The current wait; read by the progress line's live countdown.
     wait: Arc<Mutex<Option<Wait>>>,
-    /// The attempt in flight or last made.
-    attempts: AtomicU32,
-    /// The last outcome in words: for the progress line, and for a deadline
-    /// that names what each URL still pending last saw.
-    last: Mutex<Seen>,
-    /// `--submit`: where the operation is watched, once known.
-    operation: Mutex<Option<String>>,
-    /// When the loop ended, from the start of the run.
-    ended: Mutex<Option<Duration>>,
     /// The attempt in flight was refused (401) and sent again with a new `--auth-cmd` token.
     reauthenticated: AtomicBool,
 }
@@ -183,16 +177,7 @@ impl Reporter {
                 } else {
                     ProgressBar::hidden()
                 };
-                Target {
-                    url,
-                    bar,
-                    wait,
-                    attempts: AtomicU32::new(0),
-                    last: Mutex::new(Seen::default()),
-                    operation: Mutex::new(None),
-                    ended: Mutex::new(None),
-                    reauthenticated: AtomicBool::new(false),
-                }
+                Target { url, bar, wait, reauthenticated: AtomicBool::new(false) }
             })
             .collect();
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
@@ -227,40 +212,9 @@ impl Reporter {
         self.style.verbose >= 1 && !self.style.json
     }
 
-    /// Attempts made so far by every loop (the one in flight included).
-    pub(crate) fn attempts(&self) -> u32 {
-        self.targets.iter().map(|t| t.attempts.load(Ordering::SeqCst)).sum()
-    }
-
-    /// Attempts made so far by loop `t`.
-    pub(crate) fn attempts_of(&self, t: usize) -> u32 {
-        self.targets.get(t).map_or(0, |target| target.attempts.load(Ordering::SeqCst))
-    }
-
-    /// The last outcome of loop `t` in words, if it made an attempt.
-    pub(crate) fn last(&self, t: usize) -> Option<String> {
-        self.targets.get(t).map(|target| lock(&target.last).words()).filter(|last| !last.is_empty())
-    }
-
     /// Whether the run is in GitHub Actions (`--ci github`, `GITHUB_ACTIONS=true`).
     pub(crate) fn github(&self) -> bool {
         self.style.github
-    }
-
-    /// Time since the run started.
-    pub(crate) fn elapsed(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    /// How long loop `t` ran: until it ended, or until now while it runs.
-    pub(crate) fn elapsed_of(&self, t: usize) -> Duration {
-        let ended = self.targets.get(t).and_then(|target| *lock(&target.ended));
-        ended.unwrap_or_else(|| self.started.elapsed())
-    }
-
-    /// `--submit`: the status URL loop `t` watches, once known.
-    pub(crate) fn operation(&self, t: usize) -> Option<String> {
-        self.targets.get(t).and_then(|target| lock(&target.operation).clone())
     }
 
     /// Before loop `t`'s first attempt: `-v` shows the request, secrets redacted.
@@ -283,16 +237,14 @@ impl Reporter {
         }
     }
 
-    /// Loop `t` sends attempt `number`.
-    pub(crate) fn sending(&self, t: usize, number: u32) {
+    /// Loop `t` sends attempt `number`; the progress line names what the last one saw.
+    pub(crate) fn sending(&self, t: usize, number: u32, progress: &Progress) {
         let Some(target) = self.targets.get(t) else { return };
-        target.attempts.store(number, Ordering::SeqCst);
         if target.bar.is_hidden() {
             return; // Nothing to draw: tight polling pays for no formatting.
         }
         set(&target.wait, None);
-        let last = lock(&target.last).words();
-        let last = if last.is_empty() { String::new() } else { format!(" · last: {last}") };
+        let last = progress.last(t).map(|last| format!(" · last: {last}")).unwrap_or_default();
         target.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
 
@@ -320,9 +272,6 @@ impl Reporter {
 
     /// `--submit`: loop `t` now watches the operation at `url`.
     pub(crate) fn watching(&self, t: usize, url: &str) {
-        if let Some(target) = self.targets.get(t) {
-            *lock(&target.operation) = Some(url.to_string());
-        }
         if self.verbose_text() {
             self.line(t, &format!("{}operation: {}", self.named(t), url::redact(url)));
         }
@@ -332,7 +281,6 @@ impl Reporter {
     pub(crate) fn attempt(&self, t: usize, request: &Request, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
         if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
-            *lock(&target.last) = record.seen();
             return;
         }
         let summary = record.summary();
@@ -342,7 +290,7 @@ impl Reporter {
             if self.several() {
                 event["target"] = json!(t);
             }
-            if let (Some(key), false) = (&self.idempotency_key, record.phase == Phase::Wait) {
+            if let (Some(key), true) = (&self.idempotency_key, record.phase.sends_the_key()) {
                 event["idempotency_key"] = json!(key);
             }
             if target.reauthenticated.swap(false, Ordering::SeqCst) {
@@ -379,7 +327,6 @@ impl Reporter {
             // This loop is over: its line stops and says how, while other URLs' lines go on.
             target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
-        *lock(&target.last) = record.seen();
     }
 
     /// Loop `t` had `--auth-cmd` make a token. In GitHub Actions a `new`
@@ -427,9 +374,6 @@ impl Reporter {
 
     /// Loop `t` is over: its buffered GitHub group (GitLab section) is written out whole.
     pub(crate) fn ended(&self, t: usize) {
-        if let Some(target) = self.targets.get(t) {
-            lock(&target.ended).get_or_insert_with(|| self.started.elapsed());
-        }
         let mut out = lock(&self.out);
         let Some(lines) = out.groups.get_mut(t).and_then(Option::take) else { return };
         // Its opening line alone is no group.
@@ -462,7 +406,7 @@ impl Reporter {
                 "event": "done",
                 "ts": now_rfc3339(),
                 "elapsed_ms": elapsed.as_millis() as u64,
-                "attempts": self.attempts(),
+                "attempts": summary.attempts,
                 "exit_code": summary.code,
                 "reason": summary.reason,
                 "message": summary.message,
@@ -486,7 +430,7 @@ impl Reporter {
         let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
         if show_summary && matches!(summary.code, 0 | 4) {
             let what = if summary.code == 0 { "done" } else { "--fail-when matched" };
-            let attempts = count(self.attempts(), "attempt");
+            let attempts = count(summary.attempts, "attempt");
             self.write(&format!("poll: {what} after {attempts} in {}", human(elapsed)));
         }
         lock(&self.out).closed = true;

@@ -89,15 +89,24 @@ pub enum Phase {
     Submit,
     /// `--submit`: a GET of the operation's status URL.
     Wait,
+    /// `--submit`: the GET of the submit's URL after an operation that a PUT
+    /// or PATCH started is done; any 2xx is the final body.
+    Final,
 }
 
 impl Phase {
+    /// Whether this request carries `--idempotency-key`: the status polls and the final GET do not.
+    pub(crate) fn sends_the_key(self) -> bool {
+        matches!(self, Phase::Poll | Phase::Submit)
+    }
+
     /// The stable name used in `--log-format json` (`phase`); `None` without `--submit`.
     pub fn name(self) -> Option<&'static str> {
         match self {
             Phase::Poll => None,
             Phase::Submit => Some("submit"),
-            Phase::Wait => Some("wait"),
+            // The contract names two phases: the final GET is one more GET of the wait.
+            Phase::Wait | Phase::Final => Some("wait"),
         }
     }
 }
@@ -399,7 +408,7 @@ impl Policy {
                 return Action::Stop(Stop::NoStatusUrl);
             }
             Outcome::Success { verdict: Verdict::Met, .. }
-                if submit || attempt.streak.saturating_add(1) >= self.stable =>
+                if submit || attempt.phase == Phase::Final || attempt.streak.saturating_add(1) >= self.stable =>
             {
                 return Action::Done;
             }
@@ -441,13 +450,12 @@ impl Policy {
             Outcome::Status { code, advice } => is_rate_limited(*code, advice),
             _ => false,
         };
-        // Status polls are GETs; a submit may have started a job whatever its method.
+        // Status polls are GETs; a submit is as idempotent as its method (a PUT or DELETE is).
         let idempotent = match attempt.phase {
-            Phase::Poll => self.idempotent,
-            Phase::Submit => false,
-            Phase::Wait => true,
+            Phase::Poll | Phase::Submit => self.idempotent,
+            Phase::Wait | Phase::Final => true,
         };
-        let keyed = self.keyed && attempt.phase != Phase::Wait;
+        let keyed = self.keyed && attempt.phase.sends_the_key();
         if !idempotent && !keyed && !self.retry_non_idempotent && !safe_to_resend {
             return Action::Stop(Stop::NotRetryable { cause });
         }
@@ -536,7 +544,7 @@ impl Policy {
         matches!(code, 408 | 429)
             || (500..=599).contains(&code) && code != 501
             || self.retry_on.contains(&code)
-            || code == 409 && self.keyed && phase != Phase::Wait
+            || code == 409 && self.keyed && phase.sends_the_key()
     }
 
     /// Keeps `action` only if the next attempt can start before the deadline.

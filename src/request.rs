@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use ureq::http;
 
+use crate::cookies::Jar;
 use crate::policy::Failure;
 use crate::proxy::{self, Proxies};
 use crate::{unix, url};
@@ -119,6 +120,8 @@ pub(crate) struct Client {
     agent: ureq::Agent,
     spec: ClientConfig,
     proxies: Proxies,
+    /// The cookies replies set, sent back on this loop's later requests.
+    jar: Jar,
 }
 
 impl Client {
@@ -156,7 +159,7 @@ impl Client {
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
             }
         };
-        Client { agent, spec: spec.clone(), proxies }
+        Client { agent, spec: spec.clone(), proxies, jar: Jar::default() }
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -173,7 +176,10 @@ impl Client {
             if left.is_zero() {
                 return Err(Fault::new(Failure::Timeout, "request timed out"));
             }
-            let mut response = self.send(&method, &url, &headers, body, left)?;
+            let cookies = self.jar.header(&url);
+            let mut response = self.send(&method, &url, &headers, cookies.as_deref(), body, left)?;
+            let set_cookies = response.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok());
+            self.jar.store(&url, set_cookies);
             let status = response.status().as_u16();
             let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let see_other = request.see_other_is_the_answer && matches!(status, 301..=303);
@@ -212,17 +218,26 @@ impl Client {
         }
     }
 
+    /// One hop. `cookies` (the jar's) join a user's own `Cookie` header in one.
     fn send(
         &self,
         method: &str,
         url: &str,
         headers: &[&(String, String)],
+        cookies: Option<&str>,
         body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<http::Response<ureq::Body>, Fault> {
         let mut builder = http::Request::builder().method(method).uri(url);
+        let mut cookies = cookies;
         for (name, value) in headers {
-            builder = builder.header(name.as_str(), value.as_str());
+            match cookies.take_if(|_| name.eq_ignore_ascii_case("cookie")) {
+                Some(jar) => builder = builder.header(name.as_str(), format!("{value}; {jar}")),
+                None => builder = builder.header(name.as_str(), value.as_str()),
+            }
+        }
+        if let Some(jar) = cookies {
+            builder = builder.header("cookie", jar);
         }
         let invalid = |e: http::Error| Fault::new(Failure::BadRedirect, format!("cannot build the request: {e}"));
         let result = match body {

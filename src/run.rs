@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::config::{self, Config, Fallback, StateSpec};
 use crate::error::{Error, Signal};
 use crate::output::{Reporter, Summary, TargetSummary, Voice};
+use crate::progress::Progress;
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::target::{self, Common, TargetEnd};
 use crate::wait::{self, Cancel};
@@ -123,6 +124,7 @@ pub fn run(config: Config) -> Ending {
         deadline,
         shared: Shared::new(store, limits.rate, limits.breaker, limits.state_fail, probe_budget),
         reporter,
+        progress: Progress::new(urls.len()),
         cancel: Cancel::default(),
     });
 
@@ -157,7 +159,7 @@ pub fn run(config: Config) -> Ending {
         })
     });
     let over = match started {
-        Ok(()) => watch(&events, &mut ends, &common.reporter, any, deadline),
+        Ok(()) => watch(&events, &mut ends, &common, any, deadline),
         Err(why) => {
             common.cancel.cancel();
             return stopped_early(&common.reporter, &Error::Permanent(why));
@@ -172,7 +174,7 @@ pub fn run(config: Config) -> Ending {
 fn watch(
     events: &mpsc::Receiver<Event>,
     ends: &mut [Option<TargetEnd>],
-    reporter: &Reporter,
+    common: &Common,
     any: bool,
     deadline: Option<Instant>,
 ) -> Over {
@@ -193,7 +195,8 @@ fn watch(
         match event {
             Event::Signal(signal) => return Over::Signal(signal),
             Event::Ended(t, end) => {
-                reporter.ended(t);
+                common.progress.ended(t);
+                common.reporter.ended(t);
                 let done = end.result.is_ok();
                 if let Some(slot) = ends.get_mut(t) {
                     *slot = Some(end);
@@ -229,8 +232,8 @@ fn finish(
     output_file: Option<&std::path::Path>,
     fallback: &Option<Fallback>,
 ) -> Ending {
-    let reporter = &common.reporter;
-    let mut error = run_error(reporter, targets, &ends, over);
+    let (reporter, progress) = (&common.reporter, &common.progress);
+    let mut error = run_error(progress, targets, &ends, over);
     let (stdout, fell_back) = match targets.len() {
         1 => single_stdout(common, targets, &ends, error.as_ref(), fallback),
         _ => (several_stdout(targets, &ends), false),
@@ -242,28 +245,28 @@ fn finish(
         }
         None => stdout,
     };
-    let summary = summarise(reporter, targets, &ends, error.as_ref());
+    let summary = summarise(reporter, progress, targets, &ends, error.as_ref());
     let error_line = reporter.finish(&summary);
     Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
 }
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
 /// (with several URLs, naming those still pending).
-fn run_error(reporter: &Reporter, targets: &[config::Target], ends: &[Option<TargetEnd>], over: Over) -> Option<Error> {
+fn run_error(progress: &Progress, targets: &[config::Target], ends: &[Option<TargetEnd>], over: Over) -> Option<Error> {
     let error = match over {
         Over::Done => None,
         Over::Failed(t) => ends.get(t).and_then(|end| end.as_ref()).and_then(|end| end.result.clone().err()),
-        Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: reporter.attempts() }),
+        Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: progress.attempts() }),
         Over::Stuck => {
             let stuck = ends.iter().position(Option::is_none).unwrap_or(0);
             Some(Error::Deadline(format!(
                 "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
-                reporter.attempts_of(stuck)
+                progress.attempts_of(stuck)
             )))
         }
     };
     match error {
-        Some(Error::Deadline(_)) if targets.len() > 1 => Some(Error::Deadline(pending(reporter, targets, ends))),
+        Some(Error::Deadline(_)) if targets.len() > 1 => Some(Error::Deadline(pending(progress, targets, ends))),
         error => error,
     }
 }
@@ -357,12 +360,13 @@ fn write_output(
 /// The run's summary for the reporter's last word, and the GitHub step summary.
 fn summarise(
     reporter: &Reporter,
+    progress: &Progress,
     targets: &[config::Target],
     ends: &[Option<TargetEnd>],
     error: Option<&Error>,
 ) -> Summary {
     let several = targets.len() > 1;
-    let operation = reporter.operation(0).filter(|_| !several);
+    let operation = progress.operation(0).filter(|_| !several);
     let target_summaries = several.then(|| {
         targets
             .iter()
@@ -375,18 +379,18 @@ fn summarise(
                     reason: end
                         .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
                         .to_string(),
-                    attempts: reporter.attempts_of(t),
+                    attempts: progress.attempts_of(t),
                 }
             })
             .collect()
     });
-    let mut summary = summary_of(error, target_summaries, operation.as_deref().map(url::redact));
+    let mut summary = summary_of(error, target_summaries, operation.as_deref().map(url::redact), progress.attempts());
     // A --submit run that a signal ended names where its operation is, to resume the wait.
     if let (Some(Error::Interrupted { .. }), Some(operation)) = (error, &operation) {
         summary.message = summary.message.map(|m| format!("{m}{}", target::resume(operation)));
     }
     if let Some(path) = summary::path(reporter.github()) {
-        let table = summary::render(&step_rows(reporter, targets, ends, error), summary.code, reporter.elapsed());
+        let table = summary::render(&step_rows(progress, targets, ends, error), summary.code, progress.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);
         }
@@ -397,7 +401,7 @@ fn summarise(
 /// The step summary's rows: each URL's own ending; one the run ended first
 /// shares a signal or deadline of the run, and is abandoned otherwise.
 fn step_rows(
-    reporter: &Reporter,
+    progress: &Progress,
     targets: &[config::Target],
     ends: &[Option<TargetEnd>],
     error: Option<&Error>,
@@ -409,9 +413,9 @@ fn step_rows(
             url: url::redact(&target.request.url),
             exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
             message: end.and_then(|end| end.result.as_ref().err()).map(Error::to_string),
-            attempts: reporter.attempts_of(t),
-            elapsed: reporter.elapsed_of(t),
-            last: reporter.last(t).unwrap_or_default(),
+            attempts: progress.attempts_of(t),
+            elapsed: progress.elapsed_of(t),
+            last: progress.last(t).unwrap_or_default(),
         }
     });
     rows.collect()
@@ -419,7 +423,7 @@ fn step_rows(
 
 /// A run that ends before its loops could run: only the reporter's last word.
 fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
-    let error_line = reporter.finish(&summary_of(Some(error), None, None));
+    let error_line = reporter.finish(&summary_of(Some(error), None, None, 0));
     Ending {
         stdout: Vec::new(),
         error_line,
@@ -428,8 +432,14 @@ fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
     }
 }
 
-fn summary_of(error: Option<&Error>, targets: Option<Vec<TargetSummary>>, operation_url: Option<String>) -> Summary {
+fn summary_of(
+    error: Option<&Error>,
+    targets: Option<Vec<TargetSummary>>,
+    operation_url: Option<String>,
+    attempts: u32,
+) -> Summary {
     Summary {
+        attempts,
         code: error.map_or(0, Error::exit_code),
         reason: error.map_or("done", Error::reason),
         message: error.map(Error::to_string),
@@ -463,13 +473,13 @@ fn print_lines(values: &[Value]) -> Vec<u8> {
 }
 
 /// A deadline with several URLs names only those still pending, each with its last outcome.
-fn pending(reporter: &Reporter, targets: &[config::Target], ends: &[Option<TargetEnd>]) -> String {
+fn pending(progress: &Progress, targets: &[config::Target], ends: &[Option<TargetEnd>]) -> String {
     let pending: Vec<String> = targets
         .iter()
         .enumerate()
         .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
         .map(|(t, target)| {
-            let last = match (reporter.last(t), reporter.attempts_of(t)) {
+            let last = match (progress.last(t), progress.attempts_of(t)) {
                 (Some(last), _) => format!("last: {last}"),
                 (None, 0) => "no attempt yet".to_string(),
                 // Its first request is unanswered (or its body still being judged).

@@ -1,7 +1,7 @@
 //! One URL's loop, on a thread of its own: wait for the turn (breaker,
 //! server advice, `--rate`) -> fetch -> judge the body -> [`Policy::decide`]
 //! -> tell the shared state -> wait. With `--submit` the first request is the
-//! submit and the rest poll the status URL its reply names.
+//! submit and the rest poll where its reply points ([`operation`] decides).
 //!
 //! The loop never prints the end of the run: it returns a [`TargetEnd`] and
 //! the run (`lib.rs`) decides what the whole run says.
@@ -13,25 +13,21 @@ use serde_json::Value;
 
 use crate::breaker::{self, Sample};
 use crate::clock;
-use crate::condition::{Conditions, Filter, Input, Judgement};
+use crate::condition::{Conditions, Filter, Input, Judgement, Subject};
 use crate::conditional::{Answer, Validators};
 use crate::config::{Submit, Target};
 use crate::credentials::{Credentials, Hooks};
 use crate::error::Error;
+use crate::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::output::Reporter;
 use crate::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
+use crate::progress::Progress;
 use crate::record::{self, Record};
 use crate::request::{Client, ClientConfig, Fault, Reply, Request};
 use crate::state::{Admission, Refusal, Shared};
 use crate::text::when;
 use crate::url;
 use crate::wait::{Cancel, Cancelled};
-
-/// Where `--submit` finds the status URL on the submit's reply, in this order.
-const OPERATION_HEADERS: [&str; 3] = ["operation-location", "azure-asyncoperation", "location"];
-
-/// A status reply that carries one of these moves the polling there.
-const MOVING_HEADERS: [&str; 2] = ["operation-location", "azure-asyncoperation"];
 
 /// What every loop of a run shares.
 pub(crate) struct Common {
@@ -47,6 +43,8 @@ pub(crate) struct Common {
     pub deadline: Option<Instant>,
     pub shared: Shared,
     pub reporter: Reporter,
+    /// What each loop has done so far, for the run's ending.
+    pub progress: Progress,
     pub cancel: Cancel,
 }
 
@@ -84,10 +82,10 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         submit: target.request.clone(),
         request: target.request.clone(),
         phase: target.phase,
-        operation: None,
-        location_mode: false,
+        watch: None,
         reported: HashSet::new(),
         validators: Validators::new(common.conditional),
+        judged: None,
     };
     // `-v` shows the request with its credentials of the moment (redacted): `--auth-cmd` runs here, before the first request.
     match looping.authorised() {
@@ -117,15 +115,24 @@ struct Loop<'a> {
     /// The request the next attempt sends.
     request: Request,
     phase: Phase,
-    /// `--submit`: the status URL, once the submit's reply named it.
-    operation: Option<String>,
-    /// The status URL came from a 2xx's `Location`: ARM's mode, where the
-    /// status URL answers 202 until the operation ends, then the result.
-    location_mode: bool,
+    /// `--submit`: where the status polls go and how they read the replies,
+    /// once the submit's reply said.
+    watch: Option<Watch>,
     /// jq runtime errors already reported.
     reported: HashSet<String>,
     /// The last 2xx's validators and body, by URL, for conditional polls.
     validators: Validators,
+    /// The last body judged, by what was asked of it, and what it was found.
+    judged: Option<(Asked, Judgement)>,
+}
+
+/// What a judgement was asked: the same of the same bytes gets the same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Asked {
+    url: String,
+    phase: Phase,
+    subject: Subject,
+    status: u16,
 }
 
 impl Loop<'_> {
@@ -143,7 +150,8 @@ impl Loop<'_> {
             }
             let left = self.left();
             let budget = left.map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
-            common.reporter.sending(self.t, number);
+            common.progress.sending(self.t, number);
+            common.reporter.sending(self.t, number, &common.progress);
             let submit = self.phase == Phase::Submit;
             let (sending, validated) = self.validators.prepare(&self.request, submit);
             // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
@@ -169,11 +177,13 @@ impl Loop<'_> {
                 _ => common.policy.decide(&outcome, &attempt, &mut rng),
             };
             let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
+            common.progress.made(self.t, &record);
             common.reporter.attempt(self.t, &self.request, &record);
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
-                self.operation = Some(found.clone());
-                common.reporter.watching(self.t, found);
+                common.progress.watching(self.t, &found.url);
+                common.reporter.watching(self.t, &found.url);
+                self.watch = Some(found.clone());
             }
             let refusal = match self.tell(&record) {
                 Ok(refusal) => refusal,
@@ -181,6 +191,11 @@ impl Loop<'_> {
             };
 
             let after = match &record.action {
+                Action::Done if self.resource_due() => {
+                    self.fetch_resource();
+                    failures = 0;
+                    continue;
+                }
                 Action::Done | Action::FailWhen => return Ok(Ok(record)),
                 Action::Stop(stop) => return Ok(Err(self.stopped(stop, &record))),
                 Action::Poll { after, .. } => {
@@ -202,7 +217,7 @@ impl Loop<'_> {
             if let Some(refusal) = refusal {
                 return Ok(Err(self.circuit_open(&refusal)));
             }
-            self.follow(found, &record);
+            self.follow(found.is_some(), &record);
             common.cancel.sleep(after)?;
         }
     }
@@ -320,7 +335,7 @@ impl Loop<'_> {
                     wait: Duration::from_millis(wait),
                     reason: why,
                     remaining: left.unwrap_or_default(),
-                    cause: common.reporter.last(self.t),
+                    cause: common.progress.last(self.t),
                 };
                 Ok(Err(Error::Deadline(self.message(&stop, None, ""))))
             }
@@ -328,9 +343,9 @@ impl Loop<'_> {
     }
 
     /// What the filters say of a 2xx reply (or of a 304's body kept, as the
-    /// 2xx it came with); and for a submit's 2xx, the status URL it names, if
-    /// any (then the body is not judged: the operation is).
-    fn judge(&mut self, reply: &Result<Reply, Fault>, answer: Answer) -> (Option<Judgement>, Option<String>) {
+    /// 2xx it came with); and for a submit, where the polls go next, if
+    /// anywhere (then the body is not judged: the operation is).
+    fn judge(&mut self, reply: &Result<Reply, Fault>, answer: Answer) -> (Option<Judgement>, Option<Watch>) {
         let Ok(reply) = reply else { return (None, None) };
         let status = match answer {
             Answer::Fresh | Answer::Unasked => reply.status,
@@ -345,19 +360,47 @@ impl Loop<'_> {
         if see_other {
             // A status monitor (curl #11447), not ARM's Location mode: it answers with a status.
             let location = reply.header("location").and_then(|location| url::resolve(&self.submit.url, location));
-            return (None, location);
+            return (None, location.map(|url| Watch { url, mode: Mode::Operation { header: false } }));
         }
         if !(200..300).contains(&status) {
             return (None, None);
         }
-        if self.phase == Phase::Submit
-            && let Some(found) = self.status_url(reply)
-        {
-            return (None, Some(found));
+        // What a PUT or PATCH made or changed: any 2xx is the final body.
+        if self.phase == Phase::Final {
+            return (Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None }), None);
         }
-        let judgement = self.common.conditions.judge_reply(self.phase, status, &reply.body, self.location_mode);
+        let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
+        let asked = Asked { url: self.request.url.clone(), phase: self.phase, subject, status };
+        // A 304 hands back the very bytes judged last time: the same verdict, without parsing them again.
+        if let (Answer::Kept { .. }, Some((last, judgement))) = (answer, &self.judged)
+            && *last == asked
+        {
+            return (Some(judgement.clone()), None);
+        }
+        let conditions = &self.common.conditions;
+        let mut judgement = conditions.judge_reply(self.phase, subject, status, &reply.body);
         for error in &judgement.errors {
             self.warn_once(error);
+        }
+        if self.phase != Phase::Submit {
+            self.judged = Some((asked, judgement.clone()));
+            return (Some(judgement), None);
+        }
+        let named = self.status_url(reply);
+        let first = operation::first_reply(SubmitReply {
+            method: &self.submit.method,
+            url: &self.submit.url,
+            status,
+            verdict: judgement.verdict,
+            word: self.common.conditions.word(Subject::Resource, &reply.body),
+            builtin_done: self.common.conditions.builtin.as_ref().is_some_and(|builtin| builtin.done),
+            named,
+        });
+        match first {
+            First::End(verdict) => judgement.verdict = verdict,
+            First::Poll(watch) => return (None, Some(watch)),
+            // The policy says "give --status-url" to a submit that is not done.
+            First::NoStatusUrl => judgement.verdict = Verdict::NotMet,
         }
         (Some(judgement), None)
     }
@@ -370,20 +413,18 @@ impl Loop<'_> {
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
-    /// A header that names no URL (empty, not http) is passed over.
-    fn status_url(&mut self, reply: &Reply) -> Option<String> {
+    fn status_url(&mut self, reply: &Reply) -> Option<Watch> {
         let base = &self.submit.url;
-        let from_header = OPERATION_HEADERS
-            .iter()
-            .find_map(|name| reply.header(name).and_then(|location| url::resolve(base, location)).map(|u| (name, u)));
-        if let Some((name, found)) = from_header {
-            self.location_mode = *name == "location";
-            return Some(found);
+        if let Some(named) = operation::named(|name| reply.header(name), base) {
+            return Some(named);
         }
         let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
         let input = Input::parse(&reply.body)?;
         match filter.first_string(&input) {
-            Ok(found) => found.and_then(|found| url::resolve(base, &found)),
+            Ok(found) => {
+                let url = found.and_then(|found| url::resolve(base, &found))?;
+                Some(Watch { url, mode: Mode::Operation { header: false } })
+            }
             Err(error) => {
                 self.warn_once(&error);
                 None
@@ -392,27 +433,39 @@ impl Loop<'_> {
     }
 
     /// After an attempt: the next request. A submit that named its status URL
-    /// turns into status polls; a status reply may move them elsewhere.
-    fn follow(&mut self, found: Option<String>, record: &Record) {
-        let moved = match (&record.reply, self.phase) {
-            (Ok(reply), Phase::Wait) if (200..300).contains(&reply.status) => MOVING_HEADERS
-                .iter()
-                .find_map(|name| reply.header(name))
-                .and_then(|location| url::resolve(&self.request.url, location))
-                .filter(|url| *url != self.request.url),
+    /// (`named`, already in `watch`) turns into status polls; a status reply
+    /// may move them elsewhere.
+    fn follow(&mut self, named: bool, record: &Record) {
+        let moved = match (&record.reply, self.phase, &self.watch) {
+            (Ok(reply), Phase::Wait, Some(watch)) => operation::moved(|name| reply.header(name), reply.status, watch),
             _ => None,
         };
-        if moved.is_some() {
-            self.location_mode = false;
+        if let Some(moved) = moved {
+            self.common.progress.watching(self.t, &moved.url);
+            self.common.reporter.watching(self.t, &moved.url);
+            self.watch = Some(moved);
+        } else if !named {
+            return;
         }
-        let Some(next) = found.or(moved) else { return };
-        let Some(submit) = &self.common.submit else { return };
-        self.request = self.submit.status_poll(&next, submit.key_header.as_deref(), submit.trusted);
+        let (Some(watch), Some(submit)) = (&self.watch, &self.common.submit) else { return };
+        self.request = self.submit.status_poll(&watch.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
-        if self.operation.as_ref() != Some(&next) {
-            self.common.reporter.watching(self.t, &next);
-            self.operation = Some(next);
-        }
+    }
+
+    /// Whether an operation that is done now is followed by a GET of the
+    /// submit's URL: the resource that a PUT or PATCH made or changed.
+    fn resource_due(&self) -> bool {
+        self.phase == Phase::Wait
+            && self.watch.as_ref().is_some_and(|watch| operation::final_get(&self.submit.method, watch.mode))
+    }
+
+    /// The next request is the final GET of the submit's URL, retried like any GET.
+    fn fetch_resource(&mut self) {
+        let Some(submit) = &self.common.submit else { return };
+        self.request = self.submit.status_poll(&self.submit.url, submit.key_header.as_deref(), submit.trusted);
+        self.phase = Phase::Final;
+        let message = format!("the operation is done; the resource is at {}", url::redact(&self.submit.url));
+        self.common.reporter.detail(self.t, &message);
     }
 
     /// After an attempt: feeds the breaker and keeps the server's advice the
@@ -428,7 +481,8 @@ impl Loop<'_> {
             _ => None,
         };
         // Kept under the URL as given, redacted: no secret goes into the store.
-        let kept_url = (common.keep_last && record.action == Action::Done).then(|| url::redact(&self.submit.url));
+        let ending = record.action == Action::Done && !self.resource_due();
+        let kept_url = (common.keep_last && ending).then(|| url::redact(&self.submit.url));
         let good_body = match (&kept_url, &record.reply) {
             (Some(url), Ok(reply)) => Some((url.as_str(), reply.body.as_slice())),
             _ => None,
@@ -441,7 +495,7 @@ impl Loop<'_> {
     fn finish(&self, record: Record) -> TargetEnd {
         let result = match record.action {
             Action::FailWhen => {
-                let what = if self.common.conditions.builtin_fail_when {
+                let what = if self.common.conditions.builtin.as_ref().is_some_and(|builtin| builtin.failed) {
                     "the operation failed (by --submit's built-in failure test)"
                 } else {
                     "--fail-when matched"
@@ -556,8 +610,8 @@ impl Loop<'_> {
     /// A stop in words, with the URL it happened on; after the submit, where
     /// the operation is, so that a deadline can be resumed with `poll URL`.
     fn message(&self, stop: &Stop, detail: Option<&str>, hint: &str) -> String {
-        let resume = match (&self.operation, stop) {
-            (Some(operation), Stop::Deadline { .. }) => resume(operation),
+        let resume = match (&self.watch, stop) {
+            (Some(watch), Stop::Deadline { .. }) => resume(&watch.url),
             _ => String::new(),
         };
         format!("{} [{}]{hint}{resume}", stop.describe(detail), url::redact(&self.request.url))

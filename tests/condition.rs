@@ -345,63 +345,71 @@ fn a_filter_keeps_its_source() {
 }
 
 #[test]
-fn the_builtin_submit_conditions_read_azure_arm_and_aip_151() {
-    use poll::condition::{BUILTIN_DONE, BUILTIN_FAILED};
-    let (done, failed) = (filter(BUILTIN_DONE), filter(BUILTIN_FAILED));
+fn the_builtins_read_azure_arm_github_and_aip_151_as_the_contract_orders() {
+    use poll::condition::Builtin;
+    use poll::condition::Subject::{Operation, Resource};
+    use poll::condition::Word::{Done, Failed, Other, Running};
+    let builtin = Builtin::new(true, true).expect("the built-ins compile");
     #[rustfmt::skip] // One row per line: the table is the test.
-    let rows: [(&str, bool, bool); 27] = [
-        (r#"{"status":"Succeeded"}"#, true, false),
-        (r#"{"status":"SUCCESS"}"#, true, false),
-        (r#"{"status":"completed"}"#, true, false),
-        (r#"{"status":"Done"}"#, true, false),
-        (r#"{"status":"Running"}"#, false, false),
-        (r#"{"status":"NotStarted"}"#, false, false),
-        (r#"{"status":"Failed"}"#, false, true),
-        (r#"{"status":"failure"}"#, false, true),
-        (r#"{"status":"Canceled"}"#, false, true),
-        (r#"{"status":"CANCELLED"}"#, false, true),
-        (r#"{"status":"error"}"#, false, true),
-        (r#"{"done":true,"response":{"id":1}}"#, true, false),
-        (r#"{"done":true,"error":{"code":3}}"#, false, true),
-        (r#"{"done":false}"#, false, false),
-        (r#"{"status":7}"#, false, false),
-        ("[1,2]", false, false),
-        // The contract's five steps: more words, ARM's provisioningState, GitHub's conclusion.
-        (r#"{"status":"running"}"#, false, false),
-        (r#"{"status":"in_progress"}"#, false, false),
-        (r#"{"properties":{"provisioningState":"Succeeded"}}"#, true, false),
-        (r#"{"properties":{"provisioningState":"Creating"}}"#, false, false),
-        (r#"{"properties":{"provisioningState":"Failed"}}"#, false, true),
-        (r#"{"status":"completed","conclusion":"failure"}"#, false, true),
-        (r#"{"status":"completed","conclusion":"cancelled"}"#, false, true),
-        (r#"{"status":"completed","conclusion":"skipped"}"#, true, false),
-        (r#"{"status":"completed","conclusion":null}"#, true, false),
-        (r#"{"status":"timed_out"}"#, false, true),
-        (r#"{"state":"TERMINATED"}"#, false, true),
+    let rows = [
+        // (body, read as an operation's status, read as a resource)
+        (r#"{"status":"Succeeded"}"#, Done, Done),
+        (r#"{"status":"SUCCESS"}"#, Done, Done),
+        (r#"{"status":"completed"}"#, Done, Done),
+        (r#"{"status":"Done"}"#, Done, Done),
+        (r#"{"status":"Running"}"#, Running, Running),
+        (r#"{"status":"NotStarted"}"#, Running, Running),
+        (r#"{"status":"in_progress"}"#, Running, Running),
+        (r#"{"status":"Failed"}"#, Failed, Failed),
+        (r#"{"status":"failure"}"#, Failed, Failed),
+        (r#"{"status":"Canceled"}"#, Failed, Failed),
+        (r#"{"status":"CANCELLED"}"#, Failed, Failed),
+        (r#"{"status":"error"}"#, Failed, Failed),
+        (r#"{"status":"timed_out"}"#, Failed, Failed),
+        (r#"{"state":"TERMINATED"}"#, Failed, Failed),
+        (r#"{"state":"queued"}"#, Running, Running),
+        // AIP-151 first.
+        (r#"{"done":true,"response":{"id":1}}"#, Done, Done),
+        (r#"{"done":true,"error":{"code":3}}"#, Failed, Failed),
+        (r#"{"done":false,"status":"Succeeded"}"#, Running, Running),
+        // GitHub: a completed run failed unless its conclusion is success, neutral or skipped.
+        (r#"{"status":"completed","conclusion":"failure"}"#, Failed, Failed),
+        (r#"{"status":"completed","conclusion":"cancelled"}"#, Failed, Failed),
+        (r#"{"status":"completed","conclusion":"timed_out"}"#, Failed, Failed),
+        (r#"{"status":"completed","conclusion":"skipped"}"#, Done, Done),
+        (r#"{"status":"completed","conclusion":"neutral"}"#, Done, Done),
+        (r#"{"status":"completed","conclusion":null}"#, Done, Done),
+        // ARM: a resource's provisioningState before its .status (a VM's power state).
+        (r#"{"properties":{"provisioningState":"Succeeded"}}"#, Done, Done),
+        (r#"{"properties":{"provisioningState":"Creating"}}"#, Running, Running),
+        (r#"{"properties":{"provisioningState":"Failed"}}"#, Failed, Failed),
+        (r#"{"properties":{"provisioningState":"Succeeded"},"status":"Running"}"#, Running, Done),
+        (r#"{"properties":{"provisioningState":"Updating"},"status":"Succeeded"}"#, Done, Running),
+        (r#"{"properties":{"provisioningState":"Deleting"},"status":"Stopped"}"#, Other, Running),
+        // No word, or one not listed: "other", which the loop reads by mode.
+        (r#"{"name":"vm-1"}"#, Other, Other),
+        (r#"{"status":"Healthy"}"#, Other, Other),
+        (r#"{"status":7}"#, Other, Other),
+        (r#"{"status":7,"state":"done"}"#, Done, Done),
+        ("[1,2]", Other, Other),
+        ("\"Succeeded\"", Other, Other),
     ];
-    for (body, is_done, is_failed) in rows {
-        assert_eq!(done.holds(&input(body)), Ok(is_done), "done on {body}");
-        assert_eq!(failed.holds(&input(body)), Ok(is_failed), "failed on {body}");
+    for (body, operation, resource) in rows {
+        assert_eq!(builtin.word(Operation, &input(body)), operation, "{body} as an operation's status");
+        assert_eq!(builtin.word(Resource, &input(body)), resource, "{body} as a resource");
     }
 }
 
 #[test]
-fn a_resource_in_progress_reads_its_provisioning_state_before_its_status() {
-    use poll::condition::BUILTIN_IN_PROGRESS;
-    let running = filter(BUILTIN_IN_PROGRESS);
-    #[rustfmt::skip]
-    let rows: [(&str, bool); 8] = [
-        (r#"{"status":"running"}"#, true),
-        (r#"{"status":"Queued"}"#, true),
-        (r#"{"properties":{"provisioningState":"Updating"},"status":"Stopped"}"#, true),
-        // A VM's power state is its `.status`; its provisioningState says it exists.
-        (r#"{"properties":{"provisioningState":"Succeeded"},"status":"Running"}"#, false),
-        (r#"{"name":"vm-1"}"#, false),
-        (r#"{"done":false}"#, true),
-        (r#"{"done":true}"#, false),
-        ("[1]", false),
-    ];
-    for (body, want) in rows {
-        assert_eq!(running.holds(&input(body)), Ok(want), "{body}");
+fn the_builtin_filters_as_shown_compile_and_answer_as_the_builtins() {
+    use poll::condition::{Builtin, Subject, builtin_filter};
+    let builtin = Builtin::new(true, true).expect("the built-ins compile");
+    for subject in [Subject::Operation, Subject::Resource] {
+        // What --help and the guide show is what a user can copy into --until.
+        let done = filter(&format!("{} == \"done\"", builtin_filter(subject)));
+        for body in [r#"{"status":"Succeeded"}"#, r#"{"status":"Running"}"#, r#"{"name":1}"#, r#"{"done":true}"#] {
+            let said = builtin.word(subject, &input(body)) == poll::condition::Word::Done;
+            assert_eq!(done.holds(&input(body)), Ok(said), "{body} as {subject:?}");
+        }
     }
 }

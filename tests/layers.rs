@@ -6,12 +6,13 @@ use std::path::Path;
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse"],
+    &["clock", "text", "file", "parse", "prelude"],
     &["advice", "error", "url", "summary"],
     &["policy"],
-    &["condition", "bucket", "breaker", "proxy", "unix"],
-    &["request", "wait"],
+    &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
+    &["request", "wait", "operation"],
     &["record", "state", "conditional", "credentials"],
+    &["progress"],
     &["output"],
     &["cli"],
     &["docs"],

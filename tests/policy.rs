@@ -675,31 +675,35 @@ fn no_status_url() -> Action {
 
 #[test]
 #[rustfmt::skip] // One row per line: the table is the test.
-fn a_submit_is_resent_only_where_it_surely_was_not_processed_whatever_its_method() {
+fn a_post_submit_is_resent_only_where_it_surely_was_not_processed_and_a_put_on_any_transient_failure() {
     check(&[
-        // May have been processed: not re-sent, even for a PUT (idempotent) submit.
-        ("submit 502", same, status(502), submit(0), not_retryable("HTTP 502")),
+        // A POST (or PATCH) submit may have been processed: not re-sent.
         ("POST submit 502", non_idempotent, status(502), submit(0), not_retryable("HTTP 502")),
-        ("submit 503 with Retry-After", same, status_advised(503, retry_after(secs(1))), submit(0), not_retryable("HTTP 503")),
-        ("submit 500", same, status(500), submit(0), not_retryable("HTTP 500")),
-        ("submit 408", same, status(408), submit(0), not_retryable("HTTP 408")),
-        ("submit timeout", same, failed(Timeout), submit(0), not_retryable("request timed out")),
+        ("POST submit 503 with Retry-After", non_idempotent, status_advised(503, retry_after(secs(1))), submit(0), not_retryable("HTTP 503")),
+        ("POST submit 500", non_idempotent, status(500), submit(0), not_retryable("HTTP 500")),
+        ("POST submit 408", non_idempotent, status(408), submit(0), not_retryable("HTTP 408")),
         ("POST submit timeout", non_idempotent, failed(Timeout), submit(0), not_retryable("request timed out")),
-        ("submit reset", same, failed(Reset), submit(0), not_retryable("connection reset")),
         ("POST submit reset", non_idempotent, failed(Reset), submit(0), not_retryable("connection reset")),
-        ("submit truncated", same, failed(Truncated), submit(0), not_retryable("body truncated")),
-        ("submit malformed", same, failed(Malformed), submit(0), not_retryable("malformed reply")),
+        ("POST submit truncated", non_idempotent, failed(Truncated), submit(0), not_retryable("body truncated")),
+        ("POST submit malformed", non_idempotent, failed(Malformed), submit(0), not_retryable("malformed reply")),
         // Surely not processed: re-sent.
-        ("submit refused", same, failed(Refused), submit(0), backoff(1)),
         ("POST submit refused", non_idempotent, failed(Refused), submit(1), backoff(2)),
-        ("submit dns failure", same, failed(Dns), submit(0), backoff(1)),
-        ("submit connect timeout", same, failed(ConnectTimeout), submit(2), backoff(3)),
-        ("submit 429", same, status(429), submit(0), backoff(1)),
+        ("POST submit dns failure", non_idempotent, failed(Dns), submit(0), backoff(1)),
+        ("POST submit connect timeout", non_idempotent, failed(ConnectTimeout), submit(2), backoff(3)),
+        ("POST submit 429", non_idempotent, status(429), submit(0), backoff(1)),
         ("POST submit 429 honours Retry-After", non_idempotent, status_advised(429, retry_after(secs(3))), submit(0), retry(secs(3), RetryAfter)),
-        ("submit connect failures spend the budget", same, failed(Refused), submit(6), budget_spent(7, "connection refused")),
+        ("POST submit connect failures spend the budget", non_idempotent, failed(Refused), submit(6), budget_spent(7, "connection refused")),
         // --retry-non-idempotent re-sends it anyway.
         ("forced submit 502", non_idempotent_forced, status(502), submit(0), backoff(1)),
         ("forced submit reset", non_idempotent_forced, failed(Reset), submit(1), backoff(2)),
+        // A PUT or DELETE submit is idempotent (RFC 9110 9.2.2): re-sent on any transient failure.
+        ("PUT submit 502", same, status(502), submit(0), backoff(1)),
+        ("PUT submit 500", same, status(500), submit(1), backoff(2)),
+        ("PUT submit 503 honours Retry-After", same, status_advised(503, retry_after(secs(1))), submit(0), retry(secs(1), RetryAfter)),
+        ("PUT submit timeout", same, failed(Timeout), submit(0), backoff(1)),
+        ("PUT submit reset", same, failed(Reset), submit(0), backoff(1)),
+        ("PUT submit truncated", same, failed(Truncated), submit(0), backoff(1)),
+        ("PUT submit failures spend the budget", same, status(500), submit(6), budget_spent(7, "HTTP 500")),
         // Permanent stays permanent.
         ("submit 400", same, status(400), submit(0), permanent("HTTP 400")),
         ("submit 409 without a key", same, status(409), submit(0), permanent("HTTP 409")),

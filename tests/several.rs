@@ -565,14 +565,7 @@ fn in_github_actions_each_urls_verbose_lines_sit_in_one_group_and_groups_never_i
     let (a, b, a2, pending) = (server.url("/a"), server.url("/b"), server.url("/a2"), server.url("/pending"));
 
     // The two loops interleave in time; each writes one group, whole, when it ends.
-    let out = poll()
-        .env("GITHUB_ACTIONS", "true")
-        .args(["-v", "--until", UNTIL_DONE, "-i", "100ms", &a, &b])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    let groups = groups_of(&err);
+    let (err, groups) = github_groups(&["-v", "--until", UNTIL_DONE, "-i", "100ms", &a, &b]);
     let named: Vec<&str> = groups.iter().map(|(url, _)| url.as_str()).collect();
     assert_eq!(named, [b.as_str(), a.as_str()], "in the order the URLs ended: {err}");
     let attempts = |lines: &[String]| lines.iter().filter(|l| l.contains("] attempt ")).count();
@@ -585,14 +578,8 @@ fn in_github_actions_each_urls_verbose_lines_sit_in_one_group_and_groups_never_i
     assert!(err.lines().last().unwrap().starts_with("poll: done after 6 attempts in "), "{err}");
 
     // --any: the abandoned URL's group is written too, after the winner's.
-    let out = poll()
-        .env("GITHUB_ACTIONS", "true")
-        .args(["-v", "--any", "--until", UNTIL_DONE, "-i", "100ms", "--timeout", "20s", &pending, &a2])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    let groups = groups_of(&err);
+    let (err, groups) =
+        github_groups(&["-v", "--any", "--until", UNTIL_DONE, "-i", "100ms", "--timeout", "20s", &pending, &a2]);
     let named: Vec<&str> = groups.iter().map(|(url, _)| url.as_str()).collect();
     assert_eq!(named, [a2.as_str(), pending.as_str()], "{err}");
     assert_eq!(attempts(&groups[0].1), 4, "{err}");
@@ -601,6 +588,15 @@ fn in_github_actions_each_urls_verbose_lines_sit_in_one_group_and_groups_never_i
 
 /// The `::group::poll URL` ... `::endgroup::` blocks of `err`, checking that
 /// they never nest or interleave and that only the summary line is outside.
+/// A run under GitHub Actions that must end with exit 0: its stderr, and the groups in it.
+fn github_groups(args: &[&str]) -> (String, Vec<(String, Vec<String>)>) {
+    let out = poll().env("GITHUB_ACTIONS", "true").args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let groups = groups_of(&err);
+    (err, groups)
+}
+
 fn groups_of(err: &str) -> Vec<(String, Vec<String>)> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut open = false;

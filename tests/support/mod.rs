@@ -6,6 +6,7 @@
 // socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
 #![forbid(unsafe_code)]
 
+mod arrivals;
 pub mod breaker;
 pub mod cmd;
 pub mod process;

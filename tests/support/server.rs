@@ -126,6 +126,9 @@ pub struct Reply {
     /// Close the connection after this reply without saying so (no `Connection: close`).
     hang_up: bool,
     kind: Kind,
+    /// `only_with`: a request header (name, text its value must contain), and the reply
+    /// played instead to a request without it.
+    only_with: Option<(String, String, Box<Reply>)>,
 }
 
 impl Reply {
@@ -138,6 +141,7 @@ impl Reply {
             chunked: false,
             hang_up: false,
             kind,
+            only_with: None,
         }
     }
 
@@ -177,6 +181,13 @@ impl Reply {
 
     pub fn body(mut self, bytes: impl Into<Vec<u8>>) -> Reply {
         self.body = bytes.into();
+        self
+    }
+
+    /// This reply only to a request whose header `name` contains `text`; to any other,
+    /// `otherwise` (a sticky backend that knows only the clients its cookie pinned).
+    pub fn only_with(mut self, name: &str, text: &str, otherwise: Reply) -> Reply {
+        self.only_with = Some((name.to_owned(), text.to_owned(), Box::new(otherwise)));
         self
     }
 
@@ -378,6 +389,11 @@ impl Shared {
             state.unanswered.push(format!("{} {}", req.method, req.path));
             Reply::status(404)
         });
+        let stranger = |(name, text, _): &&(String, String, Box<Reply>)| {
+            !req.header_all(name).iter().any(|value| value.contains(text.as_str()))
+        };
+        let otherwise = reply.only_with.as_ref().filter(stranger).map(|(_, _, otherwise)| (**otherwise).clone());
+        let reply = otherwise.unwrap_or(reply);
         state.log.push(req);
         self.arrived.notify_all();
         reply
@@ -601,16 +617,7 @@ impl Server {
 
     /// Waits until at least `n` requests arrived; false on timeout.
     pub fn wait_hits(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = lock(&self.shared.state);
-        while state.log.len() < n {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            state = self.shared.arrived.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        true
+        super::arrivals::wait_until(&self.shared.state, &self.shared.arrived, timeout, |state| state.log.len() >= n)
     }
 }
 

@@ -160,16 +160,7 @@ impl TokenServer {
 
     /// Waits until at least `n` requests arrived; false on timeout.
     pub fn wait_hits(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = lock(&self.shared.state);
-        while state.log.len() < n {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            state = self.shared.arrived.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        true
+        super::arrivals::wait_until(&self.shared.state, &self.shared.arrived, timeout, |state| state.log.len() >= n)
     }
 }
 

@@ -1,0 +1,267 @@
+//! The jq standard library (jaq's core, std and JSON definitions), parsed
+//! once per process, and the part of it one filter can call. Compiling the
+//! whole library into every filter cost ~300 µs a filter, most of a
+//! `--until`'s start and nearly all of the jq fuzz target's time; a filter
+//! calls a handful of its ~130 definitions.
+//!
+//! The part is closed under calls: every definition named by a word of the
+//! filter, then every definition those call, and so on, by name whatever the
+//! arity. A call resolves to the last definition of its name and arity
+//! before it; since every definition of a name is kept or none is, in their
+//! order, each call resolves as with the whole library, and an undefined one
+//! stays undefined.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use jaq_core::load::lex::StrPart;
+use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
+use jaq_core::path::Part;
+
+type Name = &'static str;
+
+/// The library's definitions in order, what each one calls, and where each name is defined.
+struct Library {
+    defs: Vec<Def<Name>>,
+    calls: Vec<Vec<Name>>,
+    by_name: HashMap<Name, Vec<usize>>,
+}
+
+fn library() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        let defs: Vec<Def<Name>> = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs()).collect();
+        let calls = defs
+            .iter()
+            .map(|def| {
+                let mut names = Vec::new();
+                calls_of(&def.body, &mut names);
+                names
+            })
+            .collect();
+        let mut by_name: HashMap<Name, Vec<usize>> = HashMap::new();
+        for (i, def) in defs.iter().enumerate() {
+            by_name.entry(def.name).or_default().push(i);
+        }
+        Library { defs, calls, by_name }
+    })
+}
+
+/// Every definition of the library, in order.
+#[cfg(test)]
+pub(crate) fn all() -> impl Iterator<Item = Def<Name>> {
+    library().defs.iter().cloned()
+}
+
+/// The definitions `source` can call, directly or through others, in the
+/// library's order. `source` is read as words only (a word in a string or a
+/// comment adds a definition that is never called, which costs only time).
+pub(crate) fn for_filter(source: &str) -> impl Iterator<Item = Def<Name>> {
+    let library = library();
+    let mut wanted = vec![false; library.defs.len()];
+    let mut names: Vec<&str> = words(source).collect();
+    while let Some(name) = names.pop() {
+        for &i in library.by_name.get(name).into_iter().flatten() {
+            if !wanted[i] {
+                wanted[i] = true;
+                names.extend(library.calls[i].iter().copied());
+            }
+        }
+    }
+    library.defs.iter().zip(wanted).filter(|(_, wanted)| *wanted).map(|(def, _)| def.clone())
+}
+
+/// The words of jq source that can name a filter or a format, as jaq's lexer
+/// cuts them (`[A-Za-z_@][A-Za-z0-9_]*`; `f::g` gives `f` and `g`), and more:
+/// `.key`, `$var` and the insides of strings give words too.
+fn words(source: &str) -> impl Iterator<Item = &str> {
+    let starts = |c: u8| c.is_ascii_alphabetic() || c == b'_' || c == b'@';
+    let goes_on = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let bytes = source.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && !starts(bytes[i]) {
+            // A digit run (`1e5`, `0x`) is not a word: skip it whole, as the lexer does.
+            if bytes[i].is_ascii_digit() {
+                while i < bytes.len() && goes_on(bytes[i]) {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if i >= bytes.len() {
+            return None;
+        }
+        let start = i;
+        i += 1;
+        while i < bytes.len() && goes_on(bytes[i]) {
+            i += 1;
+        }
+        // Cut at ASCII bytes only, so always on a char boundary.
+        source.get(start..i)
+    })
+}
+
+/// The names a term calls: filters (`map(f)`, `true`) and string formats (`@base64 "\(.)"`).
+fn calls_of(term: &Term<Name>, names: &mut Vec<Name>) {
+    match term {
+        Term::Id | Term::Recurse | Term::Num(_) | Term::Var(_) | Term::Break(_) => {}
+        Term::Str(format, parts) => {
+            names.extend(format.iter().copied());
+            for part in parts {
+                if let StrPart::Term(term) = part {
+                    calls_of(term, names);
+                }
+            }
+        }
+        Term::Arr(term) => term.iter().for_each(|t| calls_of(t, names)),
+        Term::Obj(entries) => {
+            for (key, value) in entries {
+                calls_of(key, names);
+                value.iter().for_each(|v| calls_of(v, names));
+            }
+        }
+        Term::Neg(term) | Term::Label(_, term) => calls_of(term, names),
+        Term::BinOp(left, op, right) => {
+            if let BinaryOp::Pipe(Some(pattern)) = op {
+                pattern_calls(pattern, names);
+            }
+            calls_of(left, names);
+            calls_of(right, names);
+        }
+        Term::Fold(_, over, pattern, args) => {
+            calls_of(over, names);
+            pattern_calls(pattern, names);
+            args.iter().for_each(|a| calls_of(a, names));
+        }
+        Term::TryCatch(body, catch) => {
+            calls_of(body, names);
+            catch.iter().for_each(|c| calls_of(c, names));
+        }
+        Term::IfThenElse(branches, otherwise) => {
+            for (condition, then) in branches {
+                calls_of(condition, names);
+                calls_of(then, names);
+            }
+            otherwise.iter().for_each(|o| calls_of(o, names));
+        }
+        Term::Def(defs, rest) => {
+            defs.iter().for_each(|def| calls_of(&def.body, names));
+            calls_of(rest, names);
+        }
+        Term::Call(name, args) => {
+            names.push(name);
+            args.iter().for_each(|a| calls_of(a, names));
+        }
+        Term::Path(term, path) => {
+            calls_of(term, names);
+            for (part, _optional) in &path.0 {
+                match part {
+                    Part::Index(index) => calls_of(index, names),
+                    Part::Range(from, to) => from.iter().chain(to).for_each(|t| calls_of(t, names)),
+                }
+            }
+        }
+    }
+}
+
+/// The names called by the keys of an object pattern (`. as {(f): $x}`).
+fn pattern_calls(pattern: &Pattern<Name>, names: &mut Vec<Name>) {
+    match pattern {
+        Pattern::Var(_) => {}
+        Pattern::Arr(patterns) => patterns.iter().for_each(|p| pattern_calls(p, names)),
+        Pattern::Obj(entries) => {
+            for (key, pattern) in entries {
+                calls_of(key, names);
+                pattern_calls(pattern, names);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(source: &str) -> Vec<&'static str> {
+        for_filter(source).map(|def| def.name).collect()
+    }
+
+    #[test]
+    fn words_are_cut_as_jaqs_lexer_cuts_names() {
+        let cut: Vec<_> = words(r#"map(.a)|@base64 "x\(f::g)"+$v, 1e5 x1y a@b"#).collect();
+        assert_eq!(cut, ["map", "a", "@base64", "x", "f", "g", "v", "x1y", "a", "@b"]);
+        assert_eq!(words("").count(), 0);
+        assert_eq!(words("é_1 ü").collect::<Vec<_>>(), ["_1"]);
+    }
+
+    #[test]
+    fn a_filter_gets_what_it_calls_and_what_that_calls() {
+        assert_eq!(names(".a == 1"), Vec::<&str>::new());
+        // select calls empty; not calls true and false.
+        let select = names("select(.a) | not");
+        for name in ["select", "empty", "not", "true", "false"] {
+            assert!(select.contains(&name), "{name} missing from {select:?}");
+        }
+        assert!(!select.contains(&"map"), "{select:?}");
+        // Every arity of a name, in the library's order.
+        let range = names("range(3)");
+        assert_eq!(range.iter().filter(|n| **n == "range").count(), 2, "{range:?}");
+        let mut rest = all().map(|def| def.name);
+        assert!(range.iter().all(|name| rest.any(|n| n == *name)), "not in order: {range:?}");
+        // A format calls its definition.
+        assert!(names(r#"@json "\(.)""#).contains(&"@json"));
+    }
+
+    type Compiled = jaq_core::compile::Filter<jaq_core::Native<jaq_core::data::JustLut<jaq_json::Val>>>;
+
+    /// `source` compiled as `condition.rs` does, with `defs` for the library.
+    fn compile(source: &str, defs: impl Iterator<Item = Def<Name>>) -> Result<Compiled, String> {
+        use jaq_core::load::{Arena, File, Loader};
+        let arena = Arena::default();
+        let modules = Loader::new(defs).load(&arena, File { code: source, path: () }).map_err(|e| format!("{e:?}"))?;
+        let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
+        jaq_core::Compiler::default().with_funs(funs).compile(modules).map_err(|e| format!("{e:?}"))
+    }
+
+    /// Up to five outputs of `filter` on `input`, errors included, as text.
+    fn outputs(filter: &Compiled, input: &jaq_json::Val) -> Vec<String> {
+        let ctx = jaq_core::Ctx::<jaq_core::data::JustLut<jaq_json::Val>>::new(&filter.lut, jaq_core::Vars::new([]));
+        let out = filter.id.run((ctx, input.clone())).take(5);
+        out.map(|r| r.map_or_else(|e| format!("error {:?}", e.get_err().map(|e| e.to_string())), |v| v.to_string()))
+            .collect()
+    }
+
+    /// Every definition of the library, called by name with `.` for each
+    /// argument, compiles and runs with its part as with the whole library;
+    /// so do filters that call no definition, an undefined one or a wrong arity.
+    #[test]
+    fn the_part_compiles_and_runs_as_the_whole_library() {
+        use serde::Deserialize as _;
+        let value: serde_json::Value = serde_json::from_str(r#"{"a":[1,"x",null],"status":"done"}"#).expect("JSON");
+        let input = jaq_json::Val::deserialize(&value).expect("a value");
+        let mut sources: Vec<String> = all()
+            .filter(|def| !def.name.starts_with('!'))
+            .map(|def| match def.args.len() {
+                0 => def.name.to_string(),
+                n => format!("{}({})", def.name, vec!["."; n].join("; ")),
+            })
+            .collect();
+        sources.extend(
+            [".status == \"done\"", "nosuch", "map", "map(.; .)", "def f: 1; f", "@json \"\\(.a)\"", "1e5 | tostring"]
+                .map(String::from),
+        );
+        use crate::condition::{Subject, builtin_filter};
+        sources.extend([builtin_filter(Subject::Operation), builtin_filter(Subject::Resource)]);
+        for source in &sources {
+            let part = compile(source, for_filter(source));
+            let whole = compile(source, all());
+            match (&part, &whole) {
+                (Ok(part), Ok(whole)) => assert_eq!(outputs(part, &input), outputs(whole, &input), "{source}"),
+                (Err(part), Err(whole)) => assert_eq!(part, whole, "{source}"),
+                _ => panic!("{source}: the part gives {:?}, the whole {:?}", part.is_ok(), whole.is_ok()),
+            }
+        }
+    }
+}
