@@ -5,26 +5,15 @@
 
 mod support;
 
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use support::breaker::open_breaker;
-use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
+use support::process::{Folder, Running, busiest_second, five_requests_each, run, serial, stderr, stdout, warnings};
 use support::redis::{Cluster, SentinelGroup, certificates, free_port, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
 const DONE: &str = r#"{"done":true}"#;
-
-/// The warning lines of a run.
-fn warnings(out: &Output) -> Vec<String> {
-    stderr(out).lines().filter(|line| line.contains("warning")).map(str::to_string).collect()
-}
-
-/// `scheme://host:port` of a test server: its state key.
-fn origin(server: &Server) -> String {
-    server.url("").trim_end_matches('/').to_string()
-}
 
 /// Two nodes other than the one that serves `slot`, and that one.
 fn others(cluster: &Cluster, slot: u16) -> (usize, usize, usize) {
@@ -42,35 +31,10 @@ fn processes_seeded_at_different_nodes_share_one_rate_and_every_key_sits_in_one_
     let server = Server::start(vec![Reply::status(409)]);
     let url = server.url("/jobs");
     let started = Instant::now();
-    let children: Vec<Running> = (0..6)
-        .map(|i| {
-            Running::spawn(&[
-                "--state",
-                &cluster.url(i % 3),
-                "--state-key",
-                "token-a",
-                "--state-fail",
-                "closed",
-                "--rate",
-                "10/s",
-                "--retry-on",
-                "409",
-                "--retries",
-                "4",
-                "--backoff",
-                "0",
-                "--fallback",
-                "last",
-                "-q",
-                &url,
-            ])
-        })
-        .collect();
-    for child in children {
-        let out = child.wait();
-        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-        assert_eq!(warnings(&out), Vec::<String>::new());
-    }
+    five_requests_each(6, |i| {
+        let node = cluster.url(i % 3);
+        ["--state", &node, "--state-fail", "closed", "--fallback", "last", &url].map(str::to_string).to_vec()
+    });
     let took = started.elapsed();
     assert_eq!(server.hits(), 30);
     assert!(took >= Duration::from_millis(2_800), "30 requests at 10/s took only {took:?}");
@@ -96,18 +60,18 @@ fn a_breaker_opened_through_one_node_turns_away_a_process_seeded_at_another() {
     let _serial = serial();
     let Some(cluster) = Cluster::start() else { return };
     let server = Server::start(vec![Reply::status(503)]);
-    let (a, b, owner) = others(&cluster, cluster.keyslot(&origin(&server)));
+    let (a, b, owner) = others(&cluster, cluster.keyslot(&server.origin()));
     open_breaker(&server, &cluster.url(a), &["--state-fail", "closed"]);
     for seed in [b, owner] {
         let out = run(&["--state", &cluster.url(seed), "--state-fail", "closed", &server.url("/other")]);
         assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
         let err = stderr(&out);
-        assert!(err.contains(&format!("circuit open for {}", origin(&server))), "{err}");
+        assert!(err.contains(&format!("circuit open for {}", server.origin())), "{err}");
         assert!(err.contains("5 of the last 5 requests failed"), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert_eq!(server.hits(), 5, "an open breaker sends nothing");
-    assert_eq!(cluster.node(owner).keys(), [state_key(&origin(&server), "breaker")]);
+    assert_eq!(cluster.node(owner).keys(), [state_key(&server.origin(), "breaker")]);
 }
 
 /// A state key that is empty or starts with `}` would make an empty hash tag
@@ -283,7 +247,7 @@ fn a_cluster_with_a_password_takes_it_and_never_shows_it() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert!(!stderr(&out).contains(password), "{}", stderr(&out));
     }
-    assert_eq!(cluster.keys(), [state_key(&origin(&server), "breaker")]);
+    assert_eq!(cluster.keys(), [state_key(&server.origin(), "breaker")]);
     let wrong = cluster.node(0).url_with(":wr0ng-pw");
     let out = run(&["--state", &wrong, "--state-fail", "closed", &url]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
@@ -305,13 +269,13 @@ fn a_tls_cluster_is_verified_against_cacert_and_not_at_all_with_minus_k() {
     let Some(cluster) = Cluster::with_tls(&cert, &key, &ca) else { return };
     let server = Server::start(vec![Reply::json(200, DONE)]);
     let url = server.url("/");
-    let (seed, _, owner) = others(&cluster, cluster.keyslot(&origin(&server)));
+    let (seed, _, owner) = others(&cluster, cluster.keyslot(&server.origin()));
     let state = cluster.url(seed);
     assert!(state.starts_with("rediss://"), "{state}");
     let ca = ca.display().to_string();
     let out = run(&["--state", &state, "--cacert", &ca, "--state-fail", "closed", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(cluster.node(owner).keys(), [state_key(&origin(&server), "breaker")]);
+    assert_eq!(cluster.node(owner).keys(), [state_key(&server.origin(), "breaker")]);
     let out = run(&["--state", &state, "-k", "--state-fail", "closed", &url]);
     assert_eq!(out.status.code(), Some(0), "-k: {}", stderr(&out));
     let out = run(&["--state", &state, "--state-fail", "closed", &url]);
@@ -389,7 +353,7 @@ fn a_sentinel_url_takes_the_data_nodes_password_and_says_what_the_sentinels_do_n
     let out = run(&["--state", &group.url_with(&format!(":{password}")), "--state-fail", "closed", "-vv", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains(password), "{}", stderr(&out));
-    assert_eq!(group.master.keys(), [state_key(&origin(&server), "breaker")]);
+    assert_eq!(group.master.keys(), [state_key(&server.origin(), "breaker")]);
 
     let out = run(&["--state", &group.url_with(":wr0ng-pw"), "--state-fail", "closed", &url]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));

@@ -7,28 +7,17 @@
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::process::Output;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::breaker::open_breaker;
-use support::process::{Folder, Running, busiest_second, run, serial, stderr, stdout};
+use support::process::{Folder, Running, busiest_second, five_requests_each, run, serial, stderr, stdout, warnings};
 use support::redis::{Redis, certificates, state_key};
 use support::server::{Reply, Server};
 
 const PENDING: &str = r#"{"done":false}"#;
 const DONE: &str = r#"{"done":true}"#;
-
-/// The warning lines of a run.
-fn warnings(out: &Output) -> Vec<String> {
-    stderr(out).lines().filter(|line| line.contains("warning")).map(str::to_string).collect()
-}
-
-/// `scheme://host:port` of a test server: its state key.
-fn origin(server: &Server) -> String {
-    server.url("").trim_end_matches('/').to_string()
-}
 
 /// The breaker `poll` keeps in `redis` for `key` (JSON), or `null`.
 fn breaker(redis: &Redis, key: &str) -> Value {
@@ -46,31 +35,7 @@ fn processes_that_share_only_redis_and_a_state_key_share_one_rate_budget_across_
     let (a, b) = (Server::start(vec![Reply::status(409)]), Server::start(vec![Reply::status(409)]));
     let urls = [a.url("/jobs"), b.url("/jobs")];
     let started = Instant::now();
-    let children: Vec<Running> = (0..8)
-        .map(|i| {
-            Running::spawn(&[
-                "--state",
-                &state,
-                "--state-key",
-                "token-a",
-                "--rate",
-                "10/s",
-                "--retry-on",
-                "409",
-                "--retries",
-                "4",
-                "--backoff",
-                "0",
-                "-q",
-                &urls[i % 2],
-            ])
-        })
-        .collect();
-    for child in children {
-        let out = child.wait();
-        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-        assert_eq!(stderr(&out).lines().filter(|l| l.contains("warning")).count(), 0, "{}", stderr(&out));
-    }
+    five_requests_each(8, |i| ["--state", &state, &urls[i % 2]].map(str::to_string).to_vec());
     let took = started.elapsed();
     assert_eq!(a.hits() + b.hits(), 40);
     assert!(took >= Duration::from_millis(3_800), "40 requests at 10/s took only {took:?}");
@@ -121,7 +86,7 @@ fn a_breaker_opened_over_tcp_turns_away_a_process_on_the_unix_socket_without_a_r
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert_eq!(server.hits(), 5, "an open breaker sends nothing");
     let err = stderr(&out);
-    assert!(err.contains(&format!("circuit open for {}", origin(&server))), "{err}");
+    assert!(err.contains(&format!("circuit open for {}", server.origin())), "{err}");
     assert!(err.contains("5 of the last 5 requests failed, below --breaker-min-success 60%"), "{err}");
     assert!(err.contains("Z (in 30s)") || err.contains("Z (in 29s)"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -140,9 +105,9 @@ fn valkey_schemes_are_the_redis_schemes() {
     let unix = redis.unix_url().replacen("redis+unix://", "valkey+unix://", 1);
     let out = run(&["--state", &unix, &server.url("/")]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(stderr(&out).contains(&format!("circuit open for {}", origin(&server))), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("circuit open for {}", server.origin())), "{}", stderr(&out));
     assert_eq!(server.hits(), 5, "an open breaker sends nothing");
-    assert_eq!(breaker(&redis, &origin(&server))["state"], "open");
+    assert_eq!(breaker(&redis, &server.origin())["state"], "open");
 }
 
 #[test]
@@ -157,7 +122,7 @@ fn retry_after_is_kept_across_runs_until_it_passes() {
     assert!(server.wait_hits(1, Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(200));
     first.kill_9();
-    let advice = state_key(&origin(&server), "advice");
+    let advice = state_key(&server.origin(), "advice");
     let ttl: i64 = redis.query(&["PTTL", &advice]);
     assert!((1_000..=3_000).contains(&ttl), "the advice expires when it passes: PTTL {ttl}");
 
@@ -228,7 +193,7 @@ fn redis_killed_mid_run_costs_a_warning_and_is_used_again_when_it_comes_back() {
     assert!(warned[0].contains("cannot reach Redis"), "{}", warned[0]);
     assert!(warned[1].contains("reachable again"), "{}", warned[1]);
     // The Redis that came back was written to again: it started empty.
-    let breaker = breaker(&redis, &origin(&server));
+    let breaker = breaker(&redis, &server.origin());
     let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
     assert!(outcomes >= 3, "the breaker's window after the restart: {breaker}");
 }
@@ -378,7 +343,7 @@ fn a_stalled_store_is_used_again_after_the_back_off_when_it_is_back() {
     assert!(warned[0].contains("Redis did not answer within 1.0s"), "{}", warned[0]);
     assert!(warned[1].contains("reachable again"), "{}", warned[1]);
     assert!(stderr(&out).contains("is left alone for"), "-v says so: {}", stderr(&out));
-    let breaker = breaker(&redis, &origin(&server));
+    let breaker = breaker(&redis, &server.origin());
     let outcomes = breaker["window"].as_array().map_or(0, Vec::len);
     assert!(outcomes >= 3, "written to again after the back-off: {breaker}");
 }
@@ -428,7 +393,7 @@ fn every_key_poll_writes_expires() {
     assert!(server.wait_hits(7, Duration::from_secs(10)), "the probe arrives");
     prober.kill_9();
 
-    let key = origin(&server);
+    let key = server.origin();
     let mut layout = vec![state_key("advice-run", "advice"), state_key("advice-run", "breaker")];
     layout.extend(["breaker", "last", "last_at", "probe", "rate"].iter().map(|part| state_key(&key, part)));
     assert_eq!(redis.keys(), layout, "the key layout");

@@ -31,6 +31,11 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The warning lines of a run.
+pub fn warnings(out: &Output) -> Vec<String> {
+    stderr(out).lines().filter(|line| line.contains("warning")).map(str::to_string).collect()
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -69,6 +74,28 @@ impl Drop for Running {
 }
 
 /// Most requests that `servers` saw together in any one-second window.
+/// The flags of a process that spends five requests of a shared `--rate 10/s`
+/// under the state key `token-a`: a 409, retried four times at once, ends with exit 5.
+pub const FIVE_REQUESTS_AT_10_PER_S: [&str; 11] =
+    ["--state-key", "token-a", "--rate", "10/s", "--retry-on", "409", "--retries", "4", "--backoff", "0", "-q"];
+
+/// Runs `n` processes at once, process `i` with `args(i)`, and waits for them
+/// all; each must end with exit 5 ([`FIVE_REQUESTS_AT_10_PER_S`]) and no warning.
+pub fn five_requests_each(n: usize, args: impl Fn(usize) -> Vec<String>) {
+    let children: Vec<Running> = (0..n)
+        .map(|i| {
+            let args = args(i);
+            let args: Vec<&str> = args.iter().map(String::as_str).chain(FIVE_REQUESTS_AT_10_PER_S).collect();
+            Running::spawn(&args)
+        })
+        .collect();
+    for child in children {
+        let out = child.wait();
+        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+        assert_eq!(warnings(&out), Vec::<String>::new());
+    }
+}
+
 pub fn busiest_second(servers: &[&Server]) -> usize {
     let at: Vec<Instant> = servers.iter().flat_map(|s| s.requests()).map(|r| r.at).collect();
     at.iter()

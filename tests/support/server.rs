@@ -586,6 +586,11 @@ impl Server {
         format!("{scheme}://{host}{slash}{path}")
     }
 
+    /// `scheme://host:port`: the server's origin, which `poll` takes as its state key.
+    pub fn origin(&self) -> String {
+        self.url("").trim_end_matches('/').to_string()
+    }
+
     /// The Unix socket's path, for a server made with `start_unix` or `routes_unix`.
     pub fn socket_path(&self) -> &Path {
         self.unix.as_deref().expect("a server on a Unix socket")
