@@ -75,7 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'poll' -ScriptBlock {
             [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Accept any TLS certificate')
             [CompletionResult]::new('--no-conditional', '--no-conditional', [CompletionResultType]::ParameterName, 'Send no If-None-Match / If-Modified-Since from the last 2xx''s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]')
             [CompletionResult]::new('--any', '--any', [CompletionResultType]::ParameterName, 'Done as soon as one URL is done; the others are abandoned [default: all must be done]')
-            [CompletionResult]::new('--submit', '--submit', [CompletionResultType]::ParameterName, 'The request starts an operation: send it once, then poll the status URL its reply names with GET')
+            [CompletionResult]::new('--submit', '--submit', [CompletionResultType]::ParameterName, 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT''s or PATCH''s own URL when it names none (ARM''s body polling); a reply that is already done or failed ends the run')
             [CompletionResult]::new('--location-trusted', '--location-trusted', [CompletionResultType]::ParameterName, 'Also send Authorization, Cookie and -u to a status URL on another origin')
             [CompletionResult]::new('--retry-non-idempotent', '--retry-non-idempotent', [CompletionResultType]::ParameterName, 'Retry POST and PATCH like GET, even when the request may have been processed')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'One line per attempt on stderr; -vv adds response headers')

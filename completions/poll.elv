@@ -72,7 +72,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand --insecure 'Accept any TLS certificate'
             cand --no-conditional 'Send no If-None-Match / If-Modified-Since from the last 2xx''s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
             cand --any 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
-            cand --submit 'The request starts an operation: send it once, then poll the status URL its reply names with GET'
+            cand --submit 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT''s or PATCH''s own URL when it names none (ARM''s body polling); a reply that is already done or failed ends the run'
             cand --location-trusted 'Also send Authorization, Cookie and -u to a status URL on another origin'
             cand --retry-non-idempotent 'Retry POST and PATCH like GET, even when the request may have been processed'
             cand -v 'One line per attempt on stderr; -vv adds response headers'

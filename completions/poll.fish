@@ -52,7 +52,7 @@ complete -c poll -l fallback -d 'Body printed when the run ends with exit 1, 5 o
 complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
 complete -c poll -l no-conditional -d 'Send no If-None-Match / If-Modified-Since from the last 2xx\'s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
 complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
-complete -c poll -l submit -d 'The request starts an operation: send it once, then poll the status URL its reply names with GET'
+complete -c poll -l submit -d 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT\'s or PATCH\'s own URL when it names none (ARM\'s body polling); a reply that is already done or failed ends the run'
 complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to a status URL on another origin'
 complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
 complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'

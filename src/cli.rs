@@ -190,7 +190,9 @@ pub struct Cli {
     #[arg(long, help_heading = CONDITION)]
     pub(crate) any: bool,
 
-    /// The request starts an operation: send it once, then poll the status URL its reply names with GET
+    /// The request starts an operation: send it once (a PUT or DELETE is re-sent on transient
+    /// failures), then poll the status URL its reply names with GET, or a PUT's or PATCH's own URL
+    /// when it names none (ARM's body polling); a reply that is already done or failed ends the run
     #[arg(long, help_heading = SUBMIT)]
     pub(crate) submit: bool,
 
