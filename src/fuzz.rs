@@ -6,10 +6,10 @@ use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::advice::{self, Advice};
-use crate::condition::{Conditions, Filter, Input};
-use crate::parse;
+use crate::rules::advice::{self, Advice};
+use crate::rules::condition::{Conditions, Filter, Input};
 use crate::state::State;
+use crate::util::parse;
 
 /// Words of filters that may loop or recurse forever (`def f: f; f`,
 /// `last(repeat(1))`), in jq as in poll: such a filter is compiled, not run.

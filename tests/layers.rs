@@ -4,6 +4,10 @@
 
 use std::path::Path;
 
+/// The folders of `src/` that group modules by floor (each file is a module
+/// of its own); any other folder (`state/`) is one module.
+const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
+
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "parse", "prelude"],
@@ -14,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["record", "state", "conditional", "credentials"],
     &["progress"],
     &["output"],
-    &["cli"],
+    &["flags"],
     &["docs"],
     &["config"],
     &["target"],
@@ -27,34 +31,69 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// The modules `text` (one file) names as `crate::x`, before its own unit tests.
+/// The modules `text` (one file) names as `crate::x` or `crate::room::x`,
+/// before its own unit tests.
 fn imports(text: &str) -> Vec<String> {
     let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
     let mut found = Vec::new();
     for (i, _) in code.match_indices("crate::") {
-        let name: String = code[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        // `crate::{a, b}` and `crate::Type` (a re-export of lib.rs) count too.
-        if name.is_empty() {
-            let group: String = code[i + 7..].chars().skip(1).take_while(|c| *c != '}').collect();
-            found.extend(group.split(',').map(|m| m.trim().split("::").next().unwrap_or("").to_string()));
-        } else if name.starts_with(|c: char| c.is_ascii_uppercase()) {
-            found.push("lib".to_string());
+        let rest = &code[i + 7..];
+        // `crate::{a, b::c}` and `crate::room::{a, b}` count each of their paths.
+        let (room, rest) = match ROOMS.iter().find(|room| rest.starts_with(&format!("{room}::{{"))) {
+            Some(room) => (format!("{room}::"), &rest[room.len() + 2..]),
+            None => (String::new(), rest),
+        };
+        if let Some(group) = rest.strip_prefix('{') {
+            let group: String = group.chars().take_while(|c| *c != '}').collect();
+            found.extend(group.split(',').map(|path| module_of(&format!("{room}{}", path.trim()))));
         } else {
-            found.push(name);
+            found.push(module_of(rest));
         }
     }
     found.retain(|m| !m.is_empty());
     found
 }
 
+/// The module a path below `crate::` names: `policy` of `rules::policy::Verdict`,
+/// `run` of `run::Ending`, `lib` of a type (a re-export of lib.rs).
+fn module_of(path: &str) -> String {
+    let word = |text: &str| -> String { text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let first = word(path);
+    if first.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return "lib".to_string();
+    }
+    let second = path.strip_prefix(&format!("{first}::")).map(word).unwrap_or_default();
+    match ROOMS.contains(&first.as_str()) && layer_of(&second).is_some() {
+        true => second,
+        false => first,
+    }
+}
+
 /// Every Rust file of `src/` but `main.rs`, each with the module it belongs
-/// to: a file of a folder belongs to the folder's module.
+/// to: a file of a room is its own module (a room's `mod.rs` is the room's,
+/// checked when the room is a module of LAYERS); a file of another folder
+/// belongs to the folder's module.
 fn files(src: &Path) -> Vec<(String, std::path::PathBuf)> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(src).expect("src").flatten() {
         let path = entry.path();
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-        if path.is_dir() {
+        if path.is_dir() && ROOMS.contains(&name.as_str()) {
+            for file in std::fs::read_dir(&path).expect("a room").flatten() {
+                let path = file.path();
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+                let module = if stem == "mod" { name.clone() } else { stem };
+                if path.is_dir() {
+                    in_folder(&module, &path, &mut files);
+                } else if path.extension().is_some_and(|e| e == "rs") && layer_of(&module).is_some() {
+                    files.push((module, path));
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    // A room's own mod.rs that is no module of LAYERS only declares its modules.
+                    let text = std::fs::read_to_string(&path).expect("a source file");
+                    assert!(!text.contains("crate::"), "{}: a room's mod.rs holds no code", path.display());
+                }
+            }
+        } else if path.is_dir() {
             in_folder(&name, &path, &mut files);
         } else if name != "main" && path.extension().is_some_and(|e| e == "rs") {
             files.push((name, path));
@@ -112,6 +151,13 @@ fn every_file_is_checked_up_to_its_own_tests() {
     assert_eq!(wrong_imports("state", upward), ["state (layer 5) uses target, which is not below it"]);
     let in_tests = "use crate::clock;\n#[cfg(test)]\nmod tests {\n    use crate::target::Common;\n}\n";
     assert!(wrong_imports("state", in_tests).is_empty());
+}
+
+/// A room's modules are named by their own names, one by one or in a group.
+#[test]
+fn paths_through_a_room_name_its_modules() {
+    let text = "use crate::rules::policy::Verdict;\nuse crate::util::{file, url::redact};\nuse crate::run::Ending;\nuse crate::{state::Shared, Config};\n";
+    assert_eq!(imports(text), ["policy", "file", "url", "run", "state", "lib"]);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::origin::Origin;
 use super::{Admission, Ask, Refusal, Report, Store};
-use crate::clock;
+use crate::util::clock;
 
 /// The format version this `poll` reads and writes.
 const VERSION: u64 = 1;
@@ -109,7 +109,7 @@ impl FileStore {
             None => state == State::default(),
         };
         if !unchanged {
-            crate::file::replace(&self.path, &fresh, false).map_err(|e| format!("cannot write it: {e}"))?;
+            crate::util::file::replace(&self.path, &fresh, false).map_err(|e| format!("cannot write it: {e}"))?;
         }
         // Closing the lock file releases the lock.
         drop(lock);
@@ -130,7 +130,7 @@ impl FileStore {
                 Ok(()) => return Ok(file),
                 Err(TryLockError::WouldBlock) if Instant::now() < until => std::thread::sleep(LOCK_RETRY),
                 Err(TryLockError::WouldBlock) => {
-                    let waited = crate::text::human(timeout);
+                    let waited = crate::util::text::human(timeout);
                     return Err(format!("still locked after {waited} (is another poll stuck?)"));
                 }
                 Err(TryLockError::Error(e)) => return Err(format!("cannot lock `{}`: {e}", self.lock.display())),
@@ -193,8 +193,8 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breaker::{Breaker, Phase, Sample};
-    use crate::bucket::Bucket;
+    use crate::rules::breaker::{Breaker, Phase, Sample};
+    use crate::rules::bucket::Bucket;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     const NOW: u64 = 1_795_000_000_000;

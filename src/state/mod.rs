@@ -19,11 +19,11 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::breaker::{Rejection, Sample, Settings};
-use crate::clock;
-use crate::error::Error;
-use crate::policy::WaitReason;
-use crate::text::human;
+use crate::rules::breaker::{Rejection, Sample, Settings};
+use crate::rules::policy::WaitReason;
+use crate::util::clock;
+use crate::util::error::Error;
+use crate::util::text::human;
 
 pub(crate) use self::redis::{RedisStore, RedisUrl};
 pub(crate) use file::FileStore;
@@ -165,7 +165,7 @@ impl Shared {
             local: Mutex::new(BTreeMap::new()),
             fail,
             away: Mutex::new(Away::default()),
-            spacing: rate.map(crate::bucket::spacing_ms),
+            spacing: rate.map(crate::rules::bucket::spacing_ms),
             breaker,
             lease: clock::ms(probe_budget + LEASE_MARGIN),
             pid: std::process::id(),

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Admission, Ask, Refusal, Report};
-use crate::breaker::{Admit, Breaker};
-use crate::bucket::Bucket;
-use crate::policy::WaitReason;
+use crate::rules::breaker::{Admit, Breaker};
+use crate::rules::bucket::Bucket;
+use crate::rules::policy::WaitReason;
 
 /// Larger bodies are not kept for `--fallback last`: the file is read and
 /// written around every attempt, so it must stay small.
@@ -152,7 +152,7 @@ impl Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breaker::{Phase, Sample, Settings};
+    use crate::rules::breaker::{Phase, Sample, Settings};
 
     const NOW: u64 = 1_795_000_000_000;
 

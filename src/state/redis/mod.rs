@@ -56,10 +56,10 @@ pub(crate) use self::url::RedisUrl;
 use self::url::{Addr, Servers};
 use super::origin::{MAX_KEPT_BODIES, MAX_KEPT_BODY};
 use super::{Admission, Ask, Refusal, Report, Store};
-use crate::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
-use crate::clock;
-use crate::policy::WaitReason;
-use crate::text::{human, printable, shorten};
+use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
+use crate::rules::policy::WaitReason;
+use crate::util::clock;
+use crate::util::text::{human, printable, shorten};
 
 /// Every key poll writes starts with this.
 pub(crate) const PREFIX: &str = "poll:";
@@ -613,7 +613,7 @@ fn scrub(text: &str, secrets: &[String]) -> String {
     secrets
         .iter()
         .filter(|s| !s.is_empty())
-        .fold(text.to_string(), |text, secret| text.replace(secret, crate::url::REDACTED))
+        .fold(text.to_string(), |text, secret| text.replace(secret, crate::util::url::REDACTED))
 }
 
 #[cfg(test)]
@@ -624,7 +624,7 @@ mod tests {
     use rand::{RngExt, SeedableRng};
 
     use super::*;
-    use crate::breaker::Sample;
+    use crate::rules::breaker::Sample;
     use crate::state::origin::Origin;
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -849,7 +849,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(origin.breaker, crate::breaker::Breaker::default(), "closed again by the last probe");
+        assert_eq!(origin.breaker, crate::rules::breaker::Breaker::default(), "closed again by the last probe");
     }
 
     #[test]

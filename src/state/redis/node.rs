@@ -14,7 +14,7 @@ use ::redis::{
 };
 
 use super::url::{Addr, RedisUrl};
-use crate::clock;
+use crate::util::clock;
 
 /// How to reach a server: the login, database and TLS a URL names.
 pub(super) struct Dialer {

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::text::{printable, shorten};
-use crate::url;
+use crate::util::text::{printable, shorten};
+use crate::util::url;
 
 /// The port of a `redis://` URL that names none.
 const DEFAULT_PORT: u16 = 6379;

@@ -9,18 +9,18 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use crate::breaker;
-use crate::cli::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
-use crate::condition::{Builtin, Conditions, Filter};
-use crate::credentials::Credentials;
-use crate::error::Error;
-use crate::output::{ColorChoice, Style};
-use crate::parse;
-use crate::policy::{Jitter, Phase, Policy};
-use crate::request::{ClientConfig, Request};
+use crate::cli::flags::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
+use crate::http::credentials::Credentials;
+use crate::http::request::{ClientConfig, Request};
+use crate::report::output::{ColorChoice, Style};
+use crate::rules::breaker;
+use crate::rules::condition::{Builtin, Conditions, Filter};
+use crate::rules::policy::{Jitter, Phase, Policy};
 use crate::state::{RedisUrl, StateFail};
-use crate::text::shorten;
-use crate::url;
+use crate::util::error::Error;
+use crate::util::parse;
+use crate::util::text::shorten;
+use crate::util::url;
 
 /// Everything a run needs, checked.
 #[derive(Debug)]
@@ -111,9 +111,9 @@ impl Config {
             parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
         }
 
-        // `-H @FILE` (see cli.rs) is kept apart: read now, and again whenever it changes.
+        // `-H @FILE` (see flags.rs) is kept apart: read now, and again whenever it changes.
         let (files, mut headers): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::HEADER_FILE);
+            std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::flags::HEADER_FILE);
         let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
         if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
             return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
@@ -207,9 +207,9 @@ impl Config {
         let urls: Vec<&str> = targets.iter().map(|target: &Target| target.request.url.as_str()).collect();
         // Over a Unix socket the proxy variables are not read, so not checked.
         if let Some(path) = &cli.unix_socket {
-            crate::unix::check(path).map_err(|e| usage("--unix-socket", e))?;
+            crate::http::unix::check(path).map_err(|e| usage("--unix-socket", e))?;
         } else {
-            crate::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
+            crate::http::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
         }
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
@@ -225,7 +225,7 @@ impl Config {
         let submit = submit.transpose()?;
 
         if let Some(file) = &cli.output {
-            crate::file::check_writable(file).map_err(|e| usage("--output", e))?;
+            crate::util::file::check_writable(file).map_err(|e| usage("--output", e))?;
         }
 
         let policy = policy(&cli, idempotent, keyed)?;
@@ -424,8 +424,8 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> 
         breaker: breaker::Settings {
             window,
             min_success: cli.breaker_min_success,
-            max_p95: crate::clock::ms(*cli.breaker_max_p95),
-            cooldown: crate::clock::ms(*cli.breaker_cooldown),
+            max_p95: crate::util::clock::ms(*cli.breaker_max_p95),
+            cooldown: crate::util::clock::ms(*cli.breaker_cooldown),
         },
         fallback,
     })
@@ -437,7 +437,7 @@ fn check_state(value: &str) -> Result<StateSpec, Error> {
         return RedisUrl::parse(value).map(StateSpec::Redis).map_err(|e| usage("--state", e));
     }
     let path = PathBuf::from(value);
-    crate::file::check_writable(&path).map_err(|e| usage("--state", e))?;
+    crate::util::file::check_writable(&path).map_err(|e| usage("--state", e))?;
     Ok(StateSpec::File(path))
 }
 

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::advice::Advice;
-use crate::condition::Judgement;
-use crate::policy::{Action, Outcome, Phase, Verdict};
-use crate::request::{Fault, Reply};
+use crate::http::request::{Fault, Reply};
+use crate::rules::advice::Advice;
+use crate::rules::condition::Judgement;
+use crate::rules::policy::{Action, Outcome, Phase, Verdict};
 
 /// One attempt of one URL's loop.
 #[derive(Debug)]
@@ -97,7 +97,7 @@ impl Seen {
             (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
         };
         if let Some(shown) = &self.shown {
-            text.push_str(&format!(" · {}", crate::text::printable(&crate::text::shorten(shown))));
+            text.push_str(&format!(" · {}", crate::util::text::printable(&crate::util::text::shorten(shown))));
         }
         text
     }

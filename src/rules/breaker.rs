@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock;
-use crate::policy::{Failure, Outcome};
-use crate::text::human;
+use crate::rules::policy::{Failure, Outcome};
+use crate::util::clock;
+use crate::util::text::human;
 
 /// The breaker judges nothing on fewer outcomes than this.
 pub(crate) const MIN_OUTCOMES: usize = 5;
@@ -21,7 +21,7 @@ pub(crate) const MIN_OUTCOMES: usize = 5;
 /// How long a cool-down may grow by doubling (unless `--breaker-cooldown` is longer).
 pub(crate) const MAX_COOLDOWN: Duration = Duration::from_secs(600);
 
-// The defaults of the `--breaker-*` flags: `cli.rs` shows these, `Settings::default` uses them.
+// The defaults of the `--breaker-*` flags: `cli/flags.rs` shows these, `Settings::default` uses them.
 pub(crate) const WINDOW: u32 = 10;
 pub(crate) const MIN_SUCCESS: u8 = 60;
 pub(crate) const MAX_P95: Duration = Duration::from_secs(5);
@@ -261,8 +261,8 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advice::Advice;
-    use crate::policy::Verdict;
+    use crate::rules::advice::Advice;
+    use crate::rules::policy::Verdict;
 
     const PID: u32 = 100;
     const OTHER: u32 = 200;

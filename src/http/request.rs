@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use ureq::http;
 
-use crate::cookies::Jar;
-use crate::policy::Failure;
-use crate::proxy::{self, Proxies};
-use crate::{unix, url};
+use crate::http::cookies::Jar;
+use crate::http::proxy::{self, Proxies};
+use crate::rules::policy::Failure;
+use crate::{http::unix, util::url};
 
-// The defaults of the request flags: `cli.rs` shows these.
+// The defaults of the request flags: `cli/flags.rs` shows these.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_REDIRECTS: u32 = 10;

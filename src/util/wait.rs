@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::error::Signal;
+use crate::util::error::Signal;
 
 /// The run is over: a loop stops at its next wait or turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::request::{Fault, Reply, Request};
+use crate::http::request::{Fault, Reply, Request};
 
 /// The request headers that make a request conditional.
 const VALIDATOR_HEADERS: [&str; 2] = ["if-none-match", "if-modified-since"];

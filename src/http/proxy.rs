@@ -90,7 +90,7 @@ impl Proxies {
             if exempt.is_exempt(&host) {
                 continue;
             }
-            let shown = crate::url::redact_userinfo(value.trim());
+            let shown = crate::util::url::redact_userinfo(value.trim());
             match Proxy::new(value.trim()) {
                 Err(_) => return Err(format!("{name}: `{shown}` is not a proxy URL; use e.g. http://host:3128")),
                 Ok(proxy) if !is_http(&proxy) => {

@@ -18,12 +18,12 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::Error;
-use crate::parse;
-use crate::request::{CREDENTIAL_HEADERS, Request};
-use crate::text::printable;
-use crate::url::REDACTED;
-use crate::wait::{Cancel, Cancelled};
+use crate::http::request::{CREDENTIAL_HEADERS, Request};
+use crate::util::error::Error;
+use crate::util::parse;
+use crate::util::text::printable;
+use crate::util::url::REDACTED;
+use crate::util::wait::{Cancel, Cancelled};
 
 /// The longest a run of `--auth-cmd` may take.
 pub(crate) const COMMAND_LIMIT: Duration = Duration::from_secs(30);

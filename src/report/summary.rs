@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::text::{count, human};
+use crate::util::text::{count, human};
 
 /// The variable the runner sets to the step's summary file.
 pub(crate) const VARIABLE: &str = "GITHUB_STEP_SUMMARY";

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use rand::{Rng, RngExt};
 
-use crate::advice::Advice;
-use crate::text::human;
+use crate::rules::advice::Advice;
+use crate::util::text::human;
 
 /// Server-advised waits longer than this are not waited for when there is no
 /// deadline: a hostile or broken `Retry-After: 99999999` must not hang a CI job.
 pub const MAX_ADVISED_WAIT: Duration = Duration::from_secs(24 * 3600);
 
-// The defaults of the schedule flags: `cli.rs` shows these, `Policy::default` uses them.
+// The defaults of the schedule flags: `cli/flags.rs` shows these, `Policy::default` uses them.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(300);
 pub(crate) const RETRIES: u32 = 6;

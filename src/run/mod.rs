@@ -2,20 +2,26 @@
 //! thread, and the one place a run ends. Everything that can end it arrives
 //! on one channel: a loop's ending or a signal; the deadline is the
 //! channel's receive timeout, so no thread watches the clock.
+//!
+//!
+//! The top floor: the coordinator here, and each URL's loop (`target`).
+
+pub(crate) mod target;
 
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::config::{self, Config, Fallback, StateSpec};
-use crate::error::{Error, Signal};
-use crate::output::{Reporter, Summary, TargetSummary, Voice};
-use crate::progress::Progress;
+use crate::cli::config::{self, Config, Fallback, StateSpec};
+use crate::report::output::{Reporter, Summary, TargetSummary, Voice};
+use crate::report::progress::Progress;
+use crate::report::summary;
+use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
-use crate::target::{self, Common, TargetEnd};
-use crate::wait::{self, Cancel};
-use crate::{file, summary, url};
+use crate::util::error::{Error, Signal};
+use crate::util::wait::{self, Cancel};
+use crate::util::{file, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
 /// request's own timeout ends it at the deadline, so only a jq filter that

@@ -7,8 +7,8 @@ use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
 use jaq_json::Val;
 use serde::Deserialize as _;
 
-use crate::policy::{Phase, Verdict};
-use crate::text::shorten;
+use crate::rules::policy::{Phase, Verdict};
+use crate::util::text::shorten;
 
 /// The status word of an operation's status (`Operation-Location`,
 /// `Azure-AsyncOperation`, `--status-url`): `.status` first.
@@ -142,11 +142,11 @@ impl Input {
 
 impl Filter {
     /// Compiles `source` with the jq standard library (the part of it that
-    /// `source` can call: see [`crate::prelude`]). The error names the
+    /// `source` can call: see [`crate::rules::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
         check_shape(source)?;
-        let defs = crate::prelude::for_filter(source);
+        let defs = crate::rules::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
         let loader = Loader::new(defs);

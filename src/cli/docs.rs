@@ -5,9 +5,9 @@
 
 use clap_complete::Shell;
 
-use crate::cli::{self, Generate};
-use crate::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
-use crate::error::EXIT_CODES;
+use crate::cli::flags::{self, Generate};
+use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
+use crate::util::error::EXIT_CODES;
 
 /// The file `kind` names, as bytes.
 pub(crate) fn generate(kind: Generate) -> Vec<u8> {
@@ -20,7 +20,7 @@ pub(crate) fn generate(kind: Generate) -> Vec<u8> {
         Generate::Elvish => Shell::Elvish,
     };
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut cli::command(), "poll", &mut script);
+    clap_complete::generate(shell, &mut flags::command(), "poll", &mut script);
     script
 }
 
@@ -36,7 +36,7 @@ const ENVIRONMENT: [(&str, &str); 6] = [
 
 /// clap_mangen's sections, plus the ones a man page reader looks for.
 fn man_page() -> Vec<u8> {
-    let man = clap_mangen::Man::new(cli::command());
+    let man = clap_mangen::Man::new(flags::command());
     let mut page = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = man.render_title(&mut page);
@@ -70,7 +70,7 @@ fn extra_sections() -> String {
         roff.push_str(&format!(".TP\n{}\n{}\n", names.join(", "), escape(meaning)));
     }
     roff.push_str(".SH EXAMPLES\n");
-    for (what, lines) in cli::EXAMPLES {
+    for (what, lines) in flags::EXAMPLES {
         roff.push_str(&format!("{}\n.PP\n.nf\n.RS\n{}\n.RE\n.fi\n.PP\n", escape(what), escape(lines)));
     }
     roff

@@ -43,7 +43,7 @@ impl<'a> UrlParts<'a> {
 /// to become basic auth so that it never travels in the URL or shows in logs;
 /// a fragment is dropped, as it never goes on the wire.
 pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
-    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::text::printable(&redact_userinfo(raw)));
+    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::util::text::printable(&redact_userinfo(raw)));
     let Some(parts) = UrlParts::split(raw) else {
         return Err(bad("it needs a scheme, e.g. http://host/path or https://host/path"));
     };
@@ -90,7 +90,7 @@ fn split_port(authority: &str) -> (&str, Option<&str>) {
 pub(crate) fn port(text: &str) -> Result<u16, String> {
     match text.parse::<u16>() {
         Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-        _ => Err(format!("port `{}` is not a number from 1 to 65535", crate::text::printable(text))),
+        _ => Err(format!("port `{}` is not a number from 1 to 65535", crate::util::text::printable(text))),
     }
 }
 

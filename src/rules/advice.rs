@@ -124,7 +124,7 @@ fn raw_seconds(text: &str) -> Option<f64> {
 
 /// Seconds as a duration, at most a century (a huge value is capped, not dropped).
 fn capped(secs: f64) -> Duration {
-    let max = crate::parse::MAX_DURATION;
+    let max = crate::util::parse::MAX_DURATION;
     Duration::try_from_secs_f64(secs.min(max.as_secs_f64())).map_or(max, |d| d.min(max))
 }
 
@@ -150,7 +150,7 @@ mod tests {
             ("", None),
             ("1e3", None),
             ("NaN", None),
-            ("99999999999999999999999", Some(crate::parse::MAX_DURATION)),
+            ("99999999999999999999999", Some(crate::util::parse::MAX_DURATION)),
             (&httpdate::fmt_http_date(at(NOW + 30)), Some(Duration::from_secs(30))),
             (&httpdate::fmt_http_date(at(NOW - 30)), Some(Duration::ZERO)),
         ];

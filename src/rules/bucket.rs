@@ -67,7 +67,7 @@ mod tests {
     #[test]
     fn at_most_n_slots_in_any_window() {
         let mut bucket = Bucket::default();
-        let spacing = spacing_ms(crate::parse::rate("10/s").unwrap_or_default());
+        let spacing = spacing_ms(crate::util::parse::rate("10/s").unwrap_or_default());
         let slots: Vec<u64> = (0..40)
             .map(|i| {
                 let at = bucket.slot(i * 7);

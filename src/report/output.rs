@@ -12,12 +12,12 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
-use crate::policy::{Action, Outcome, Verdict, WaitReason};
-use crate::progress::Progress;
-use crate::record::Record;
-use crate::request::Request;
-use crate::text::{count, human, printable};
-use crate::url;
+use crate::http::request::Request;
+use crate::report::progress::Progress;
+use crate::report::record::Record;
+use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
+use crate::util::text::{count, human, printable};
+use crate::util::url;
 
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::record::{Record, Seen};
+use crate::report::record::{Record, Seen};
 
 /// Every loop's progress, numbered as the loops are.
 pub(crate) struct Progress {

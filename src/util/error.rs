@@ -121,7 +121,7 @@ impl fmt::Display for Error {
                     Signal::Interrupt => "interrupted",
                     Signal::Terminate => "terminated",
                 };
-                write!(f, "{name} after {}", crate::text::count(*attempts, "attempt"))
+                write!(f, "{name} after {}", crate::util::text::count(*attempts, "attempt"))
             }
         }
     }

@@ -252,7 +252,7 @@ mod tests {
             [".status == \"done\"", "nosuch", "map", "map(.; .)", "def f: 1; f", "@json \"\\(.a)\"", "1e5 | tostring"]
                 .map(String::from),
         );
-        use crate::condition::{Subject, builtin_filter};
+        use crate::rules::condition::{Subject, builtin_filter};
         sources.extend([builtin_filter(Subject::Operation), builtin_filter(Subject::Resource)]);
         for source in &sources {
             let part = compile(source, for_filter(source));

@@ -4,30 +4,30 @@
 //! submit and the rest poll where its reply points ([`operation`] decides).
 //!
 //! The loop never prints the end of the run: it returns a [`TargetEnd`] and
-//! the run (`lib.rs`) decides what the whole run says.
+//! the run (`run/mod.rs`) decides what the whole run says.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::breaker::{self, Sample};
-use crate::clock;
-use crate::condition::{Conditions, Filter, Input, Judgement, Subject};
-use crate::conditional::{Answer, Validators};
-use crate::config::{Submit, Target};
-use crate::credentials::{Credentials, Hooks};
-use crate::error::Error;
-use crate::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::output::Reporter;
-use crate::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
-use crate::progress::Progress;
-use crate::record::{self, Record};
-use crate::request::{Client, ClientConfig, Fault, Reply, Request};
+use crate::cli::config::{Submit, Target};
+use crate::http::conditional::{Answer, Validators};
+use crate::http::credentials::{Credentials, Hooks};
+use crate::http::request::{Client, ClientConfig, Fault, Reply, Request};
+use crate::report::output::Reporter;
+use crate::report::progress::Progress;
+use crate::report::record::{self, Record};
+use crate::rules::breaker::{self, Sample};
+use crate::rules::condition::{Conditions, Filter, Input, Judgement, Subject};
+use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
+use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
 use crate::state::{Admission, Refusal, Shared};
-use crate::text::when;
-use crate::url;
-use crate::wait::{Cancel, Cancelled};
+use crate::util::clock;
+use crate::util::error::Error;
+use crate::util::text::when;
+use crate::util::url;
+use crate::util::wait::{Cancel, Cancelled};
 
 /// What every loop of a run shares.
 pub(crate) struct Common {

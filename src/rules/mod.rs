@@ -1,0 +1,11 @@
+//! The pure rules: plain values in, plain values out, no sockets and no
+//! clock. `policy::decide` and the jq conditions, the server's advice, the
+//! breaker, the rate bucket and `--submit`'s operation rules.
+
+pub mod advice;
+pub(crate) mod breaker;
+pub(crate) mod bucket;
+pub mod condition;
+pub(crate) mod operation;
+pub mod policy;
+pub(crate) mod prelude;
