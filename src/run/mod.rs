@@ -173,7 +173,7 @@ pub fn run(config: Config) -> Ending {
     };
     // Loops still running stop at their next wait; one in a request ends with the process.
     common.cancel.cancel();
-    finish(&common, &targets, ends, over, output_file.as_deref(), &limits.fallback)
+    finish(&common, &Loops { targets: &targets, ends: &ends }, over, output_file.as_deref(), &limits.fallback)
 }
 
 /// Waits for the event that ends the run.
@@ -227,22 +227,39 @@ fn watch(
     }
 }
 
+/// Each URL's loop as configured, and how it ended (`None`: the run ended first).
+struct Loops<'a> {
+    targets: &'a [config::Target],
+    ends: &'a [Option<TargetEnd>],
+}
+
+impl Loops<'_> {
+    /// How loop `t` ended, if it did.
+    fn end(&self, t: usize) -> Option<&TargetEnd> {
+        self.ends.get(t).and_then(Option::as_ref)
+    }
+
+    /// Every loop: its number, its target and its ending.
+    fn each(&self) -> impl Iterator<Item = (usize, &config::Target, Option<&TargetEnd>)> + '_ {
+        self.targets.iter().enumerate().map(|(t, target)| (t, target, self.end(t)))
+    }
+}
+
 /// The one ending of a run: the error (if any), stdout (the body, `--print`'s
 /// outputs, one line per URL, or the fallback), `-o`, then the reporter's
 /// last word and the error line it renders.
 fn finish(
     common: &Common,
-    targets: &[config::Target],
-    ends: Vec<Option<TargetEnd>>,
+    loops: &Loops<'_>,
     over: Over,
     output_file: Option<&std::path::Path>,
     fallback: &Option<Fallback>,
 ) -> Ending {
     let (reporter, progress) = (&common.reporter, &common.progress);
-    let mut error = run_error(progress, targets, &ends, over);
-    let (stdout, fell_back) = match targets.len() {
-        1 => single_stdout(common, targets, &ends, error.as_ref(), fallback),
-        _ => (several_stdout(targets, &ends), false),
+    let mut error = run_error(progress, loops, over);
+    let (stdout, fell_back) = match loops.targets.len() {
+        1 => single_stdout(common, loops, error.as_ref(), fallback),
+        _ => (several_stdout(loops), false),
     };
     let stdout = match output_file {
         Some(path) => {
@@ -251,20 +268,20 @@ fn finish(
         }
         None => stdout,
     };
-    let summary = summarise(reporter, progress, targets, &ends, error.as_ref());
+    let summary = summarise(reporter, progress, loops, error.as_ref());
     let error_line = reporter.finish(&summary);
     Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
 }
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
 /// (with several URLs, naming those still pending).
-fn run_error(progress: &Progress, targets: &[config::Target], ends: &[Option<TargetEnd>], over: Over) -> Option<Error> {
+fn run_error(progress: &Progress, loops: &Loops<'_>, over: Over) -> Option<Error> {
     let error = match over {
         Over::Done => None,
-        Over::Failed(t) => ends.get(t).and_then(|end| end.as_ref()).and_then(|end| end.result.clone().err()),
+        Over::Failed(t) => loops.end(t).and_then(|end| end.result.clone().err()),
         Over::Signal(signal) => Some(Error::Interrupted { signal, attempts: progress.attempts() }),
         Over::Stuck => {
-            let stuck = ends.iter().position(Option::is_none).unwrap_or(0);
+            let stuck = loops.ends.iter().position(Option::is_none).unwrap_or(0);
             Some(Error::Deadline(format!(
                 "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
                 progress.attempts_of(stuck)
@@ -272,15 +289,15 @@ fn run_error(progress: &Progress, targets: &[config::Target], ends: &[Option<Tar
         }
     };
     match error {
-        Some(Error::Deadline(_)) if targets.len() > 1 => Some(Error::Deadline(pending(progress, targets, ends))),
+        Some(Error::Deadline(_)) if loops.targets.len() > 1 => Some(Error::Deadline(pending(progress, loops))),
         error => error,
     }
 }
 
 /// stdout with several URLs: one JSON line for each URL that ended with 0 or 4, in the order given.
-fn several_stdout(targets: &[config::Target], ends: &[Option<TargetEnd>]) -> Vec<u8> {
+fn several_stdout(loops: &Loops<'_>) -> Vec<u8> {
     let mut stdout = Vec::new();
-    for (t, end) in ends.iter().enumerate() {
+    for (_, target, end) in loops.each() {
         let Some(end) = end else { continue };
         let code = end.code();
         if !matches!(code, 0 | 4) {
@@ -293,8 +310,7 @@ fn several_stdout(targets: &[config::Target], ends: &[Option<TargetEnd>]) -> Vec
             ),
             _ => None,
         };
-        let line =
-            Line { url: url::redact(&targets[t].request.url), exit_code: code, body, print: end.printed.as_deref() };
+        let line = Line { url: url::redact(&target.request.url), exit_code: code, body, print: end.printed.as_deref() };
         stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
         stdout.push(b'\n');
     }
@@ -305,13 +321,12 @@ fn several_stdout(targets: &[config::Target], ends: &[Option<TargetEnd>]) -> Vec
 /// else the `--fallback` where the error takes one; and whether it fell back.
 fn single_stdout(
     common: &Common,
-    targets: &[config::Target],
-    ends: &[Option<TargetEnd>],
+    loops: &Loops<'_>,
     error: Option<&Error>,
     fallback: &Option<Fallback>,
 ) -> (Vec<u8>, bool) {
     let reporter = &common.reporter;
-    if let Some(Some(end)) = ends.first()
+    if let Some(end) = loops.end(0)
         && (end.result.is_ok() || end.result.as_ref().err().is_some_and(Error::keeps_body))
     {
         let stdout = match (&end.printed, &end.body) {
@@ -324,7 +339,7 @@ fn single_stdout(
     let (Some(fallback), Some(true)) = (fallback, error.map(Error::takes_fallback)) else { return (Vec::new(), false) };
     let body = match fallback {
         Fallback::Body(body) => Some(body.clone()),
-        Fallback::Last => targets.first().and_then(|target| {
+        Fallback::Last => loops.targets.first().and_then(|target| {
             let url = url::redact(&target.request.url);
             common.shared.last_good(&target.key, &url, &|w| reporter.warn(w))
         }),
@@ -364,29 +379,19 @@ fn write_output(
 }
 
 /// The run's summary for the reporter's last word, and the GitHub step summary.
-fn summarise(
-    reporter: &Reporter,
-    progress: &Progress,
-    targets: &[config::Target],
-    ends: &[Option<TargetEnd>],
-    error: Option<&Error>,
-) -> Summary {
-    let several = targets.len() > 1;
+fn summarise(reporter: &Reporter, progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> Summary {
+    let several = loops.targets.len() > 1;
     let operation = progress.operation(0).filter(|_| !several);
     let target_summaries = several.then(|| {
-        targets
-            .iter()
-            .enumerate()
-            .map(|(t, target)| {
-                let end = ends.get(t).and_then(Option::as_ref);
-                TargetSummary {
-                    url: url::redact(&target.request.url),
-                    exit_code: end.map(TargetEnd::code),
-                    reason: end
-                        .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
-                        .to_string(),
-                    attempts: progress.attempts_of(t),
-                }
+        loops
+            .each()
+            .map(|(t, target, end)| TargetSummary {
+                url: url::redact(&target.request.url),
+                exit_code: end.map(TargetEnd::code),
+                reason: end
+                    .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
+                    .to_string(),
+                attempts: progress.attempts_of(t),
             })
             .collect()
     });
@@ -396,7 +401,7 @@ fn summarise(
         summary.message = summary.message.map(|m| format!("{m}{}", target::resume(operation)));
     }
     if let Some(path) = summary::path(reporter.github()) {
-        let table = summary::render(&step_rows(progress, targets, ends, error), summary.code, progress.elapsed());
+        let table = summary::render(&step_rows(progress, loops, error), summary.code, progress.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);
         }
@@ -406,23 +411,15 @@ fn summarise(
 
 /// The step summary's rows: each URL's own ending; one the run ended first
 /// shares a signal or deadline of the run, and is abandoned otherwise.
-fn step_rows(
-    progress: &Progress,
-    targets: &[config::Target],
-    ends: &[Option<TargetEnd>],
-    error: Option<&Error>,
-) -> Vec<summary::Row> {
+fn step_rows(progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> Vec<summary::Row> {
     let run_wide = error.filter(|e| matches!(e, Error::Interrupted { .. } | Error::Deadline(_)));
-    let rows = targets.iter().enumerate().map(|(t, target)| {
-        let end = ends.get(t).and_then(Option::as_ref);
-        summary::Row {
-            url: url::redact(&target.request.url),
-            exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
-            message: end.and_then(|end| end.result.as_ref().err()).map(Error::to_string),
-            attempts: progress.attempts_of(t),
-            elapsed: progress.elapsed_of(t),
-            last: progress.last(t).unwrap_or_default(),
-        }
+    let rows = loops.each().map(|(t, target, end)| summary::Row {
+        url: url::redact(&target.request.url),
+        exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
+        message: end.and_then(|end| end.result.as_ref().err()).map(Error::to_string),
+        attempts: progress.attempts_of(t),
+        elapsed: progress.elapsed_of(t),
+        last: progress.last(t).unwrap_or_default(),
     });
     rows.collect()
 }
@@ -479,12 +476,11 @@ fn print_lines(values: &[Value]) -> Vec<u8> {
 }
 
 /// A deadline with several URLs names only those still pending, each with its last outcome.
-fn pending(progress: &Progress, targets: &[config::Target], ends: &[Option<TargetEnd>]) -> String {
-    let pending: Vec<String> = targets
-        .iter()
-        .enumerate()
-        .filter(|(t, _)| ends.get(*t).and_then(Option::as_ref).is_none_or(|end| end.result.is_err()))
-        .map(|(t, target)| {
+fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
+    let pending: Vec<String> = loops
+        .each()
+        .filter(|(_, _, end)| end.is_none_or(|end| end.result.is_err()))
+        .map(|(t, target, _)| {
             let last = match (progress.last(t), progress.attempts_of(t)) {
                 (Some(last), _) => format!("last: {last}"),
                 (None, 0) => "no attempt yet".to_string(),
@@ -497,7 +493,7 @@ fn pending(progress: &Progress, targets: &[config::Target], ends: &[Option<Targe
     format!(
         "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
         pending.len(),
-        targets.len(),
+        loops.targets.len(),
         pending.join(", ")
     )
 }
