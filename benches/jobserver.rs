@@ -43,6 +43,11 @@
 //!                     201 {"properties":{"provisioningState":"Creating"}} and no header: body polling
 //!   DELETE .../providers/Microsoft.Storage/storageAccounts/NAME
 //!                     202 + Location (.../operationResults/NAME: 202, then 204)
+//!   The other job APIs of docs/guide/submit.md, each operation done at its second status poll:
+//!   POST /azure/deployments   202 + Operation-Location /azure/operations/N + Retry-After: 1
+//!   POST /v1/builds   an AIP-151 operation, /v1/operations/build-N ("broken" in the body: an error)
+//!   POST /jobs        201 {"id":N}; GET /jobs/N "running", then "succeeded" with an artifact
+//!   POST /deployments 202 + Operation-Location /deployments/ops/N, the same N for the same Idempotency-Key
 //!   anything else     404
 
 use std::collections::HashMap;
@@ -63,10 +68,100 @@ struct Counters {
     refused: AtomicU64,
     /// Tokens made by the access_tokens route, with when they expire.
     tokens: Mutex<Vec<(String, SystemTime)>>,
-    /// ARM operations by resource name: how many times each was polled.
+    /// ARM operations by resource name: how many times each was polled (and, for
+    /// the other job APIs, which build is broken and which key started which operation).
     arm: Mutex<HashMap<String, u64>>,
+    /// The job APIs' next operation number, less 7.
+    next_id: AtomicU64,
     /// The workflow run of the /gh/ routes.
     run: Mutex<Run>,
+}
+
+/// The other job APIs of docs/guide/submit.md: `/azure/deployments`, Google's
+/// AIP-151 `/v1/builds`, a plain `/jobs` (201 with an id) and `/deployments`
+/// (by idempotency key); each operation is done at its second status poll.
+fn jobs(
+    method: &str,
+    target: &str,
+    sent: &str,
+    key: Option<&str>,
+    counters: &Counters,
+) -> Option<(&'static str, String, String)> {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let mut polls = counters.arm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let next = || counters.next_id.fetch_add(1, Ordering::Relaxed) + 7;
+    // One more status poll of `name`; whether its operation is done now.
+    let poll = |polls: &mut HashMap<String, u64>, name: &str| {
+        let n = polls.entry(name.to_string()).or_insert(0);
+        *n += 1;
+        *n >= ARM_POLLS
+    };
+    let json = |status, body: String| Some((status, String::new(), body));
+    match (method, path) {
+        ("POST", "/azure/deployments") => {
+            let header = format!("Operation-Location: /azure/operations/{}\r\nRetry-After: 1\r\n", next());
+            Some(("202 Accepted", header, String::new()))
+        }
+        ("GET", p) if p.starts_with("/azure/operations/") => {
+            let id = &p[18..];
+            let (status, done) = if poll(&mut polls, p) { ("Succeeded", 100) } else { ("Running", 50) };
+            json("200 OK", format!(r#"{{"id": "{id}", "status": "{status}", "percentComplete": {done}}}"#))
+        }
+        ("POST", "/v1/builds") => {
+            let name = format!("operations/build-{}", next());
+            if sent.contains("broken") {
+                polls.insert(format!("broken-{name}"), 0);
+            }
+            json("200 OK", format!(r#"{{"name": "{name}", "done": false}}"#))
+        }
+        ("GET", p) if p.starts_with("/v1/operations/") => {
+            let name = &p[4..];
+            let broken = polls.contains_key(&format!("broken-{name}"));
+            let body = match (poll(&mut polls, p), broken) {
+                (false, _) => format!(r#"{{"name": "{name}", "done": false}}"#),
+                (true, false) => {
+                    let build = name.trim_start_matches("operations/");
+                    format!(
+                        r#"{{"name": "{name}", "done": true, "response": {{"artifact": "gs://builds/{build}.tar.gz"}}}}"#
+                    )
+                }
+                (true, true) => format!(
+                    r#"{{"name": "{name}", "done": true, "error": {{"code": 13, "message": "test suite failed"}}}}"#
+                ),
+            };
+            json("200 OK", body)
+        }
+        ("POST", "/jobs") => json("201 Created", format!(r#"{{"id": {}}}"#, next())),
+        ("GET", p) if p.starts_with("/jobs/") => {
+            let id = &p[6..];
+            let body = if poll(&mut polls, p) {
+                format!(
+                    r#"{{"id": {id}, "status": "succeeded", "artifact": "https://cdn.example.com/build-{id}.tar.gz"}}"#
+                )
+            } else {
+                format!(r#"{{"id": {id}, "status": "running"}}"#)
+            };
+            json("200 OK", body)
+        }
+        ("POST", "/deployments") => {
+            // The same key names the operation it started first.
+            let id = match key.map(|key| format!("key-{key}")) {
+                Some(known) if polls.contains_key(&known) => polls.get(&known).copied().unwrap_or_default(),
+                Some(known) => {
+                    let id = next();
+                    polls.insert(known, id);
+                    id
+                }
+                None => next(),
+            };
+            Some(("202 Accepted", format!("Operation-Location: /deployments/ops/{id}\r\n"), String::new()))
+        }
+        ("GET", p) if p.starts_with("/deployments/ops/") => {
+            let id = &p[17..];
+            json("200 OK", format!(r#"{{"status": "Succeeded", "result": {{"id": "dep-{id}"}}}}"#))
+        }
+        _ => None,
+    }
 }
 
 /// Status polls after which an ARM operation is done.
@@ -318,6 +413,7 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
         let mut close = false;
         let mut bearer = None;
         let mut length = 0;
+        let mut key = None;
         let mut if_none_match = None;
         loop {
             line.clear();
@@ -335,11 +431,15 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
                     if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                         length = n.trim().parse().unwrap_or(0);
                     }
+                    if line.to_ascii_lowercase().starts_with("idempotency-key:") {
+                        key = Some(line[16..].trim().to_string());
+                    }
                 }
             }
         }
-        // A PUT's body (an ARM template) is read and ignored.
-        if std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink()).is_err() {
+        // A submit's body (an ARM template, a job's JSON): read, and looked at only by `jobs`.
+        let mut sent = Vec::new();
+        if (&mut reader).take(length.min(1 << 20)).read_to_end(&mut sent).is_err() {
             return;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -350,7 +450,10 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             }
             continue;
         }
-        let (status, headers, body) = match arm(&method, &target, counters) {
+        let sent = String::from_utf8_lossy(&sent);
+        let answer =
+            arm(&method, &target, counters).or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters));
+        let (status, headers, body) = match answer {
             Some(answer) => answer,
             None => {
                 let (status, body) = route(&target, bearer.as_deref(), counters);
