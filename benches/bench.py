@@ -39,6 +39,13 @@ POLL = os.path.join(ROOT, "target", "release", "poll")
 JOBSERVER = os.path.join(ROOT, "target", "release", "examples", "jobserver")
 
 
+def need(tools, packages):
+    """Ends the benchmark with the install command when one of `tools` is missing."""
+    for tool in tools:
+        if not shutil.which(tool):
+            sys.exit(f"bench: `{tool}` is missing: apt-get install {packages}")
+
+
 def build():
     subprocess.run(["cargo", "build", "--release", "--bin", "poll", "--example", "jobserver"], cwd=ROOT, check=True)
 
@@ -432,9 +439,7 @@ def state_overhead(server, polls, rounds):
 
 def state_main(args):
     rounds, polls = (3, 500) if args.quick else (7, 2000)
-    for tool in ("redis-server", "redis-cli"):
-        if not shutil.which(tool):
-            sys.exit(f"bench: `{tool}` is missing: apt-get install redis-server")
+    need(("redis-server", "redis-cli"), "redis-server")
     build()
     with JobServer() as server:
         results = state_overhead(server, polls, rounds)
@@ -498,9 +503,7 @@ def conditional_main(args):
     default), poll --no-conditional and a curl + jq loop as users write it,
     interleaved round by round; the medians of each figure."""
     rounds, polls = (1, 100) if args.quick else (3, 300)
-    for tool in ("curl", "jq"):
-        if not shutil.which(tool):
-            sys.exit(f"bench: `{tool}` is missing: apt-get install curl jq")
+    need(("curl", "jq"), "curl jq")
     build()
     with JobServer() as server:
         url = server.base + RUN_PATH
@@ -576,9 +579,7 @@ def main():
     if args.state:
         return state_main(args)
     rounds, polls, runs = (1, 500, 30) if args.quick else (5, 2000, 300)
-    for tool in ("hyperfine", "wrk", "curl", "jq", "/usr/bin/time"):
-        if not shutil.which(tool):
-            sys.exit(f"bench: `{tool}` is missing: apt-get install hyperfine wrk curl jq time")
+    need(("hyperfine", "wrk", "curl", "jq", "/usr/bin/time"), "hyperfine wrk curl jq time")
     build()
     hurl_file = None
     if shutil.which("hurl"):
