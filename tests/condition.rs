@@ -349,7 +349,7 @@ fn the_builtins_read_azure_arm_github_and_aip_151_as_the_contract_orders() {
     use poll::condition::Builtin;
     use poll::condition::Subject::{Operation, Resource};
     use poll::condition::Word::{Done, Failed, Other, Running};
-    let builtin = Builtin::new(true, true).expect("the built-ins compile");
+    let builtin = Builtin::new().expect("the built-ins compile");
     #[rustfmt::skip] // One row per line: the table is the test.
     let rows = [
         // (body, read as an operation's status, read as a resource)
@@ -403,7 +403,7 @@ fn the_builtins_read_azure_arm_github_and_aip_151_as_the_contract_orders() {
 #[test]
 fn the_builtin_filters_as_shown_compile_and_answer_as_the_builtins() {
     use poll::condition::{Builtin, Subject, builtin_filter};
-    let builtin = Builtin::new(true, true).expect("the built-ins compile");
+    let builtin = Builtin::new().expect("the built-ins compile");
     for subject in [Subject::Operation, Subject::Resource] {
         // What --help and the guide show is what a user can copy into --until.
         let done = filter(&format!("{} == \"done\"", builtin_filter(subject)));

@@ -265,7 +265,7 @@ fn conditions(cli: &Cli) -> Result<Conditions, Error> {
     let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
     let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
     // With --submit, what the user did not give is built in.
-    let builtin = cli.submit.then(|| Builtin::new(until.is_none(), fail_when.is_none()));
+    let builtin = cli.submit.then(Builtin::new);
     let builtin = builtin.transpose().map_err(|e| Error::Usage(format!("the built-in conditions: {e}")))?;
     Ok(Conditions { until, fail_when, show: given("--show", &cli.show)?, builtin })
 }

@@ -77,18 +77,14 @@ pub enum Word {
 pub struct Builtin {
     operation: Filter,
     resource: Filter,
-    /// The built-in done test is in use: no `--until`.
-    pub done: bool,
-    /// The built-in failure test is in use: no `--fail-when`.
-    pub failed: bool,
 }
 
 impl Builtin {
-    /// The built-ins, for whichever of `--until` (`done`) and `--fail-when` (`failed`) was not given.
-    pub fn new(done: bool, failed: bool) -> Result<Builtin, String> {
+    /// The built-ins, both subjects.
+    pub fn new() -> Result<Builtin, String> {
         let operation = Filter::compile(&builtin_filter(Subject::Operation))?;
         let resource = Filter::compile(&builtin_filter(Subject::Resource))?;
-        Ok(Builtin { operation, resource, done, failed })
+        Ok(Builtin { operation, resource })
     }
 
     /// What a JSON body says of its operation, read as `subject`.
@@ -302,7 +298,7 @@ pub struct Conditions {
     pub until: Option<Filter>,
     pub fail_when: Option<Filter>,
     pub show: Option<Filter>,
-    /// `--submit`'s built-ins.
+    /// `--submit`'s built-ins, which stand for whichever of `until` and `fail_when` is `None`.
     pub builtin: Option<Builtin>,
 }
 
@@ -323,13 +319,21 @@ impl Conditions {
     /// built-in done test a status reply is done when it is not JSON, and a
     /// resource also when it has no status word the built-ins know (ARM's
     /// Location mode: 202 until the operation ends, then the resource). A
-    /// status reply 202 is never done. Without `--submit`, as [`Conditions::judge`].
-    pub(crate) fn judge_reply(&self, phase: Phase, subject: Subject, status: u16, body: &[u8]) -> Judgement {
-        let Some(builtin) = &self.builtin else { return self.judge(body) };
+    /// status reply 202 is never done. Also the built-ins' word on the body, when
+    /// they are in use and it is JSON. Without `--submit`, as [`Conditions::judge`].
+    pub(crate) fn judge_reply(
+        &self,
+        phase: Phase,
+        subject: Subject,
+        status: u16,
+        body: &[u8],
+    ) -> (Judgement, Option<Word>) {
+        let Some(builtin) = &self.builtin else { return (self.judge(body), None) };
         let mut errors = Vec::new();
         let input = Input::parse(body);
         let shown = self.shown(input.as_ref(), &mut errors);
-        let word = input.as_ref().map(|input| builtin.word(subject, input));
+        let in_use = self.builtin_done() || self.builtin_fails();
+        let word = input.as_ref().filter(|_| in_use).map(|input| builtin.word(subject, input));
         let waiting = phase == Phase::Wait;
         let failed = match (&self.fail_when, &input) {
             (Some(filter), Some(input)) => holds(filter, input, &mut errors),
@@ -353,12 +357,17 @@ impl Conditions {
             Some(false) => Verdict::NotMet,
             None => Verdict::NotJson,
         };
-        Judgement { verdict, errors, shown }
+        (Judgement { verdict, errors, shown }, word)
     }
 
-    /// What the built-ins read in a body as `subject`; `None` without them or when it is not JSON.
-    pub(crate) fn word(&self, subject: Subject, body: &[u8]) -> Option<Word> {
-        Some(self.builtin.as_ref()?.word(subject, &Input::parse(body)?))
+    /// The built-in done test is in use: `--submit` without `--until`.
+    pub(crate) fn builtin_done(&self) -> bool {
+        self.builtin.is_some() && self.until.is_none()
+    }
+
+    /// The built-in failure test is in use: `--submit` without `--fail-when`.
+    pub(crate) fn builtin_fails(&self) -> bool {
+        self.builtin.is_some() && self.fail_when.is_none()
     }
 
     /// `--show`'s line on a body, its jq error kept in `errors`.

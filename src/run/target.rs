@@ -181,9 +181,7 @@ impl Loop<'_> {
             common.reporter.attempt(self.t, &self.request, &record);
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
-                common.progress.watching(self.t, &found.url);
-                common.reporter.watching(self.t, &found.url);
-                self.watch = Some(found.clone());
+                self.watching(found.clone());
             }
             let refusal = match self.tell(&record) {
                 Ok(refusal) => refusal,
@@ -378,7 +376,7 @@ impl Loop<'_> {
             return (Some(judgement.clone()), None);
         }
         let conditions = &self.common.conditions;
-        let mut judgement = conditions.judge_reply(self.phase, subject, status, &reply.body);
+        let (mut judgement, word) = conditions.judge_reply(self.phase, subject, status, &reply.body);
         for error in &judgement.errors {
             self.warn_once(error);
         }
@@ -392,8 +390,8 @@ impl Loop<'_> {
             url: &self.submit.url,
             status,
             verdict: judgement.verdict,
-            word: self.common.conditions.word(Subject::Resource, &reply.body),
-            builtin_done: self.common.conditions.builtin.as_ref().is_some_and(|builtin| builtin.done),
+            word,
+            builtin_done: self.common.conditions.builtin_done(),
             named,
         });
         match first {
@@ -441,15 +439,20 @@ impl Loop<'_> {
             _ => None,
         };
         if let Some(moved) = moved {
-            self.common.progress.watching(self.t, &moved.url);
-            self.common.reporter.watching(self.t, &moved.url);
-            self.watch = Some(moved);
+            self.watching(moved);
         } else if !named {
             return;
         }
         let (Some(watch), Some(submit)) = (&self.watch, &self.common.submit) else { return };
         self.request = self.submit.status_poll(&watch.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
+    }
+
+    /// The status polls go to `watch` from now on: kept, and told to the progress and the reporter.
+    fn watching(&mut self, watch: Watch) {
+        self.common.progress.watching(self.t, &watch.url);
+        self.common.reporter.watching(self.t, &watch.url);
+        self.watch = Some(watch);
     }
 
     /// Whether an operation that is done now is followed by a GET of the
@@ -495,7 +498,7 @@ impl Loop<'_> {
     fn finish(&self, record: Record) -> TargetEnd {
         let result = match record.action {
             Action::FailWhen => {
-                let what = if self.common.conditions.builtin.as_ref().is_some_and(|builtin| builtin.failed) {
+                let what = if self.common.conditions.builtin_fails() {
                     "the operation failed (by --submit's built-in failure test)"
                 } else {
                     "--fail-when matched"
