@@ -16,6 +16,11 @@ impl Jar {
     /// Keeps what a reply from `url` sets. A cookie that does not parse, or
     /// that `url` may not set (another domain), is passed over, as browsers do.
     pub(crate) fn store<'a>(&self, url: &str, set_cookies: impl Iterator<Item = &'a str>) {
+        // Most replies set none: then the URL is not parsed (tight polling pays for nothing here).
+        let mut set_cookies = set_cookies.peekable();
+        if set_cookies.peek().is_none() {
+            return;
+        }
         let Ok(url) = Url::parse(url) else { return };
         let mut jar = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         for set_cookie in set_cookies {
@@ -27,8 +32,10 @@ impl Jar {
     /// A `Secure` cookie goes only over https://, loopback included (where
     /// the cookie crate, as browsers, would also send it over http://).
     pub(crate) fn header(&self, url: &str) -> Option<String> {
-        let url = Url::parse(url).ok()?;
         let jar = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // An empty jar (the common case) sends nothing, without parsing the URL.
+        jar.iter_any().next()?;
+        let url = Url::parse(url).ok()?;
         let https = url.scheme() == "https";
         let pairs: Vec<String> = jar
             .matches(&url)
