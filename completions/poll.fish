@@ -16,6 +16,11 @@ complete -c poll -l idempotency-header -d 'The name of the idempotency header, f
 complete -c poll -l prefer-wait -d 'Send Prefer: wait=SECONDS (RFC 7240) on every request: a server that supports it holds the request until the state changes or DURATION passes; each attempt\'s timeout is DURATION plus --request-timeout' -r
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
+complete -c poll -l done-on -d 'These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet" unless --until holds on it' -r
+complete -c poll -l pending-on -d 'These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it exists' -r
+complete -c poll -l fail-on -d 'These statuses end the run with exit 4, as --fail-when does, e.g. 410' -r
+complete -c poll -l arg -d 'Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable' -r
+complete -c poll -l argjson -d 'Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable' -r
 complete -c poll -l stable -d 'Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart' -r
 complete -c poll -l status-url -d 'Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a URL or path, e.g. \'"/jobs/\\(.id)"\'' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
@@ -50,6 +55,7 @@ complete -c poll -l breaker-max-p95 -d 'Open the breaker when the window\'s p95 
 complete -c poll -l breaker-cooldown -d 'How long an open breaker stays open before one probe; doubles on each failed probe, up to 10m' -r
 complete -c poll -l fallback -d 'Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)' -r
 complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
+complete -c poll -s I -l head -d 'Send HEAD (curl\'s -I): a cheap existence check; the body is empty'
 complete -c poll -l no-conditional -d 'Send no If-None-Match / If-Modified-Since from the last 2xx\'s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
 complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
 complete -c poll -l submit -d 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT\'s or PATCH\'s own URL when it names none (ARM\'s body polling); a reply that is already done or failed ends the run'

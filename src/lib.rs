@@ -35,7 +35,7 @@ pub use crate::cli::config::Config;
 pub use crate::cli::flags::Generate;
 pub use crate::util::error::EXIT_CODES;
 
-pub use crate::run::{Ending, STACK_SIZE, run};
+pub use crate::run::{Ending, HandedOver, STACK_SIZE, run};
 
 use crate::cli::flags::{self, Asked};
 use crate::cli::{config, docs};

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use poll::Ending;
+use poll::{Ending, HandedOver};
 
 fn main() -> ExitCode {
     // jaq recurses: the whole run gets a large stack (reserved, not used).
@@ -23,16 +23,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Writes the body to stdout, then the error line to stderr; returns the exit code.
+/// Writes the body to stdout and the error line to stderr, then hands over
+/// to `-- CMD` after exit 0; returns the exit code.
 fn print(ending: Ending) -> u8 {
-    let mut stdout = io::stdout().lock();
-    let ending = match stdout.write_all(&ending.stdout).and_then(|()| stdout.flush()) {
+    let written = io::stdout().lock().write_all(&ending.stdout).and_then(|()| io::stdout().lock().flush());
+    let mut ending = match written {
         // A closed stdout (`poll URL | head -c1`) is not an error.
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => ending.stdout_failed(&e),
         _ => ending,
     };
-    if let Some(line) = &ending.error_line {
+    let (line, code) = match ending.hand_over() {
+        None => (ending.error_line.take(), ending.code),
+        Some(HandedOver::Failed { error_line, code }) => (Some(error_line), code),
+        // Windows: the command ran as a child; its status is the process's, as exec makes it on Unix.
+        Some(HandedOver::Exited(status)) => std::process::exit(status),
+    };
+    if let Some(line) = line {
         let _ = writeln!(io::stderr().lock(), "{line}");
     }
-    ending.code
+    code
 }

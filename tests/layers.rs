@@ -12,7 +12,7 @@ const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "parse", "prelude"],
     &["advice", "error", "url", "summary"],
-    &["policy"],
+    &["policy", "exec"],
     &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "wait", "operation"],
     &["record", "state", "conditional", "credentials"],

@@ -144,21 +144,26 @@ fn every_transient_failure_class_is_retried() {
 }
 
 #[test]
-fn refused_connections_are_retried_then_give_up_with_a_hint() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    }; // closed again: nothing listens there now
-    let started = Instant::now();
-    let out = poll()
-        .args(["--retries", "2", "--backoff", "100ms", "--jitter", "none", &format!("http://127.0.0.1:{port}/")])
-        .output()
+fn refused_connections_after_the_first_reply_are_retried_then_give_up_with_a_hint() {
+    // The server answers once, then is gone: from the first reply on, a refused connection is a failure.
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let url = server.url("/");
+    let child = poll_std()
+        .args(["--until", ".done", "-i", "300ms", "--retries", "2", "--backoff", "100ms", "--jitter", "none", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5));
-    // Two retries: 100ms + 200ms of backoff at least.
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    drop(server); // closed: nothing listens on the port now
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    // Two retries: 100ms + 200ms of backoff at least, after the poll's wait.
     assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
     let err = stderr(&out);
     assert!(err.contains("connection refused") && err.contains("listening on that port"), "{err}");
+    assert!(!err.contains("never reached"), "{err}");
 }
 
 #[test]

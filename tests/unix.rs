@@ -77,7 +77,7 @@ fn a_socket_that_appears_a_second_after_the_start_is_waited_for() {
     let socket = dir.join("late.sock");
     let started = Instant::now();
     let child = support::poll_std()
-        .args(["--unix-socket", path_arg(&socket), "--backoff", "100ms", "--backoff-max", "200ms", "--retries", "20"])
+        .args(["--unix-socket", path_arg(&socket), "-i", "100ms", "--retries", "0"])
         .args(["-v", "http://localhost/ready"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -91,10 +91,10 @@ fn a_socket_that_appears_a_second_after_the_start_is_waited_for() {
     assert_eq!(out.stdout, br#"{"ready":true}"#);
     assert!(elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(10), "{elapsed:?}");
     let err = stderr(&out);
-    // Retried as a refused connection, several times, before the socket was there.
+    // Tried again as a service not up yet, several times, before the socket was there: no retry spent.
     let refused = err.lines().filter(|l| l.contains(": connection refused in ")).count();
     assert!(refused >= 4, "{err}");
-    assert!(err.contains("-> retry in "), "{err}");
+    assert!(err.contains("-> poll again in 100ms (not up yet)"), "{err}");
     assert_eq!(server.hits(), 1);
     assert!(server.requests()[0].at >= started + Duration::from_secs(1));
 }
@@ -126,16 +126,20 @@ fn a_regular_file_or_a_folder_given_as_the_socket_is_exit_3_at_once() {
 }
 
 #[test]
-fn a_missing_socket_spends_the_retries_and_says_so() {
+fn a_missing_socket_is_waited_for_until_the_deadline_and_says_so() {
     let dir = Dir::new("missing");
     let socket = dir.join("never.sock");
     let out = poll()
-        .args(["--unix-socket", path_arg(&socket), "--retries", "2", "--backoff", "10ms", "http://localhost/x"])
+        .args(["--unix-socket", path_arg(&socket), "--retries", "0", "-i", "100ms", "--timeout", "500ms"])
+        .arg("http://localhost/x")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains(&format!("no socket at `{}` (yet)", socket.display())), "{err}");
+    assert!(
+        err.contains(&format!("never reached: connection refused (no socket at `{}` (yet))", socket.display())),
+        "{err}"
+    );
     assert!(err.contains("is --unix-socket its socket?"), "{err}");
 
     // A path the kernel could never take is a usage error, before anything.
@@ -328,12 +332,22 @@ fn a_socket_whose_backlog_stays_full_times_out_at_the_connect_timeout() {
     let _waiting = std::os::unix::net::UnixStream::connect(&socket).unwrap();
     let started = Instant::now();
     let out = poll()
-        .args(["--unix-socket", path_arg(&socket), "--connect-timeout", "500ms", "--retries", "0"])
+        .args([
+            "--unix-socket",
+            path_arg(&socket),
+            "--connect-timeout",
+            "500ms",
+            "--retries",
+            "0",
+            "--timeout",
+            "1200ms",
+        ])
         .args(["-v", "http://localhost/x"])
         .output()
         .unwrap();
     let elapsed = started.elapsed();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    // Not up yet: the next try, a second later, would start past the deadline.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("attempt 1: connect timed out in "), "{}", stderr(&out));
     assert!(elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(5), "{elapsed:?}");
 }

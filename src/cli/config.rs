@@ -14,10 +14,11 @@ use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Request};
 use crate::report::output::{ColorChoice, Style};
 use crate::rules::breaker;
-use crate::rules::condition::{Builtin, Conditions, Filter};
+use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Phase, Policy};
 use crate::state::{RedisUrl, StateFail};
 use crate::util::error::Error;
+use crate::util::exec::Command;
 use crate::util::parse;
 use crate::util::text::shorten;
 use crate::util::url;
@@ -47,6 +48,8 @@ pub struct Config {
     pub(crate) output_file: Option<PathBuf>,
     pub(crate) style: Style,
     pub(crate) limits: Limits,
+    /// `-- CMD`: what runs in poll's place after exit 0.
+    pub(crate) command: Option<Command>,
 }
 
 /// One URL and what its loop needs of its own.
@@ -140,6 +143,7 @@ impl Config {
         };
         let method = match cli.method.take() {
             Some(method) => parse::method(&method).map_err(|e| usage("--request", e))?,
+            None if cli.head => "HEAD".to_string(),
             None if body.is_some() => "POST".to_string(),
             None => "GET".to_string(),
         };
@@ -213,11 +217,12 @@ impl Config {
         }
         let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
 
-        let conditions = conditions(&cli)?;
-        let print = cli.print.as_deref().map(|f| compile("--print", f)).transpose()?;
+        let args = jq_args(&cli)?;
+        let conditions = conditions(&cli, &args)?;
+        let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
         let submit = cli.submit.then(|| -> Result<Submit, Error> {
             Ok(Submit {
-                status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f)).transpose()?,
+                status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f, &args)).transpose()?,
                 trusted: cli.location_trusted,
                 key_header: keyed.then(|| cli.idempotency_header.clone()),
             })
@@ -229,6 +234,7 @@ impl Config {
         }
 
         let policy = policy(&cli, idempotent, keyed)?;
+        let command = (!cli.command.is_empty()).then(|| Command::find(&cli.command)).transpose()?;
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
 
         Ok(Config {
@@ -255,19 +261,57 @@ impl Config {
             output_file: cli.output.take(),
             style: style(&cli, timeout),
             limits,
+            command,
         })
     }
 }
 
 /// The filters of `--until`, `--fail-when` and `--show`, with `--submit`'s
 /// built-ins for what the user did not give.
-fn conditions(cli: &Cli) -> Result<Conditions, Error> {
-    let given = |flag: &str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f)).transpose();
+fn conditions(cli: &Cli, args: &Args) -> Result<Conditions, Error> {
+    let given =
+        |flag: &'static str, source: &Option<String>| source.as_deref().map(|f| compile(flag, f, args)).transpose();
     let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
     // With --submit, what the user did not give is built in.
     let builtin = cli.submit.then(Builtin::new);
     let builtin = builtin.transpose().map_err(|e| Error::Usage(format!("the built-in conditions: {e}")))?;
-    Ok(Conditions { until, fail_when, show: given("--show", &cli.show)?, builtin })
+    let show = given("--show", &cli.show)?;
+    Ok(Conditions { until, fail_when, show, builtin, done_elsewhere: !cli.done_on.is_empty() })
+}
+
+/// `--arg NAME VALUE` and `--argjson NAME JSON`, bound in every filter.
+fn jq_args(cli: &Cli) -> Result<Args, Error> {
+    let mut args = Args::default();
+    for pair in cli.args.chunks(2) {
+        if let [name, value] = pair {
+            args.text(name, value).map_err(|e| usage("--arg", e))?;
+        }
+    }
+    for pair in cli.argjson.chunks(2) {
+        if let [name, json] = pair {
+            args.json(name, json).map_err(|e| usage("--argjson", e))?;
+        }
+    }
+    Ok(args)
+}
+
+/// The status lists: a status may be in one of `--done-on`, `--pending-on`,
+/// `--fail-on` and `--retry-on` only, or the run could not say what it means.
+fn check_status_lists(cli: &Cli) -> Result<(), Error> {
+    let lists = [
+        ("--done-on", &cli.done_on),
+        ("--pending-on", &cli.pending_on),
+        ("--fail-on", &cli.fail_on),
+        ("--retry-on", &cli.retry_on),
+    ];
+    for (i, (flag, codes)) in lists.iter().enumerate() {
+        for (other, other_codes) in &lists[i + 1..] {
+            if let Some(code) = codes.iter().find(|code| other_codes.contains(code)) {
+                return Err(usage(flag, format!("{code} is in {other} too; give each status one meaning")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The schedule and retry rules `decide()` follows.
@@ -278,6 +322,7 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
     if *cli.backoff_max < *cli.backoff {
         return Err(usage("--backoff-max", format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff)));
     }
+    check_status_lists(cli)?;
 
     Ok(Policy {
         interval: *cli.interval,
@@ -295,6 +340,9 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
         keyed,
         stable: cli.stable,
         interval_max: cli.interval_max.map(|max| *max),
+        done_on: cli.done_on.clone(),
+        pending_on: cli.pending_on.clone(),
+        fail_on: cli.fail_on.clone(),
     })
 }
 
@@ -379,9 +427,10 @@ fn read_cacert(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(pem)
 }
 
-fn compile(flag: &str, source: &str) -> Result<Filter, Error> {
+fn compile(flag: &'static str, source: &str, args: &Args) -> Result<Filter, Error> {
     // Quote a long filter by its start only: the error line stays one readable line.
-    Filter::compile(source).map_err(|e| usage(flag, format!("`{}` does not compile: {e}", shorten(source))))
+    let compiled = Filter::compile_for(flag, source, args);
+    compiled.map_err(|e| usage(flag, format!("`{}` does not compile: {e}", shorten(source))))
 }
 
 /// The rate-limit, shared-state and fallback flags.

@@ -155,6 +155,10 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]
     pub(crate) unix_socket: Option<std::path::PathBuf>,
 
+    /// Send HEAD (curl's -I): a cheap existence check; the body is empty
+    #[arg(short = 'I', long, conflicts_with_all = ["data", "json", "method"], help_heading = REQUEST)]
+    pub(crate) head: bool,
+
     /// Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe
     /// to retry; auto makes a random UUID v4 once per run
     #[arg(long, value_name = "KEY|auto", help_heading = REQUEST)]
@@ -181,6 +185,28 @@ pub struct Cli {
     /// Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
     pub(crate) fail_when: Option<String>,
+
+    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet"
+    /// unless --until holds on it
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
+    pub(crate) done_on: Vec<u16>,
+
+    /// These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it
+    /// exists
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
+    pub(crate) pending_on: Vec<u16>,
+
+    /// These statuses end the run with exit 4, as --fail-when does, e.g. 410
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
+    pub(crate) fail_on: Vec<u16>,
+
+    /// Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable
+    #[arg(long = "arg", value_names = ["NAME", "VALUE"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    pub(crate) args: Vec<String>,
+
+    /// Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable
+    #[arg(long = "argjson", value_names = ["NAME", "JSON"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    pub(crate) argjson: Vec<String>,
 
     /// Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart
     #[arg(long, value_name = "N", default_value_t = policy::STABLE, value_parser = clap::value_parser!(u32).range(1..), help_heading = CONDITION)]
@@ -277,6 +303,11 @@ pub struct Cli {
 
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
+
+    /// After exit 0, run CMD with its ARGS in poll's place (exec, no shell): its exit status is the run's, and
+    /// the body is not printed
+    #[arg(last = true, value_name = "CMD", value_parser = clap::value_parser!(OsString))]
+    pub(crate) command: Vec<OsString>,
 }
 
 /// The flags under "Rate limits and shared state".

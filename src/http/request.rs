@@ -146,7 +146,8 @@ impl Client {
             .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .max_response_header_size(MAX_RESPONSE_HEAD)
-            .input_buffer_size(MAX_RESPONSE_HEAD)
+            // One byte more than a head may take: only then does ureq see a head that is too large (not a hang-up).
+            .input_buffer_size(MAX_RESPONSE_HEAD + 1)
             .output_buffer_size(output_buffer(spec, request))
             .build();
         // Over a Unix socket no proxy is used, as in curl.

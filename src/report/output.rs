@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::http::request::Request;
 use crate::report::progress::Progress;
 use crate::report::record::Record;
+use crate::rules::condition::JqError;
 use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
 use crate::util::text::{count, human, printable};
 use crate::util::url;
@@ -146,6 +147,8 @@ struct Out {
     /// line first, buffered until the URL ends so that groups never
     /// interleave; `None` once flushed.
     groups: Vec<Option<Vec<String>>>,
+    /// The filters (by flag) whose jq runtime error has been warned of.
+    jq_failed: Vec<&'static str>,
 }
 
 impl Reporter {
@@ -299,7 +302,7 @@ impl Reporter {
             self.event(event);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
-            let decision = decision(&record.action);
+            let decision = decision(record);
             self.line(t, &format!("{}attempt {}: {summary} in {latency} -> {decision}", self.named(t), record.number));
             if let (true, Ok(reply)) = (self.style.verbose >= 2, &record.reply) {
                 for (name, value) in &reply.headers {
@@ -370,6 +373,19 @@ impl Reporter {
         } else if !self.style.quiet {
             self.write(&self.voice.warning_line(message));
         }
+    }
+
+    /// A jq runtime error, warned of the first time its filter fails in this
+    /// run only: a filter that fails on every body is one line, not one per
+    /// attempt (nor per URL). The run's final line names the last one.
+    pub(crate) fn jq_error(&self, error: &JqError) {
+        let mut out = lock(&self.out);
+        if out.jq_failed.contains(&error.flag()) {
+            return;
+        }
+        out.jq_failed.push(error.flag());
+        drop(out);
+        self.warn(error);
     }
 
     /// Loop `t` is over: its buffered GitHub group (GitLab section) is written out whole.
@@ -540,9 +556,13 @@ fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>, pre
     ProgressBar::new_spinner().with_style(style).with_prefix(prefix)
 }
 
-fn decision(action: &Action) -> String {
-    match action {
+/// What the policy decided, in words; a status only `--done-on` or `--fail-on` can have ended the run says so.
+fn decision(record: &Record) -> String {
+    let listed = matches!(record.outcome, Outcome::Status { .. });
+    match &record.action {
+        Action::Done if listed => "done (--done-on)".into(),
         Action::Done => "done".into(),
+        Action::FailWhen if listed => "stop (--fail-on)".into(),
         Action::FailWhen => "stop (--fail-when matched)".into(),
         Action::Poll { after, reason } => format!("poll again in {} ({reason})", human(*after)),
         Action::Retry { after, reason } => format!("retry in {} ({reason})", human(*after)),

@@ -26,9 +26,15 @@ pub(crate) struct Record {
 }
 
 /// The plain-data outcome of a reply: its class, the verdict of a 2xx, and
-/// the server's advice from its headers. `submitted` says that a submit's
-/// 2xx named a status URL.
-pub(crate) fn outcome(reply: &Result<Reply, Fault>, judgement: Option<&Judgement>, submitted: bool) -> Outcome {
+/// the server's advice from its headers. `status` is the reply's, or for a
+/// 304 answered from the body kept, that body's. `submitted` says that a
+/// submit's 2xx named a status URL.
+pub(crate) fn outcome(
+    reply: &Result<Reply, Fault>,
+    status: u16,
+    judgement: Option<&Judgement>,
+    submitted: bool,
+) -> Outcome {
     match reply {
         Err(fault) => Outcome::Failed(fault.failure),
         Ok(reply) => {
@@ -37,7 +43,7 @@ pub(crate) fn outcome(reply: &Result<Reply, Fault>, judgement: Option<&Judgement
             match judgement {
                 _ if submitted => Outcome::Submitted { advice },
                 Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
-                None => Outcome::Status { code: reply.status, advice },
+                None => Outcome::Status { code: status, advice },
             }
         }
     }

@@ -1,6 +1,12 @@
 //! jq filters (`--until`, `--fail-when`, `--show`, `--print`, `--status-url`,
 //! and the built-in conditions of `--submit`): compiled once with jaq, then
 //! evaluated on each JSON body. Pure: a filter and a value in, a verdict out.
+//!
+//! Every filter reads, besides its input, the variables jq's users write:
+//! `$ENV`, `$ARGS` and each `--arg`/`--argjson` as `$NAME` ([`Args`]), and
+//! the reply's `$status` and `$headers` ([`Message`]).
+
+use std::sync::{Arc, OnceLock};
 
 use jaq_core::load::{self, Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
@@ -112,10 +118,137 @@ type Data = JustLut<Val>;
 const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
 
+/// The variables every filter can read, in the order jaq is given them;
+/// `--arg`s and `--argjson`s follow.
+const GLOBALS: [&str; 4] = ["$ENV", "$ARGS", "$status", "$headers"];
+
+/// `--arg NAME VALUE` and `--argjson NAME JSON`, as jq has them: each bound
+/// as `$NAME` in every filter, and all of them in `$ARGS.named`.
+#[derive(Debug, Clone, Default)]
+pub struct Args {
+    /// `$NAME` and its value, in the order given.
+    named: Vec<(String, Val)>,
+}
+
+impl Args {
+    /// `--arg NAME VALUE`: the value as a string.
+    pub fn text(&mut self, name: &str, value: &str) -> Result<(), String> {
+        self.bind(name, Val::from(value.to_string()))
+    }
+
+    /// `--argjson NAME JSON`: the value parsed as JSON.
+    pub fn json(&mut self, name: &str, json: &str) -> Result<(), String> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| format!("`{name}`: the value is not valid JSON: {e}"))?;
+        let value = Val::deserialize(&value).map_err(|e| format!("`{name}`: {e}"))?;
+        self.bind(name, value)
+    }
+
+    fn bind(&mut self, name: &str, value: Val) -> Result<(), String> {
+        let mut chars = name.chars();
+        let identifier = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return Err(format!("`{}` is not a jq variable name (letters, digits and _)", name.escape_debug()));
+        }
+        let var = format!("${name}");
+        if GLOBALS.contains(&var.as_str()) || self.named.iter().any(|(known, _)| *known == var) {
+            return Err(format!(
+                "`{name}` is already bound (a name can be given once; $ENV, $ARGS, $status and $headers are poll's)"
+            ));
+        }
+        self.named.push((var, value));
+        Ok(())
+    }
+
+    /// `$ARGS`: `{"positional": [], "named": {NAME: value, ...}}`, as jq makes it.
+    fn as_value(&self) -> Val {
+        let named: jaq_json::Map =
+            self.named.iter().map(|(var, value)| (Val::from(var[1..].to_string()), value.clone())).collect();
+        let whole: jaq_json::Map = [
+            (Val::from("positional".to_string()), Val::Arr(Vec::new().into())),
+            (Val::from("named".to_string()), Val::obj(named)),
+        ]
+        .into_iter()
+        .collect();
+        Val::obj(whole)
+    }
+}
+
+/// The values bound to a filter's variables that do not change from reply to reply.
+#[derive(Debug)]
+struct Bound {
+    args: Val,
+    named: Vec<Val>,
+}
+
+/// `$ENV`, read once: the environment does not change during a run.
+fn environment() -> Val {
+    static ENV: OnceLock<Val> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let vars: jaq_json::Map = std::env::vars_os()
+            .map(|(name, value)| {
+                let text = |s: std::ffi::OsString| Val::from(s.to_string_lossy().into_owned());
+                (text(name), text(value))
+            })
+            .collect();
+        Val::obj(vars)
+    })
+    .clone()
+}
+
 /// One compiled jq filter and its source, for messages.
 pub struct Filter {
     source: String,
+    /// The flag it came from (`--until`), for the line that says why a run ended.
+    flag: &'static str,
+    /// Whether it names `$headers`: only then is the reply's header object made.
+    reads_headers: bool,
+    bound: Arc<Bound>,
     compiled: jaq_core::compile::Filter<Native<Data>>,
+}
+
+/// A jq runtime error: the filter's flag and jaq's words. It reads as the
+/// warning line (`jq error in `.a.b`: cannot index 1 with "b"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JqError {
+    line: String,
+    flag: &'static str,
+    what: String,
+}
+
+impl JqError {
+    /// The flag of the filter that failed.
+    pub fn flag(&self) -> &'static str {
+        self.flag
+    }
+
+    /// The error as a run's last outcome: `--until failed on the body: cannot use 25 as string`.
+    pub fn as_cause(&self) -> String {
+        format!("{} failed on the body: {}", self.flag, self.what)
+    }
+}
+
+impl std::ops::Deref for JqError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.line
+    }
+}
+
+impl std::fmt::Display for JqError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+/// A reply as the filters read it: `$status`, `$headers` and the body.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    pub status: u16,
+    pub headers: &'a [(String, String)],
+    pub body: &'a [u8],
 }
 
 impl std::fmt::Debug for Filter {
@@ -124,16 +257,52 @@ impl std::fmt::Debug for Filter {
     }
 }
 
-/// A parsed JSON body, ready for any number of filters.
-pub struct Input(Val);
+/// A parsed JSON body, ready for any number of filters, with the reply's
+/// `$status` and `$headers` (`null` and `{}` for a body of no reply).
+pub struct Input {
+    body: Val,
+    status: Val,
+    headers: Val,
+}
 
 impl Input {
     /// Parses a body as JSON; `None` when it is not JSON (an empty body included).
     pub fn parse(body: &[u8]) -> Option<Input> {
         // serde_json limits nesting to 128 levels, so a hostile body cannot overflow the stack here.
         let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-        Val::deserialize(&value).ok().map(Input)
+        let body = Val::deserialize(&value).ok()?;
+        Some(Input { body, status: Val::Null, headers: Val::obj(jaq_json::Map::default()) })
     }
+
+    /// A reply for the user's filters: its JSON body, or `null` for an empty
+    /// one (HEAD, 204, most 404s); `None` when the body is not JSON. The
+    /// header object is made only when a filter reads it (`headers`): names
+    /// in lower case, repeated fields joined with `, `.
+    pub fn of(message: Message<'_>, headers: bool) -> Option<Input> {
+        let mut input = match is_empty(message.body) {
+            true => Input { body: Val::Null, status: Val::Null, headers: Val::Null },
+            false => Input::parse(message.body)?,
+        };
+        input.status = Val::from(usize::from(message.status));
+        input.headers = if headers { header_object(message.headers) } else { Val::obj(jaq_json::Map::default()) };
+        Some(input)
+    }
+}
+
+/// `$headers`: each field once, lower case, repeated values joined with `, ` (RFC 9110 section 5.3).
+fn header_object(headers: &[(String, String)]) -> Val {
+    let mut joined: Vec<(String, String)> = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        match joined.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, all)) => {
+                all.push_str(", ");
+                all.push_str(value);
+            }
+            None => joined.push((name, value.clone())),
+        }
+    }
+    Val::obj(joined.into_iter().map(|(name, value)| (Val::from(name), Val::from(value))).collect())
 }
 
 impl Filter {
@@ -141,6 +310,11 @@ impl Filter {
     /// `source` can call: see [`crate::rules::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
+        Filter::compile_for("the filter", source, &Args::default())
+    }
+
+    /// Compiles the filter of `flag` (`--until`), with the `--arg`s and `--argjson`s bound.
+    pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
         let defs = crate::rules::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
@@ -163,15 +337,24 @@ impl Filter {
             }
             messages.join("; ")
         })?;
-        let compiled = Compiler::default().with_funs(funs).compile(modules).map_err(|errors| {
-            errors
-                .into_iter()
-                .flat_map(|(_file, v)| v)
-                .map(|(name, undefined)| format!("{}: undefined {} `{name}`", at(source, name), undefined.as_str()))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })?;
-        Ok(Filter { source: source.to_string(), compiled })
+        let names = GLOBALS.into_iter().chain(args.named.iter().map(|(var, _)| var.as_str()));
+        let compiled =
+            Compiler::default().with_funs(funs).with_global_vars(names).compile(modules).map_err(|errors| {
+                errors
+                    .into_iter()
+                    .flat_map(|(_file, v)| v)
+                    .map(|(name, undefined)| format!("{}: undefined {} `{name}`", at(source, name), undefined.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })?;
+        let bound = Bound { args: args.as_value(), named: args.named.iter().map(|(_, value)| value.clone()).collect() };
+        let reads_headers = source.contains("$headers");
+        Ok(Filter { source: source.to_string(), flag, reads_headers, bound: Arc::new(bound), compiled })
+    }
+
+    /// Whether the filter reads `$headers`, so that the reply's must be made.
+    pub(crate) fn reads_headers(&self) -> bool {
+        self.reads_headers
     }
 
     /// The filter as written.
@@ -186,14 +369,14 @@ impl Filter {
 
     /// jq truthiness of the first output: anything but `false` and `null`.
     /// No output at all is "not met". A runtime error is returned as its message.
-    pub fn holds(&self, input: &Input) -> Result<bool, String> {
+    pub fn holds(&self, input: &Input) -> Result<bool, JqError> {
         Ok(self.first(input)?.is_some_and(|v| !matches!(v, Val::Null | Val::Bool(false))))
     }
 
     /// The first output rendered for a person, labelled by a simple path
     /// (`.progress` -> `progress 42`): strings without quotes, other values as
     /// compact JSON. `None` when the filter has no output.
-    pub fn show(&self, input: &Input) -> Result<Option<String>, String> {
+    pub fn show(&self, input: &Input) -> Result<Option<String>, JqError> {
         let label =
             self.source.trim().strip_prefix('.').filter(|path| {
                 !path.is_empty() && path.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
@@ -205,15 +388,15 @@ impl Filter {
         }))
     }
 
-    /// `--print` on a final body: every output, as JSON values. A body that
-    /// is not JSON, or a runtime error anywhere, fails the whole.
-    pub(crate) fn print(&self, body: &[u8]) -> Result<Vec<serde_json::Value>, String> {
-        let input = Input::parse(body).ok_or_else(|| "the final body is not JSON".to_string())?;
-        self.values(&input)
+    /// `--print` on a final reply: every output, as JSON values. A body that
+    /// is not JSON (an empty one is `null`), or a runtime error anywhere, fails the whole.
+    pub(crate) fn print(&self, message: Message<'_>) -> Result<Vec<serde_json::Value>, String> {
+        let input = Input::of(message, self.reads_headers).ok_or_else(|| "the final body is not JSON".to_string())?;
+        self.values(&input).map_err(|e| e.line)
     }
 
     /// Every output as a JSON value. A runtime error anywhere fails the whole.
-    fn values(&self, input: &Input) -> Result<Vec<serde_json::Value>, String> {
+    fn values(&self, input: &Input) -> Result<Vec<serde_json::Value>, JqError> {
         self.outputs(input)?
             .into_iter()
             .map(|v| serde_json::from_str(&v.to_string()).map_err(|e| self.error(&e.to_string())))
@@ -222,24 +405,27 @@ impl Filter {
 
     /// The first output as a string, for `--status-url`; `None` when there is
     /// no output or it is not a string.
-    pub(crate) fn first_string(&self, input: &Input) -> Result<Option<String>, String> {
+    pub(crate) fn first_string(&self, input: &Input) -> Result<Option<String>, JqError> {
         Ok(self.first(input)?.and_then(|v| match v {
             Val::TStr(bytes) | Val::BStr(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             _ => None,
         }))
     }
 
-    fn first(&self, input: &Input) -> Result<Option<Val>, String> {
+    fn first(&self, input: &Input) -> Result<Option<Val>, JqError> {
         self.run(input).next().transpose()
     }
 
-    fn outputs(&self, input: &Input) -> Result<Vec<Val>, String> {
+    fn outputs(&self, input: &Input) -> Result<Vec<Val>, JqError> {
         self.run(input).collect()
     }
 
-    fn run<'a>(&'a self, input: &Input) -> impl Iterator<Item = Result<Val, String>> + 'a {
-        let ctx = Ctx::<Data>::new(&self.compiled.lut, Vars::new([]));
-        self.compiled.id.run((ctx, input.0.clone())).map(|output| {
+    fn run<'a>(&'a self, input: &Input) -> impl Iterator<Item = Result<Val, JqError>> + 'a {
+        let (bound, headers) = (&self.bound, input.headers.clone());
+        let globals = [environment(), bound.args.clone(), input.status.clone(), headers];
+        let vars = Vars::new(globals.into_iter().chain(bound.named.iter().cloned()));
+        let ctx = Ctx::<Data>::new(&self.compiled.lut, vars);
+        self.compiled.id.run((ctx, input.body.clone())).map(|output| {
             output.map_err(|exception| match exception.get_err() {
                 Ok(error) => self.error(&error.to_string()),
                 // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
@@ -248,8 +434,9 @@ impl Filter {
         })
     }
 
-    fn error(&self, what: &str) -> String {
-        format!("jq error in `{}`: {what}", self.short_source())
+    fn error(&self, what: &str) -> JqError {
+        let line = format!("jq error in `{}`: {what}", self.short_source());
+        JqError { line, flag: self.flag, what: what.to_string() }
     }
 }
 
@@ -300,6 +487,8 @@ pub struct Conditions {
     pub show: Option<Filter>,
     /// `--submit`'s built-ins, which stand for whichever of `until` and `fail_when` is `None`.
     pub builtin: Option<Builtin>,
+    /// `--done-on`: a status ends the run, so a 2xx is done only by `--until`.
+    pub done_elsewhere: bool,
 }
 
 /// What the filters said of one 2xx body.
@@ -307,7 +496,7 @@ pub struct Conditions {
 pub struct Judgement {
     pub verdict: Verdict,
     /// jq runtime errors, each counted as "not met".
-    pub errors: Vec<String>,
+    pub errors: Vec<JqError>,
     /// What `--show` printed, if anything.
     pub shown: Option<String>,
 }
@@ -320,20 +509,23 @@ impl Conditions {
     /// resource also when it has no status word the built-ins know (ARM's
     /// Location mode: 202 until the operation ends, then the resource). A
     /// status reply 202 is never done. Also the built-ins' word on the body, when
-    /// they are in use and it is JSON. Without `--submit`, as [`Conditions::judge`].
+    /// they are in use and it is JSON. Without `--submit`, as [`Conditions::judge`]
+    /// on the whole reply: its `$status` and `$headers` too, an empty body read as `null`.
     pub(crate) fn judge_reply(
         &self,
         phase: Phase,
         subject: Subject,
-        status: u16,
-        body: &[u8],
+        message: Message<'_>,
     ) -> (Judgement, Option<Word>) {
-        let Some(builtin) = &self.builtin else { return (self.judge(body), None) };
+        let Some(builtin) = &self.builtin else { return (self.judge_input(self.input(message)), None) };
+        let status = message.status;
         let mut errors = Vec::new();
-        let input = Input::parse(body);
+        let input = self.input(message);
         let shown = self.shown(input.as_ref(), &mut errors);
         let in_use = self.builtin_done() || self.builtin_fails();
-        let word = input.as_ref().filter(|_| in_use).map(|input| builtin.word(subject, input));
+        // The built-ins read JSON bodies only: an empty one is "not JSON" to them (done on a status reply).
+        let json = input.as_ref().filter(|_| in_use && !is_empty(message.body));
+        let word = json.map(|input| builtin.word(subject, input));
         let waiting = phase == Phase::Wait;
         let failed = match (&self.fail_when, &input) {
             (Some(filter), Some(input)) => holds(filter, input, &mut errors),
@@ -371,7 +563,7 @@ impl Conditions {
     }
 
     /// `--show`'s line on a body, its jq error kept in `errors`.
-    fn shown(&self, input: Option<&Input>, errors: &mut Vec<String>) -> Option<String> {
+    fn shown(&self, input: Option<&Input>, errors: &mut Vec<JqError>) -> Option<String> {
         let (show, input) = (self.show.as_ref()?, input?);
         show.show(input).unwrap_or_else(|e| {
             errors.push(e);
@@ -382,11 +574,22 @@ impl Conditions {
     /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,
     /// any 2xx is done and the body need not be JSON.
     pub fn judge(&self, body: &[u8]) -> Judgement {
+        self.judge_input(Input::parse(body))
+    }
+
+    /// The reply as the filters read it, its header object made only when one of them reads it.
+    fn input(&self, message: Message<'_>) -> Option<Input> {
+        let filters = [&self.until, &self.fail_when, &self.show];
+        Input::of(message, filters.into_iter().flatten().any(Filter::reads_headers))
+    }
+
+    fn judge_input(&self, input: Option<Input>) -> Judgement {
         let mut errors = Vec::new();
-        let input = Input::parse(body);
         let shown = self.shown(input.as_ref(), &mut errors);
+        // With --done-on a status is what ends the run: a 2xx is done only by --until.
+        let bare = if self.done_elsewhere { Verdict::NotMet } else { Verdict::Met };
         if self.until.is_none() && self.fail_when.is_none() {
-            return Judgement { verdict: Verdict::Met, errors, shown };
+            return Judgement { verdict: bare, errors, shown };
         }
         let Some(input) = input else {
             return Judgement { verdict: Verdict::NotJson, errors, shown };
@@ -396,7 +599,8 @@ impl Conditions {
             Verdict::FailWhen
         } else {
             match test(&self.until) {
-                None | Some(true) => Verdict::Met,
+                None => bare,
+                Some(true) => Verdict::Met,
                 Some(false) => Verdict::NotMet,
             }
         };
@@ -404,8 +608,13 @@ impl Conditions {
     }
 }
 
+/// Whether a body is empty (HEAD, 204, most 404s): no JSON, and `null` to the user's filters.
+fn is_empty(body: &[u8]) -> bool {
+    body.iter().all(u8::is_ascii_whitespace)
+}
+
 /// Whether `filter` holds on `input`; a runtime error is "not met", its message kept in `errors`.
-fn holds(filter: &Filter, input: &Input, errors: &mut Vec<String>) -> bool {
+fn holds(filter: &Filter, input: &Input, errors: &mut Vec<JqError>) -> bool {
     filter.holds(input).unwrap_or_else(|e| {
         errors.push(e);
         false

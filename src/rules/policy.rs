@@ -117,6 +117,13 @@ impl Failure {
         matches!(self, Failure::Refused | Failure::Dns | Failure::ConnectTimeout)
     }
 
+    /// Whether, before a URL's first reply, this failure means the service is
+    /// not up yet (still starting) rather than failing: no connection was made
+    /// or kept. A `--unix-socket` that is not there yet is refused too.
+    fn means_not_up_yet(self) -> bool {
+        matches!(self, Failure::Refused | Failure::Dns | Failure::ConnectTimeout | Failure::Reset)
+    }
+
     fn is_transient(self) -> bool {
         !matches!(
             self,
@@ -195,6 +202,9 @@ pub struct Attempt {
     /// "Not yet" waits the loop has made so far: with `--interval-max`, each
     /// one makes the next 1.5 times longer.
     pub not_yet: u32,
+    /// No reply (of any status) has come back for this URL yet: a connection
+    /// failure means "not up yet", not a failure (see [`Failure::means_not_up_yet`]).
+    pub unreached: bool,
 }
 
 /// How a backoff delay is randomised.
@@ -227,6 +237,34 @@ pub struct Policy {
     pub stable: u32,
     /// `--interval-max`: "not yet" waits grow by [`GROWTH`] from `interval` up to this.
     pub interval_max: Option<Duration>,
+    /// `--done-on`: statuses that end the run with exit 0.
+    pub done_on: Vec<u16>,
+    /// `--pending-on`: statuses that mean "not yet".
+    pub pending_on: Vec<u16>,
+    /// `--fail-on`: statuses that end the run with exit 4.
+    pub fail_on: Vec<u16>,
+}
+
+/// Which status list a status is in: an answer the user expected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    /// `--done-on`.
+    Done,
+    /// `--pending-on`.
+    Pending,
+    /// `--fail-on`.
+    Fail,
+}
+
+impl Listed {
+    /// The flag that names the list, as `-v` and messages show it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Listed::Done => "--done-on",
+            Listed::Pending => "--pending-on",
+            Listed::Fail => "--fail-on",
+        }
+    }
 }
 
 /// How much longer each "not yet" wait is than the one before, with
@@ -247,6 +285,9 @@ impl Default for Policy {
             keyed: false,
             stable: STABLE,
             interval_max: None,
+            done_on: Vec::new(),
+            pending_on: Vec::new(),
+            fail_on: Vec::new(),
         }
     }
 }
@@ -279,6 +320,10 @@ pub enum WaitReason {
     Rate,
     /// The server's advice that an earlier attempt or run kept in `--state`.
     Kept,
+    /// A status in `--pending-on`: polled at the interval.
+    PendingOn,
+    /// No connection before the URL's first reply: the service is not up yet.
+    NotUpYet,
 }
 
 impl WaitReason {
@@ -292,6 +337,8 @@ impl WaitReason {
             WaitReason::PollInterval => "poll_interval",
             WaitReason::Rate => "rate",
             WaitReason::Kept => "kept_advice",
+            WaitReason::PendingOn => "pending_on",
+            WaitReason::NotUpYet => "not_up_yet",
         }
     }
 
@@ -311,9 +358,14 @@ impl fmt::Display for WaitReason {
             WaitReason::PollInterval => "X-Poll-Interval",
             WaitReason::Rate => "--rate",
             WaitReason::Kept => "the server's Retry-After or rate-limit reset, kept in --state",
+            WaitReason::PendingOn => "--pending-on",
+            WaitReason::NotUpYet => "not up yet",
         })
     }
 }
+
+/// How a deadline names the failure of a URL that never answered at all.
+const NEVER_REACHED: &str = "never reached";
 
 /// Why a run ends without its condition met; each maps to one exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -357,7 +409,12 @@ impl Stop {
                 format!("{}: the server asked to wait {} ({reason}); giving up", with_detail(cause), human(*wait))
             }
             Stop::Deadline { wait, reason, remaining, cause } => {
-                let last = cause.as_deref().map(|cause| format!("; last: {}", with_detail(cause))).unwrap_or_default();
+                // "never reached: ..." says itself what the last outcome was.
+                let last = cause.as_deref().map(|cause| match cause.starts_with(NEVER_REACHED) {
+                    true => format!("; {}", with_detail(cause)),
+                    false => format!("; last: {}", with_detail(cause)),
+                });
+                let last = last.unwrap_or_default();
                 if remaining.is_zero() {
                     format!("deadline reached{last} (raise --timeout to wait longer)")
                 } else {
@@ -402,6 +459,11 @@ impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
         let submit = attempt.phase == Phase::Submit;
+        if let Outcome::Status { code, advice } = outcome
+            && let Some(listed) = self.listed(*code, attempt.phase)
+        {
+            return self.answer_listed(listed, advice, attempt, outcome);
+        }
         let transient_cause = match outcome {
             // A submit whose reply names no status URL is done only by its own body.
             Outcome::Success { verdict: Verdict::NotMet | Verdict::NotJson, .. } if submit => {
@@ -460,6 +522,15 @@ impl Policy {
             return Action::Stop(Stop::NotRetryable { cause });
         }
 
+        // Before the first reply the service is not up yet: polled at the interval, no retry spent.
+        if let Outcome::Failed(failure) = outcome
+            && attempt.unreached
+            && failure.means_not_up_yet()
+        {
+            let (after, reason) = (self.grown_interval(attempt.not_yet), WaitReason::NotUpYet);
+            return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
+        }
+
         let failures = attempt.failures.saturating_add(1);
         if failures > self.retries {
             return Action::Stop(Stop::BudgetSpent { failures, cause });
@@ -479,6 +550,44 @@ impl Policy {
         };
         let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })
+    }
+
+    /// The list of `code`, if the user listed it: `--fail-on`, `--done-on`,
+    /// `--pending-on`, checked in that order. They judge the requests the
+    /// user polls (and a `--submit`'s status polls), not a submit's own reply
+    /// nor the final GET of what it made.
+    pub fn listed(&self, code: u16, phase: Phase) -> Option<Listed> {
+        if !matches!(phase, Phase::Poll | Phase::Wait) {
+            return None;
+        }
+        [(&self.fail_on, Listed::Fail), (&self.done_on, Listed::Done), (&self.pending_on, Listed::Pending)]
+            .into_iter()
+            .find_map(|(codes, listed)| codes.contains(&code).then_some(listed))
+    }
+
+    /// Whether `outcome` met what the run waits for (counted by `--stable`):
+    /// the condition held on a 2xx, or a status in `--done-on` came.
+    pub fn holds(&self, outcome: &Outcome, phase: Phase) -> bool {
+        match outcome {
+            Outcome::Success { verdict: Verdict::Met, .. } => true,
+            Outcome::Status { code, .. } => self.listed(*code, phase) == Some(Listed::Done),
+            _ => false,
+        }
+    }
+
+    /// A status the user listed: an expected answer, never a failure.
+    fn answer_listed(&self, listed: Listed, advice: &Advice, attempt: &Attempt, outcome: &Outcome) -> Action {
+        let (after, reason) = match listed {
+            Listed::Fail => return Action::FailWhen,
+            Listed::Done if attempt.streak.saturating_add(1) >= self.stable => return Action::Done,
+            // `--stable`: done, but not yet often enough in a row.
+            Listed::Done => (self.interval, WaitReason::Interval),
+            Listed::Pending => match self.next_poll(advice, attempt.not_yet) {
+                (after, WaitReason::Interval) => (after, WaitReason::PendingOn),
+                advised => advised,
+            },
+        };
+        self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason })
     }
 
     /// The wait before the next poll of a healthy, not-yet-done response,
@@ -559,6 +668,14 @@ impl Policy {
         let cause = || match outcome {
             Outcome::Success { verdict: Verdict::NotMet, .. } => Some("condition not met yet".to_string()),
             Outcome::Success { verdict: Verdict::Met, .. } => Some("condition met, not yet --stable".to_string()),
+            Outcome::Status { code, .. } => match self.listed(*code, attempt.phase) {
+                Some(Listed::Done) => Some(format!("HTTP {code} (--done-on), not yet --stable")),
+                Some(listed) => Some(format!("HTTP {code} ({})", listed.flag())),
+                None => Some(outcome.to_string()),
+            },
+            Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet() => {
+                Some(format!("{NEVER_REACHED}: {failure}"))
+            }
             other => Some(other.to_string()),
         };
         match attempt.remaining {

@@ -17,9 +17,11 @@ use crate::cli::config::{self, Config, Fallback, StateSpec};
 use crate::report::output::{Reporter, Summary, TargetSummary, Voice};
 use crate::report::progress::Progress;
 use crate::report::summary;
+use crate::rules::condition::Message;
 use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::error::{Error, Signal};
+use crate::util::exec::Command;
 use crate::util::wait::{self, Cancel};
 use crate::util::{file, url};
 
@@ -33,7 +35,8 @@ const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 /// It is reserved, not used: untouched pages cost no memory.
 pub const STACK_SIZE: usize = 256 << 20;
 
-/// How a run ends: what goes to stdout, the one error line for stderr, the exit code.
+/// How a run ends: what goes to stdout, the one error line for stderr, the
+/// exit code, and after exit 0 the command that takes poll's place (`-- CMD`).
 #[derive(Debug)]
 pub struct Ending {
     pub stdout: Vec<u8>,
@@ -41,12 +44,28 @@ pub struct Ending {
     pub code: u8,
     /// How a late error line is written; `None` when stderr carries JSON only.
     voice: Option<Voice>,
+    /// `-- CMD`, on exit 0.
+    then: Option<Box<Command>>,
 }
 
 impl Ending {
     pub(crate) fn new(stdout: Vec<u8>, error: Option<&Error>, voice: Voice) -> Ending {
         let error_line = error.map(|e| voice.error_line(&e.to_string()));
-        Ending { stdout, error_line, code: error.map_or(0, Error::exit_code), voice: Some(voice) }
+        Ending { stdout, error_line, code: error.map_or(0, Error::exit_code), voice: Some(voice), then: None }
+    }
+
+    /// Once stdout and stderr are written: `-- CMD` runs in poll's place.
+    /// On Unix this returns only when it could not be run (exit 126 or 127,
+    /// with its error line); on Windows also with the command's exit status.
+    pub fn hand_over(&mut self) -> Option<HandedOver> {
+        let command = self.then.take()?;
+        Some(match command.hand_over() {
+            Ok(status) => HandedOver::Exited(status),
+            Err(error) => {
+                let voice = self.voice.unwrap_or_else(|| Voice::plain(false));
+                HandedOver::Failed { error_line: voice.error_line(&error.to_string()), code: error.exit_code() }
+            }
+        })
     }
 
     /// The process could not even start its run (no thread for it).
@@ -66,6 +85,15 @@ impl Ending {
         }
         self
     }
+}
+
+/// How `-- CMD` went, when it returned at all.
+#[derive(Debug)]
+pub enum HandedOver {
+    /// It could not be run: exit 126 or 127, with this line on stderr.
+    Failed { error_line: String, code: u8 },
+    /// (Windows) it ran and exited with this status.
+    Exited(i32),
 }
 
 /// What the run's coordinator hears.
@@ -102,6 +130,7 @@ pub fn run(config: Config) -> Ending {
         output_file,
         style,
         limits,
+        command,
     } = config;
     let urls: Vec<String> = targets.iter().map(|t| t.request.url.clone()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
@@ -173,7 +202,8 @@ pub fn run(config: Config) -> Ending {
     };
     // Loops still running stop at their next wait; one in a request ends with the process.
     common.cancel.cancel();
-    finish(&common, &Loops { targets: &targets, ends: &ends }, over, output_file.as_deref(), &limits.fallback)
+    let loops = Loops { targets: &targets, ends: &ends };
+    finish(&common, &loops, over, output_file.as_deref(), &limits.fallback, command)
 }
 
 /// Waits for the event that ends the run.
@@ -247,13 +277,15 @@ impl Loops<'_> {
 
 /// The one ending of a run: the error (if any), stdout (the body, `--print`'s
 /// outputs, one line per URL, or the fallback), `-o`, then the reporter's
-/// last word and the error line it renders.
+/// last word and the error line it renders. After exit 0, `command` (`--
+/// CMD`) takes the place of stdout.
 fn finish(
     common: &Common,
     loops: &Loops<'_>,
     over: Over,
     output_file: Option<&std::path::Path>,
     fallback: &Option<Fallback>,
+    command: Option<Command>,
 ) -> Ending {
     let (reporter, progress) = (&common.reporter, &common.progress);
     let mut error = run_error(progress, loops, over);
@@ -270,7 +302,12 @@ fn finish(
     };
     let summary = summarise(reporter, progress, loops, error.as_ref());
     let error_line = reporter.finish(&summary);
-    Ending { stdout, error_line, code: summary.code, voice: (!reporter.is_json()).then(|| reporter.voice()) }
+    let voice = (!reporter.is_json()).then(|| reporter.voice());
+    match command.filter(|_| summary.code == 0) {
+        // The command's own output is what follows: the body is not printed.
+        Some(command) => Ending { stdout: Vec::new(), error_line, code: 0, voice, then: Some(Box::new(command)) },
+        None => Ending { stdout, error_line, code: summary.code, voice, then: None },
+    }
 }
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
@@ -345,7 +382,9 @@ fn single_stdout(
         }),
     };
     let Some(body) = body else { return (Vec::new(), false) };
-    let stdout = match common.print.as_ref().map(|print| print.print(&body)) {
+    // A fallback is no reply: no $status, no $headers.
+    let message = Message { status: 0, headers: &[], body: &body };
+    let stdout = match common.print.as_ref().map(|print| print.print(message)) {
         None => body,
         Some(Ok(values)) => print_lines(&values),
         Some(Err(e)) => {
@@ -432,6 +471,7 @@ fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
         error_line,
         code: error.exit_code(),
         voice: (!reporter.is_json()).then(|| reporter.voice()),
+        then: None,
     }
 }
 
@@ -482,6 +522,7 @@ fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
         .filter(|(_, _, end)| end.is_none_or(|end| end.result.is_err()))
         .map(|(t, target, _)| {
             let last = match (progress.last(t), progress.attempts_of(t)) {
+                (Some(last), _) if !progress.reached(t) => format!("never reached: {last}"),
                 (Some(last), _) => format!("last: {last}"),
                 (None, 0) => "no attempt yet".to_string(),
                 // Its first request is unanswered (or its body still being judged).

@@ -6,7 +6,6 @@
 //! The loop never prints the end of the run: it returns a [`TargetEnd`] and
 //! the run (`run/mod.rs`) decides what the whole run says.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -19,9 +18,9 @@ use crate::report::output::Reporter;
 use crate::report::progress::Progress;
 use crate::report::record::{self, Record};
 use crate::rules::breaker::{self, Sample};
-use crate::rules::condition::{Conditions, Filter, Input, Judgement, Subject};
+use crate::rules::condition::{Conditions, Filter, Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
+use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict, WaitReason};
 use crate::state::{Admission, Refusal, Shared};
 use crate::util::clock;
 use crate::util::error::Error;
@@ -83,7 +82,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         request: target.request.clone(),
         phase: target.phase,
         watch: None,
-        reported: HashSet::new(),
+        replied: false,
         validators: Validators::new(common.conditional),
         judged: None,
     };
@@ -118,8 +117,8 @@ struct Loop<'a> {
     /// `--submit`: where the status polls go and how they read the replies,
     /// once the submit's reply said.
     watch: Option<Watch>,
-    /// jq runtime errors already reported.
-    reported: HashSet<String>,
+    /// A reply (of any status) has come: from then on a connection failure is a failure, not "not up yet".
+    replied: bool,
     /// The last 2xx's validators and body, by URL, for conditional polls.
     validators: Validators,
     /// The last body judged, by what was asked of it, and what it was found.
@@ -166,9 +165,17 @@ impl Loop<'_> {
             drop(sending);
             let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
 
-            let (judgement, found) = self.judge(&reply, answer);
-            let outcome = record::outcome(&reply, judgement.as_ref(), found.is_some());
-            let attempt = Attempt { number, failures, remaining: self.left(), phase: self.phase, streak, not_yet };
+            let status = match (&reply, answer) {
+                (_, Answer::Kept { status }) => status,
+                (Ok(reply), _) => reply.status,
+                (Err(_), _) => 0,
+            };
+            let (judgement, found) = self.judge(&reply, status, answer);
+            let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+            let unreached = !self.replied;
+            self.replied |= reply.is_ok();
+            let remaining = self.left();
+            let attempt = Attempt { number, failures, remaining, phase: self.phase, streak, not_yet, unreached };
             let action = match &reply {
                 // The command's newest token was refused: no retry helps (whatever --retry-on says).
                 Ok(reply) if self.reauthenticated && reply.status == 401 => {
@@ -199,7 +206,7 @@ impl Loop<'_> {
                 Action::Poll { after, .. } => {
                     failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
-                    if !matches!(record.outcome, Outcome::Success { verdict: Verdict::Met, .. }) {
+                    if !common.policy.holds(&record.outcome, record.phase) {
                         not_yet += 1;
                     }
                     *after
@@ -209,8 +216,7 @@ impl Loop<'_> {
                     *after
                 }
             };
-            streak =
-                if matches!(record.outcome, Outcome::Success { verdict: Verdict::Met, .. }) { streak + 1 } else { 0 };
+            streak = if common.policy.holds(&record.outcome, record.phase) { streak + 1 } else { 0 };
             // The breaker opened (here or in another process): stop now rather than at the next turn.
             if let Some(refusal) = refusal {
                 return Ok(Err(self.circuit_open(&refusal)));
@@ -343,16 +349,21 @@ impl Loop<'_> {
     /// What the filters say of a 2xx reply (or of a 304's body kept, as the
     /// 2xx it came with); and for a submit, where the polls go next, if
     /// anywhere (then the body is not judged: the operation is).
-    fn judge(&mut self, reply: &Result<Reply, Fault>, answer: Answer) -> (Option<Judgement>, Option<Watch>) {
+    fn judge(
+        &mut self,
+        reply: &Result<Reply, Fault>,
+        status: u16,
+        answer: Answer,
+    ) -> (Option<Judgement>, Option<Watch>) {
         let Ok(reply) = reply else { return (None, None) };
-        let status = match answer {
-            Answer::Fresh | Answer::Unasked => reply.status,
-            Answer::Kept { status } => status,
-            // What the user's own validator names has not changed: not yet.
-            Answer::Unchanged => {
-                return (Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None }), None);
-            }
-        };
+        // What the user's own validator names has not changed: not yet.
+        if answer == Answer::Unchanged {
+            return (Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None }), None);
+        }
+        // A status in --done-on, --pending-on or --fail-on is judged by its list, not by the filters.
+        if self.common.policy.listed(status, self.phase).is_some() {
+            return (None, None);
+        }
         // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
         let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
         if see_other {
@@ -376,9 +387,10 @@ impl Loop<'_> {
             return (Some(judgement.clone()), None);
         }
         let conditions = &self.common.conditions;
-        let (mut judgement, word) = conditions.judge_reply(self.phase, subject, status, &reply.body);
+        let message = Message { status, headers: &reply.headers, body: &reply.body };
+        let (mut judgement, word) = conditions.judge_reply(self.phase, subject, message);
         for error in &judgement.errors {
-            self.warn_once(error);
+            self.common.reporter.jq_error(error);
         }
         if self.phase != Phase::Submit {
             self.judged = Some((asked, judgement.clone()));
@@ -403,28 +415,22 @@ impl Loop<'_> {
         (Some(judgement), None)
     }
 
-    /// A jq runtime error, reported the first time it happens only.
-    fn warn_once(&mut self, error: &str) {
-        if self.reported.insert(error.to_string()) {
-            self.common.reporter.warn(error);
-        }
-    }
-
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
-    fn status_url(&mut self, reply: &Reply) -> Option<Watch> {
+    fn status_url(&self, reply: &Reply) -> Option<Watch> {
         let base = &self.submit.url;
         if let Some(named) = operation::named(|name| reply.header(name), base) {
             return Some(named);
         }
         let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
-        let input = Input::parse(&reply.body)?;
+        let message = Message { status: reply.status, headers: &reply.headers, body: &reply.body };
+        let input = Input::of(message, filter.reads_headers())?;
         match filter.first_string(&input) {
             Ok(found) => {
                 let url = found.and_then(|found| url::resolve(base, &found))?;
                 Some(Watch { url, mode: Mode::Operation { header: false } })
             }
             Err(error) => {
-                self.warn_once(&error);
+                self.common.reporter.jq_error(&error);
                 None
             }
         }
@@ -490,25 +496,35 @@ impl Loop<'_> {
             (Some(url), Ok(reply)) => Some((url.as_str(), reply.body.as_slice())),
             _ => None,
         };
-        let sample = Sample { ok: !breaker::counts_as_failure(&record.outcome), latency: clock::ms(record.latency) };
+        // A service not up yet has answered nothing the breaker could weigh.
+        if matches!(record.action, Action::Poll { reason: WaitReason::NotUpYet, .. }) {
+            return Ok(None);
+        }
+        // A status the user listed is an answer they expected.
+        let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.policy.listed(code, record.phase).is_some());
+        let ok = listed || !breaker::counts_as_failure(&record.outcome);
+        let sample = Sample { ok, latency: clock::ms(record.latency) };
         common.shared.record(self.key, sample, advised, good_body, self.left(), &self.warn()).map_err(|e| self.named(e))
     }
 
     /// Exit 0 or 4: the body, and `--print`'s outputs on it (a jq error there is exit 3).
     fn finish(&self, record: Record) -> TargetEnd {
-        let result = match record.action {
-            Action::FailWhen => {
-                let what = if self.common.conditions.builtin_fails() {
-                    "the operation failed (by --submit's built-in failure test)"
-                } else {
-                    "--fail-when matched"
-                };
-                Err(Error::FailWhen(format!("{what} [{}]", url::redact(&self.request.url))))
+        let result = match (&record.action, &record.outcome) {
+            (Action::FailWhen, Outcome::Status { code, .. }) => Err(format!("HTTP {code} is in --fail-on")),
+            (Action::FailWhen, _) if self.common.conditions.builtin_fails() => {
+                Err("the operation failed (by --submit's built-in failure test)".to_string())
             }
+            (Action::FailWhen, _) => Err("--fail-when matched".to_string()),
             _ => Ok(()),
         };
+        let result = result.map_err(|what| Error::FailWhen(format!("{what} [{}]", url::redact(&self.request.url))));
+        let printed = self.common.print.as_ref().map(|print| {
+            let (status, headers) = record.reply.as_ref().map_or((0, &[][..]), |r| (r.status, r.headers.as_slice()));
+            let body = record.reply.as_ref().map_or(&[][..], |r| r.body.as_slice());
+            print.print(Message { status, headers, body })
+        });
         let body = record.into_body();
-        let printed = match self.common.print.as_ref().map(|print| print.print(&body)).transpose() {
+        let printed = match printed.transpose() {
             Ok(printed) => printed,
             Err(why) => {
                 let error = Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url)));
@@ -545,6 +561,18 @@ impl Loop<'_> {
 
     /// The error for a run the policy stopped, with the detail and a hint a person needs.
     fn stopped(&self, stop: &Stop, record: &Record) -> Error {
+        // A filter that failed on the last body is why its condition is not met.
+        let failed = record.judgement.as_ref().and_then(|judgement| judgement.errors.last());
+        let explained = match (stop, failed) {
+            (Stop::Deadline { wait, reason, remaining, cause: Some(_) }, Some(error)) => Some(Stop::Deadline {
+                wait: *wait,
+                reason: *reason,
+                remaining: *remaining,
+                cause: Some(error.as_cause()),
+            }),
+            _ => None,
+        };
+        let stop = explained.as_ref().unwrap_or(stop);
         // The transport's own words help where the class alone does not say enough.
         let detail = match &record.reply {
             Err(fault)
@@ -565,7 +593,10 @@ impl Loop<'_> {
             }
             _ => None,
         };
+        let never_reached = matches!(stop, Stop::Deadline { .. }) && !self.replied;
         let hint = match (&record.reply, stop) {
+            // A URL never reached gets the hint of its failure, whatever ended the run.
+            (Err(_), Stop::Deadline { .. }) if never_reached => self.refusal_hint(record),
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
                 "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
@@ -573,11 +604,7 @@ impl Loop<'_> {
             (Err(Fault { failure: Failure::Tls, .. }), _) => {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }
-            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
-            (Err(Fault { failure: Failure::Refused, .. }), _) if self.common.client.unix_socket.is_some() => {
-                "; is the daemon up, and is --unix-socket its socket?"
-            }
-            (Err(Fault { failure: Failure::Refused, .. }), _) => "; is the server up and listening on that port?",
+            (Err(Fault { failure: Failure::Refused, .. }), _) => self.refusal_hint(record),
             // A status poll carries no key: its 422 says nothing of one.
             (Ok(reply), Stop::Permanent { .. })
                 if reply.status == 422 && self.common.policy.keyed && record.phase != Phase::Wait =>
@@ -607,6 +634,18 @@ impl Loop<'_> {
             Stop::Permanent { .. } | Stop::NoStatusUrl => Error::Permanent(message),
             Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Error::GaveUp(message),
             Stop::Deadline { .. } => Error::Deadline(message),
+        }
+    }
+
+    /// What to check when nothing answered the connection.
+    fn refusal_hint(&self, record: &Record) -> &'static str {
+        match &record.reply {
+            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
+            Err(Fault { failure: Failure::Refused, .. }) if self.common.client.unix_socket.is_some() => {
+                "; is the daemon up, and is --unix-socket its socket?"
+            }
+            Err(Fault { failure: Failure::Refused, .. }) => "; is the server up and listening on that port?",
+            _ => "",
         }
     }
 

@@ -5,17 +5,19 @@
 use std::fmt;
 
 /// Every exit code `poll` uses, with what it means.
-pub const EXIT_CODES: [(u8, &str); 9] = [
-    (0, "condition met (without --until: a 2xx arrived)"),
+pub const EXIT_CODES: [(u8, &str); 11] = [
+    (0, "condition met (without --until: a 2xx arrived; or a status in --done-on arrived)"),
     (1, "deadline: --timeout passed, or would pass before the next attempt could start"),
     (2, "usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent"),
     (3, "permanent failure: a non-retryable status or error"),
-    (4, "--fail-when matched"),
+    (4, "--fail-when matched, or a status in --fail-on arrived"),
     (5, "gave up on transient failures: --retries spent, or a non-idempotent request that may not be retried"),
     (
         6,
         "circuit open: the breaker for this origin is open (only with --state), or the state store is unreachable under --state-fail closed",
     ),
+    (126, "the command after -- could not be run"),
+    (127, "the command after -- was not found"),
     (130, "interrupted by SIGINT (Ctrl-C)"),
     (143, "terminated by SIGTERM"),
 ];
@@ -40,6 +42,10 @@ pub(crate) enum Error {
     CircuitOpen(String),
     /// Exit 6: the state store cannot be reached and `--state-fail closed` says stop.
     StateUnreachable(String),
+    /// Exit 126: the command after `--` exists but could not be run.
+    CommandCannotRun(String),
+    /// Exit 127: the command after `--` was not found.
+    CommandNotFound(String),
     /// Exit 130 / 143: a signal ended the run.
     Interrupted { signal: Signal, attempts: u32 },
 }
@@ -60,6 +66,8 @@ impl Error {
             Error::FailWhen(_) => 4,
             Error::GaveUp(_) => 5,
             Error::CircuitOpen(_) | Error::StateUnreachable(_) => 6,
+            Error::CommandCannotRun(_) => 126,
+            Error::CommandNotFound(_) => 127,
             Error::Interrupted { signal: Signal::Interrupt, .. } => 130,
             Error::Interrupted { signal: Signal::Terminate, .. } => 143,
         }
@@ -75,6 +83,8 @@ impl Error {
             Error::GaveUp(_) => "gave_up",
             Error::CircuitOpen(_) => "circuit_open",
             Error::StateUnreachable(_) => "state_unreachable",
+            Error::CommandCannotRun(_) => "cannot_run",
+            Error::CommandNotFound(_) => "not_found",
             Error::Interrupted { signal: Signal::Interrupt, .. } => "interrupted",
             Error::Interrupted { signal: Signal::Terminate, .. } => "terminated",
         }
@@ -96,7 +106,7 @@ impl Error {
     pub(crate) fn severity(&self) -> u8 {
         match self {
             Error::Interrupted { .. } => 7,
-            Error::Usage(_) => 6,
+            Error::Usage(_) | Error::CommandCannotRun(_) | Error::CommandNotFound(_) => 6,
             Error::FailWhen(_) => 5,
             Error::Permanent(_) => 4,
             Error::CircuitOpen(_) | Error::StateUnreachable(_) => 3,
@@ -115,7 +125,9 @@ impl fmt::Display for Error {
             | Error::FailWhen(why)
             | Error::GaveUp(why)
             | Error::CircuitOpen(why)
-            | Error::StateUnreachable(why) => f.write_str(why),
+            | Error::StateUnreachable(why)
+            | Error::CommandCannotRun(why)
+            | Error::CommandNotFound(why) => f.write_str(why),
             Error::Interrupted { signal, attempts } => {
                 let name = match signal {
                     Signal::Interrupt => "interrupted",
@@ -133,7 +145,7 @@ impl std::error::Error for Error {}
 mod tests {
     use super::*;
 
-    fn every_ending() -> [Error; 9] {
+    fn every_ending() -> [Error; 11] {
         [
             Error::Deadline(String::new()),
             Error::Usage(String::new()),
@@ -142,6 +154,8 @@ mod tests {
             Error::GaveUp(String::new()),
             Error::CircuitOpen(String::new()),
             Error::StateUnreachable(String::new()),
+            Error::CommandCannotRun(String::new()),
+            Error::CommandNotFound(String::new()),
             Error::Interrupted { signal: Signal::Interrupt, attempts: 1 },
             Error::Interrupted { signal: Signal::Terminate, attempts: 2 },
         ]

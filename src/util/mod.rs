@@ -1,9 +1,10 @@
 //! The bottom floor, used by every other: URLs and redaction, text and
 //! durations in words, the error enum and exit codes, flag values, the clock,
-//! files, and waits that end when the run does.
+//! files, the command after `--`, and waits that end when the run does.
 
 pub(crate) mod clock;
 pub(crate) mod error;
+pub(crate) mod exec;
 pub(crate) mod file;
 pub mod parse;
 pub(crate) mod text;
