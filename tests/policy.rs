@@ -871,3 +871,94 @@ fn the_millisecond_retry_after_reaches_decide_as_retry_after() {
     let action = base().decide(&status_advised(503, advice), &after(0), &mut rng);
     assert_eq!(action, retry(ms(1200), RetryAfter));
 }
+
+// First contact: before a URL's first reply, a connection failure is "not up yet".
+
+/// The first attempts of a URL nothing has answered yet, after `failures` transient failures.
+fn unreached(failures: u32) -> Attempt {
+    Attempt { unreached: true, ..after(failures) }
+}
+
+fn not_up_yet(after: Duration) -> Action {
+    poll(after, WaitReason::NotUpYet)
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn before_the_first_reply_a_connection_failure_is_not_up_yet_and_spends_no_retry() {
+    check(&[
+        ("refused: not up yet, at the interval", same, failed(Refused), unreached(0), not_up_yet(secs(1))),
+        ("reset", same, failed(Reset), unreached(0), not_up_yet(secs(1))),
+        ("dns", same, failed(Dns), unreached(0), not_up_yet(secs(1))),
+        ("connect timeout", same, failed(ConnectTimeout), unreached(0), not_up_yet(secs(1))),
+        ("however long it takes: no budget is spent", same, failed(Refused), unreached(600), not_up_yet(secs(1))),
+        ("no retries at all", |p| p.retries = 0, failed(Refused), unreached(0), not_up_yet(secs(1))),
+        ("the interval grows with --interval-max", growing, failed(Refused), Attempt { not_yet: 1, ..unreached(0) }, not_up_yet(secs(3))),
+        ("the deadline says it was never reached", same, failed(Refused), Attempt { remaining: Some(ms(500)), ..unreached(0) }, deadline(secs(1), WaitReason::NotUpYet, ms(500), "never reached: connection refused")),
+        // A connection was made: the server is up and failing.
+        ("a timed-out request is a failure", same, failed(Timeout), unreached(0), backoff(1)),
+        ("a truncated body is a failure", same, failed(Truncated), unreached(0), backoff(1)),
+        ("a malformed reply is a failure", same, failed(Malformed), unreached(0), backoff(1)),
+        ("TLS is permanent still", same, failed(Tls), unreached(0), permanent("TLS handshake failed")),
+        ("a 503 is an answer", same, status(503), unreached(0), backoff(1)),
+        // A POST that may have been processed is not re-sent, up or not.
+        ("POST refused is not up yet", non_idempotent, failed(Refused), unreached(0), not_up_yet(secs(1))),
+        ("POST reset may have been processed", non_idempotent, failed(Reset), unreached(0), not_retryable("connection reset")),
+        // From the first reply on, failures count as before.
+        ("after a reply, refused spends a retry", same, failed(Refused), after(0), backoff(1)),
+        ("after a reply, reset spends the last one", same, failed(Reset), after(6), budget_spent(7, "connection reset")),
+    ]);
+}
+
+// `--done-on`, `--pending-on`, `--fail-on`: statuses the user expected.
+
+fn listed(p: &mut Policy) {
+    p.done_on = vec![404, 410];
+    p.pending_on = vec![409, 202];
+    p.fail_on = vec![451];
+}
+
+fn listed_stable3(p: &mut Policy) {
+    listed(p);
+    p.stable = 3;
+}
+
+fn pending_on(after: Duration) -> Action {
+    poll(after, WaitReason::PendingOn)
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn statuses_in_the_lists_are_answers_the_user_expected() {
+    check(&[
+        ("--done-on is done", listed, status(404), after(0), Action::Done),
+        ("--done-on, another status", listed, status(410), after(0), Action::Done),
+        ("--fail-on fails as --fail-when", listed, status(451), after(0), Action::FailWhen),
+        ("--pending-on polls at the interval", listed, status(409), after(0), pending_on(secs(1))),
+        ("--pending-on resets nothing it need not: no retry spent", listed, status(409), after(6), pending_on(secs(1))),
+        ("--pending-on, a 2xx too", listed, status(202), after(0), pending_on(secs(1))),
+        ("--pending-on: Retry-After still wins", listed, status_advised(409, retry_after(secs(5))), after(0), poll(secs(5), RetryAfter)),
+        ("--pending-on: a shorter Retry-After does not", listed, status_advised(409, retry_after(ms(10))), after(0), pending_on(secs(1))),
+        ("--pending-on grows with --interval-max", |p| { listed(p); growing(p) }, status(409), not_yet(2), pending_on(ms(4500))),
+        ("--pending-on past the deadline", listed, status(409), left(ms(500)), deadline(secs(1), WaitReason::PendingOn, ms(500), "HTTP 409 (--pending-on)")),
+        ("--done-on counts for --stable", listed_stable3, status(404), streak(1), poll(secs(1), Interval)),
+        ("--done-on, third in a row", listed_stable3, status(404), streak(2), Action::Done),
+        ("--done-on, not yet --stable past the deadline", listed_stable3, status(404), Attempt { streak: 1, ..left(ms(500)) }, deadline(secs(1), Interval, ms(500), "HTTP 404 (--done-on), not yet --stable")),
+        ("a status poll is judged by the lists", listed, status(404), wait(0), Action::Done),
+        ("the submit's own reply is not", listed, status(404), submit(0), permanent("HTTP 404")),
+        ("nor the final GET", listed, status(404), Attempt { phase: Phase::Final, ..after(0) }, permanent("HTTP 404")),
+        ("an unlisted 404 is permanent as ever", same, status(404), after(0), permanent("HTTP 404")),
+        ("an unlisted 503 is retried as ever", listed, status(503), after(0), backoff(1)),
+    ]);
+    let policy = Policy { done_on: vec![404], pending_on: vec![409], fail_on: vec![451], ..base() };
+    let holds = |code| policy.holds(&status(code), Phase::Poll);
+    assert_eq!((holds(404), holds(409), holds(451), holds(200)), (true, false, false, false));
+    assert!(policy.holds(&ok(Met), Phase::Poll) && !policy.holds(&ok(NotMet), Phase::Poll));
+}
+
+#[test]
+fn the_new_wait_reasons_have_stable_names() {
+    assert_eq!((WaitReason::PendingOn.name(), WaitReason::NotUpYet.name()), ("pending_on", "not_up_yet"));
+    assert_eq!(WaitReason::PendingOn.to_string(), "--pending-on");
+    assert_eq!(WaitReason::NotUpYet.to_string(), "not up yet");
+}

@@ -124,3 +124,17 @@ fn two_urls_draw_a_progress_line_each_at_the_same_time() {
     let first = format!(r#"{{"url":"{a}","exit_code":0,"body":{{"status":"done"}}}}"#);
     assert!(drawn[summary..].contains(&first), "{:?}", &drawn[summary..]);
 }
+
+#[test]
+fn the_progress_line_says_a_service_is_not_up_yet() {
+    if !have_script() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    let (code, drawn) = on_terminal(&["-i", "400ms", "--timeout", "1s", &url], &[]);
+    assert_eq!(code, 1, "{drawn}");
+    assert!(drawn.contains("attempt 1 · connection refused · next poll in 0."), "{drawn}");
+    assert!(drawn.contains("s (not up yet)"), "{drawn}");
+    assert!(drawn.contains("never reached: connection refused"), "{drawn}");
+}

@@ -1,0 +1,427 @@
+//! End-to-end tests of the waits beyond the body: a service not up yet, the
+//! status lists (`--done-on`, `--pending-on`, `--fail-on`), `-I`, `$status`
+//! and `$headers`, jq as its users write it (`$ENV`, `--arg`, `--argjson`),
+//! the once-only jq error, and `-- CMD`.
+
+mod support;
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::server::{Reply, Server};
+use support::{poll, poll_std};
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A port nothing listens on now (bound, then closed).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The JSON objects a `--log-format json` run wrote.
+fn events(output: &Output) -> Vec<serde_json::Value> {
+    stderr(output).lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+/// A folder of its own for one test, removed at the end.
+struct Folder(std::path::PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let path = std::env::temp_dir().join(format!("poll-waits-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Folder(path)
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// A health wait lasts its deadline.
+
+#[test]
+fn a_service_that_starts_two_seconds_late_is_waited_for_under_the_default_retries() {
+    // Before first contact was "not up yet", 7 refusals 10 ms apart gave up in well under a second: exit 5.
+    let port = free_port();
+    let started = Instant::now();
+    let child = poll_std()
+        .args(["--timeout", "20s", "-i", "200ms", "--backoff", "10ms", "--backoff-max", "10ms", "-v"])
+        .arg(format!("http://127.0.0.1:{port}/healthz"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let server = Server::start_on(port, vec![Reply::json(200, r#"{"ok":true}"#)]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"ok":true}"#);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!(server.hits(), 1);
+    let err = stderr(&out);
+    let waits = err.lines().filter(|l| l.contains("connection refused in") && l.ends_with("(not up yet)")).count();
+    assert!(waits >= 7, "more refusals than --retries allows, none spent: {err}");
+    assert!(err.contains("-> poll again in 200ms (not up yet)"), "{err}");
+}
+
+#[test]
+fn a_service_that_answered_once_and_then_resets_still_gives_up_quickly() {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#), Reply::reset()]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--until", r#".status=="done""#, "-i", "50ms", "--backoff", "10ms", "--jitter", "none"])
+        .arg(server.url("/job"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    // The reply, then 7 resets: the default --retries is 6.
+    assert_eq!(server.hits(), 8);
+    assert!(stderr(&out).contains("gave up after 7 consecutive failures; last: connection reset"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_url_never_reached_says_so_when_the_deadline_comes() {
+    let url = format!("http://127.0.0.1:{}/healthz", free_port());
+    let started = Instant::now();
+    let out = poll().args(["--timeout", "1s", "-i", "200ms", "--retries", "0", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(800), "{:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("; never reached: connection refused"), "{err}");
+    assert!(err.contains("is the server up and listening on that port?"), "{err}");
+
+    let out = poll().args(["--timeout", "300ms", "-i", "100ms", "--log-format", "json", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let events = events(&out);
+    assert_eq!(events[0]["action"], "poll");
+    assert_eq!(events[0]["wait_reason"], "not_up_yet");
+    assert_eq!(events[0]["error_kind"], "connect");
+    let done = events.last().unwrap();
+    assert!(done["message"].as_str().unwrap().contains("never reached: connection refused"), "{done}");
+}
+
+#[test]
+fn several_urls_name_the_one_never_reached() {
+    let server = Server::start(vec![Reply::json(200, r#"{"ok":true}"#)]);
+    let nowhere = format!("http://127.0.0.1:{}/", free_port());
+    let out = poll().args(["--timeout", "600ms", "-i", "100ms", &server.url("/"), &nowhere]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("1 of 2 URLs still pending: {nowhere} (never reached: connection refused)")),
+        "{err}"
+    );
+}
+
+// Statuses as conditions.
+
+#[test]
+fn done_on_waits_until_a_resource_is_deleted() {
+    let gone = r#"{"error":"not found"}"#;
+    let server = Server::start(vec![
+        Reply::json(200, r#"{"status":"deleting"}"#),
+        Reply::json(200, r#"{"status":"deleting"}"#),
+        Reply::json(404, gone),
+    ]);
+    let out = poll()
+        .args(["--done-on", "404,410", "--fail-when", r#".status=="delete_failed""#, "-i", "50ms", "-v"])
+        .arg(server.url("/envs/7"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, gone.as_bytes());
+    assert_eq!(server.hits(), 3);
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1: 200 pending in "), "a 2xx is not yet with --done-on: {err}");
+    assert!(err.contains("attempt 3: 404 in ") && err.contains("-> done (--done-on)"), "{err}");
+
+    // --fail-when still judges the 2xx bodies.
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"delete_failed"}"#)]);
+    let out = poll()
+        .args(["--done-on", "404", "--fail-when", r#".status=="delete_failed""#, &server.url("/envs/7")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"status":"delete_failed"}"#);
+}
+
+#[test]
+fn done_on_ends_with_an_empty_body_and_print_reads_the_status() {
+    let server = Server::start(vec![Reply::json(200, "{}"), Reply::status(404)]);
+    let out = poll().args(["--done-on", "404", "-i", "10ms", "--print", "$status", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"404\n");
+}
+
+#[test]
+fn pending_on_waits_until_it_exists_spending_no_retries_and_server_advice_wins() {
+    let published = r#"{"version":"1.2.3"}"#;
+    let server = Server::start(vec![
+        Reply::json(404, r#"{"message":"Not Found"}"#),
+        Reply::json(404, r#"{"message":"Not Found"}"#).header("Retry-After", "1"),
+        Reply::json(404, r#"{"message":"Not Found"}"#),
+        Reply::json(200, published),
+    ]);
+    let out = poll()
+        .args(["--pending-on", "404", "--retries", "0", "-i", "100ms", "-v", &server.url("/pkg/1.2.3")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, published.as_bytes());
+    assert_eq!(server.hits(), 4);
+    let requests = server.requests();
+    let gap = |i: usize| requests[i + 1].at.duration_since(requests[i].at);
+    assert!(gap(0) >= Duration::from_millis(100), "{:?}", gap(0));
+    assert!(gap(1) >= Duration::from_secs(1), "Retry-After wins over --interval: {:?}", gap(1));
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1: 404 in ") && err.contains("-> poll again in 100ms (--pending-on)"), "{err}");
+    assert!(err.contains("-> poll again in 1.0s (Retry-After)"), "{err}");
+}
+
+#[test]
+fn fail_on_exits_4_with_that_replys_body() {
+    let expired = r#"{"error":"job expired"}"#;
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"running"}"#), Reply::json(410, expired)]);
+    let out = poll()
+        .args(["--until", r#".status=="done""#, "--fail-on", "410", "-i", "10ms", &server.url("/jobs/1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(out.stdout, expired.as_bytes());
+    let url = server.url("/jobs/1");
+    assert_eq!(stderr(&out), format!("poll: error: HTTP 410 is in --fail-on [{url}]\n"));
+}
+
+#[test]
+fn head_checks_existence_with_an_empty_body() {
+    let server = Server::start(vec![
+        Reply::status(404),
+        Reply::status(200).header("Docker-Content-Digest", "sha256:abc").header("Content-Length", "512"),
+    ]);
+    let out = poll()
+        .args(["-I", "--pending-on", "404", "-i", "10ms", "--print", r#"$headers["docker-content-digest"]"#])
+        .arg(server.url("/v2/app/manifests/1.0"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"sha256:abc\n");
+    let methods: Vec<String> = server.requests().into_iter().map(|r| r.method).collect();
+    assert_eq!(methods, ["HEAD", "HEAD"]);
+}
+
+#[test]
+fn a_header_is_a_condition_and_repeated_fields_are_joined() {
+    let server = Server::start(vec![
+        Reply::status(202).header("x-ms-copy-status", "pending"),
+        Reply::status(200).header("X-Ms-Copy-Status", "success").header("Link", "<a>").header("Link", "<b>"),
+    ]);
+    let out = poll()
+        .args(["--until", r#"$headers["x-ms-copy-status"] == "success""#, "-i", "10ms"])
+        .args(["--print", r#"$headers.link, $status, ."#, &server.url("/blob")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // An empty body is null to the filters, not a "not JSON" failure.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "<a>, <b>\n200\nnull\n");
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
+fn a_listed_status_is_a_success_for_the_breaker() {
+    let folder = Folder::new("breaker");
+    let state = folder.path("state.json");
+    let state = state.to_str().unwrap();
+    // Eight 503s would open the breaker (5 outcomes, under 60% success): listed, they are answers.
+    let mut replies = vec![Reply::status(503); 8];
+    replies.push(Reply::json(200, r#"{"up":true}"#));
+    let server = Server::start(replies);
+    let out = poll()
+        .args(["--pending-on", "503", "--state", state, "--breaker-window", "5", "-i", "10ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 9);
+}
+
+#[test]
+fn the_status_lists_judge_the_status_polls_of_a_submit_and_every_url() {
+    let server = Server::routes(vec![
+        ("/things/1", vec![Reply::status(202).header("Location", "/ops/1")]),
+        ("/ops/1", vec![Reply::json(200, r#"{"status":"deleting"}"#), Reply::status(404)]),
+    ]);
+    let out = poll()
+        .args(["--submit", "-X", "DELETE", "--done-on", "404", "-i", "10ms", &server.url("/things/1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 3);
+
+    // The submit's own reply is not judged by them.
+    let server = Server::start(vec![Reply::status(404)]);
+    let out = poll().args(["--submit", "-d", "{}", "--done-on", "404", &server.url("/things")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let a = Server::start(vec![Reply::status(200), Reply::status(404)]);
+    let b = Server::start(vec![Reply::status(404)]);
+    let out = poll().args(["--done-on", "404", "-i", "10ms", &a.url("/a"), &b.url("/b")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().all(|line| line.contains(r#""exit_code":0"#)), "{lines:?}");
+}
+
+#[test]
+fn the_json_log_says_status_and_action_for_a_listed_status() {
+    let server = Server::start(vec![Reply::status(404), Reply::status(410)]);
+    let out = poll()
+        .args(["--pending-on", "404", "--done-on", "410", "-i", "10ms", "--log-format", "json", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = events(&out);
+    assert_eq!((events[0]["status"].as_u64(), events[0]["action"].as_str()), (Some(404), Some("poll")));
+    assert_eq!(events[0]["wait_reason"], "pending_on");
+    assert_eq!((events[1]["status"].as_u64(), events[1]["action"].as_str()), (Some(410), Some("done")));
+    assert_eq!(events[2]["exit_code"], 0);
+}
+
+#[test]
+fn bad_status_lists_and_a_head_with_a_body_are_usage_errors_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let url = server.url("/");
+    for (args, says) in [
+        (vec!["--done-on", "99"], "`99` is not an HTTP status code (100-599)"),
+        (vec!["--pending-on", "600"], "`600` is not an HTTP status code (100-599)"),
+        (vec!["--fail-on", "gone"], "`gone` is not an HTTP status code (100-599)"),
+        (vec!["--done-on", "404", "--pending-on", "410,404"], "--done-on: 404 is in --pending-on too"),
+        (vec!["--fail-on", "500", "--retry-on", "500"], "--fail-on: 500 is in --retry-on too"),
+        (vec!["-I", "-d", "x"], "'--head' cannot be used with '--data <DATA>'"),
+        (vec!["-I", "--json", "{}"], "'--head' cannot be used with '--json <JSON>'"),
+    ] {
+        let out = poll().args(&args).arg(&url).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+// jq as its users write it.
+
+#[test]
+fn env_arg_and_argjson_are_bound_in_every_filter() {
+    let body = r#"{"head_sha":"abc123","run":7,"status":"completed"}"#;
+    let server = Server::start(vec![Reply::json(200, r#"{"head_sha":"old","run":6}"#), Reply::json(200, body)]);
+    let out = poll()
+        .env("POLL_TEST_BRANCH", "main")
+        .args(["--arg", "sha", "abc123", "--argjson", "want", r#"{"run":7}"#, "-i", "10ms"])
+        .args(["--until", ".head_sha == $sha and .run == $want.run"])
+        .args(["--print", r#"[$ENV.POLL_TEST_BRANCH, env.POLL_TEST_BRANCH, $ARGS.named.sha] | join(" ")"#])
+        .arg(server.url("/runs"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"main main abc123\n");
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
+fn bad_args_are_usage_errors_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let url = server.url("/");
+    for (args, says) in [
+        (vec!["--argjson", "n", "{nope"], "--argjson: `n`: the value is not valid JSON"),
+        (vec!["--arg", "a-b", "1"], "--arg: `a-b` is not a jq variable name"),
+        (vec!["--arg", "x", "1", "--arg", "x", "2"], "--arg: `x` is already bound"),
+        (vec!["--arg", "status", "1"], "--arg: `status` is already bound"),
+        (vec!["--until", "$nope"], "undefined variable `$nope`"),
+    ] {
+        let out = poll().args(&args).arg(&url).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_jq_error_is_warned_once_and_named_by_the_deadline() {
+    // A different value each time: still one warning.
+    let replies = (0..30).map(|n| Reply::json(200, &format!(r#"{{"name":{n}}}"#))).collect();
+    let server = Server::start(replies).expect_hits_between(2, 30);
+    let out = poll()
+        .args(["--until", r#".name | ascii_downcase == "x""#, "-i", "100ms", "--timeout", "1s", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("poll: warning: jq error").count(), 1, "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(last.contains("; last: --until failed on the body: cannot use"), "{last}");
+    assert!(!last.contains("condition not met yet"), "{last}");
+}
+
+// `-- CMD`.
+
+#[cfg(unix)]
+#[test]
+fn the_command_runs_in_polls_place_after_exit_0() {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#), Reply::json(200, r#"{"ok":1}"#)]);
+    let folder = Folder::new("exec");
+    let body = folder.path("body.json");
+    let child = poll_std()
+        .args(["--until", ".ok", "-i", "10ms", "-o", body.to_str().unwrap(), &server.url("/")])
+        .args(["--", "sh", "-c", "echo \"pid $$ args $0 $1\"; exit 7", "first", "second"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    // Its exit status and its pid are poll's; no body on stdout, -o written first.
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("pid {pid} args first second\n"));
+    assert_eq!(std::fs::read(&body).unwrap(), br#"{"ok":1}"#);
+    assert_eq!(stderr(&out), "");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_command_does_not_run_on_any_other_ending() {
+    let folder = Folder::new("noexec");
+    let marker = folder.path("ran");
+    let script = format!("touch {}", marker.display());
+    for (replies, args, code) in [
+        (vec![Reply::json(200, r#"{"status":"failed"}"#)], vec!["--fail-when", r#".status=="failed""#], 4),
+        (vec![Reply::status(404)], vec![], 3),
+        (vec![Reply::json(200, r#"{"status":"pending"}"#)], vec!["--until", ".ok", "--timeout", "300ms"], 1),
+    ] {
+        let server = Server::start(replies).expect_hits_between(1, 100);
+        let out = poll().args(&args).args([&server.url("/"), "--", "sh", "-c", &script]).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        assert!(!marker.exists(), "{args:?}: the command ran");
+    }
+}
+
+#[test]
+fn a_command_not_found_is_127_and_one_that_cannot_run_126_before_anything_is_sent() {
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let out = poll().args([&server.url("/"), "--", "poll-test-no-such-command", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(stderr(&out), "poll: error: `poll-test-no-such-command` not found (the command after --)\n");
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let out = poll().args([&server.url("/"), "--", manifest]).output().unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    assert_eq!(stderr(&out), format!("poll: error: cannot run `{manifest}`: it is not an executable file\n"));
+}
