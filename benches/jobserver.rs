@@ -48,6 +48,12 @@
 //!   POST /v1/builds   an AIP-151 operation, /v1/operations/build-N ("broken" in the body: an error)
 //!   POST /jobs        201 {"id":N}; GET /jobs/N "running", then "succeeded" with an artifact
 //!   POST /deployments 202 + Operation-Location /deployments/ops/N, the same N for the same Idempotency-Key
+//!   The waits of docs/guide/waits.md, each counted by its own path:
+//!   GET  /registry/pkg/NAME/VERSION  404 for the first two polls, then the version's JSON (a package published)
+//!   HEAD /v2/NAME/manifests/TAG      404 for the first two, then 200 with Docker-Content-Digest (an image pushed)
+//!   GET  /envs/NAME   {"status":"deleting"} twice, then 404 (torn down); /envs/broken ends "delete_failed"
+//!   GET  /blobs/NAME  202 with x-ms-copy-status: pending and x-ms-copy-progress twice, then 200 "success"
+//!   GET  /healthz     {"status":"ok"}: a service that is up
 //!   anything else     404
 
 use std::collections::HashMap;
@@ -75,6 +81,52 @@ struct Counters {
     next_id: AtomicU64,
     /// The workflow run of the /gh/ routes.
     run: Mutex<Run>,
+    /// The waits' routes: how many times each path was asked for.
+    waits: Mutex<HashMap<String, u64>>,
+}
+
+/// The waits of docs/guide/waits.md: (status, extra header lines, body), or `None` for another route.
+/// Each path turns at its third request.
+fn waits(method: &str, target: &str, counters: &Counters) -> Option<(&'static str, String, String)> {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let asked = || {
+        let mut counts = lock(&counters.waits);
+        let n = counts.entry(path.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let not_found = || ("404 Not Found", String::new(), r#"{"error":"not found"}"#.to_string());
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("GET", ["registry", "pkg", name, version]) => Some(match asked() {
+            ..=2 => not_found(),
+            _ => (
+                "200 OK",
+                String::new(),
+                format!(
+                    r#"{{"name":"{name}","version":"{version}","dist":{{"tarball":"/tarballs/{name}-{version}.tgz"}}}}"#
+                ),
+            ),
+        }),
+        ("HEAD", ["v2", _, "manifests", _]) => Some(match asked() {
+            ..=2 => not_found(),
+            _ => ("200 OK", "Docker-Content-Digest: sha256:4f2c9b1e\r\n".to_string(), "{}".to_string()),
+        }),
+        ("GET", ["envs", name]) => Some(match (asked(), *name) {
+            (..=2, _) => ("200 OK", String::new(), format!(r#"{{"name":"{name}","status":"deleting"}}"#)),
+            (_, "broken") => ("200 OK", String::new(), r#"{"name":"broken","status":"delete_failed"}"#.to_string()),
+            _ => not_found(),
+        }),
+        ("GET", ["blobs", _]) => Some(match asked() {
+            n @ ..=2 => {
+                let headers = format!("x-ms-copy-status: pending\r\nx-ms-copy-progress: {}/100\r\n", n * 40);
+                ("202 Accepted", headers, String::new())
+            }
+            _ => ("200 OK", "x-ms-copy-status: success\r\nx-ms-copy-progress: 100/100\r\n".to_string(), String::new()),
+        }),
+        ("GET", ["healthz"]) => Some(("200 OK", String::new(), r#"{"status":"ok"}"#.to_string())),
+        _ => None,
+    }
 }
 
 /// The other job APIs of docs/guide/submit.md: `/azure/deployments`, Google's
@@ -451,8 +503,9 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             continue;
         }
         let sent = String::from_utf8_lossy(&sent);
-        let answer =
-            arm(&method, &target, counters).or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters));
+        let answer = arm(&method, &target, counters)
+            .or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters))
+            .or_else(|| waits(&method, &target, counters));
         let (status, headers, body) = match answer {
             Some(answer) => answer,
             None => {
@@ -461,9 +514,11 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             }
         };
         reply.clear();
+        // A reply to HEAD is the GET's head alone.
+        let shown = if method == "HEAD" { "" } else { body.as_str() };
         let _ = write!(
             reply,
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{shown}",
             body.len()
         );
         if writer.write_all(&reply).is_err() || close {
