@@ -102,15 +102,20 @@ pub fn flags(data: &[u8]) {
 }
 
 /// The `--state` file reader: any bytes parse to a state that writes back to
-/// bytes that parse to the same state, or are refused; never a panic.
+/// bytes that parse to the same state, or are refused; and the steps a store
+/// takes on what it read never panic.
 pub fn state(data: &[u8]) {
-    if let Ok(state) = State::from_json(data) {
+    if let Ok(mut state) = State::from_json(data) {
         let written = state.to_json();
         let again = State::from_json(&written);
         assert!(
             again.as_ref().is_ok_and(|again| again.to_json() == written),
             "a state poll wrote must read back the same"
         );
+        // Whatever the values (times near u64::MAX, huge windows), the steps on them never panic.
+        for now in [0, crate::util::clock::now_ms(), u64::MAX - 1] {
+            state.clone().step_every_key(now);
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
@@ -19,9 +19,9 @@ use crate::rules::policy::{Jitter, Phase, Policy};
 use crate::state::{RedisUrl, StateFail};
 use crate::util::error::Error;
 use crate::util::exec::Command;
-use crate::util::parse;
 use crate::util::text::shorten;
 use crate::util::url;
+use crate::util::{file, parse};
 
 /// Everything a run needs, checked.
 #[derive(Debug)]
@@ -108,6 +108,8 @@ pub(crate) enum Fallback {
 impl Config {
     /// Validates the flags; `stdin` is read only for `@-`.
     pub(crate) fn from_cli(mut cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
+        // A FIFO given as a file (`-d @<(cmd)`) is read until the run's deadline at the latest.
+        let until = (!cli.timeout.is_zero()).then(|| Instant::now() + *cli.timeout);
         let user_agent = cli.user_agent.take().unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
         parse::check_header_value("User-Agent", &user_agent).map_err(|e| usage("--user-agent", e))?;
         if let Some(user) = &cli.user {
@@ -127,13 +129,13 @@ impl Config {
         let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone())?);
         let body = match (cli.data.take(), cli.json.take()) {
             (Some(data), _) => {
-                let body = read_body("--data", &data, stdin)?;
+                let body = read_body("--data", &data, stdin, until)?;
                 // As curl -d; `-H 'Content-Type: ...'` replaces it.
                 set_default(&mut headers, "Content-Type", "application/x-www-form-urlencoded");
                 Some(body)
             }
             (None, Some(json)) => {
-                let body = read_body("--json", &json, stdin)?;
+                let body = read_body("--json", &json, stdin, until)?;
                 check_json("--json", &body)?;
                 set_default(&mut headers, "Content-Type", "application/json");
                 set_default(&mut headers, "Accept", "application/json");
@@ -179,7 +181,7 @@ impl Config {
             None => None,
         };
 
-        let limits = check_limits(&cli.limits, stdin)?;
+        let limits = check_limits(&cli.limits, stdin, until)?;
         if cli.urls.len() > 1 && limits.fallback.is_some() {
             return Err(usage("--fallback", "stands in for one URL's body; it cannot be used with several URLs"));
         }
@@ -215,7 +217,7 @@ impl Config {
         } else {
             crate::http::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
         }
-        let cacert = cli.cacert.as_deref().map(read_cacert).transpose()?;
+        let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?;
 
         let args = jq_args(&cli)?;
         let conditions = conditions(&cli, &args)?;
@@ -229,8 +231,8 @@ impl Config {
         });
         let submit = submit.transpose()?;
 
-        if let Some(file) = &cli.output {
-            crate::util::file::check_writable(file).map_err(|e| usage("--output", e))?;
+        if let Some(output) = &cli.output {
+            file::check_writable(output).map_err(|e| usage("--output", e))?;
         }
 
         let policy = policy(&cli, idempotent, keyed)?;
@@ -397,15 +399,13 @@ fn set_default(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
     }
 }
 
-/// `DATA`, `@file` or `@-`.
-fn read_body(flag: &str, value: &str, stdin: &mut dyn Read) -> Result<Vec<u8>, Error> {
+/// `DATA`, `@file` or `@-`, at most 16 MiB of it.
+fn read_body(flag: &str, value: &str, stdin: &mut dyn Read, until: Option<Instant>) -> Result<Vec<u8>, Error> {
     match value.strip_prefix('@') {
-        Some("-") => {
-            let mut body = Vec::new();
-            stdin.read_to_end(&mut body).map_err(|e| usage(flag, format!("cannot read stdin: {e}")))?;
-            Ok(body)
+        Some("-") => file::read_at_most(stdin).map_err(|e| usage(flag, format!("cannot read stdin: {e}"))),
+        Some(path) => {
+            file::read_bounded(Path::new(path), until).map_err(|e| usage(flag, format!("cannot read `{path}`: {e}")))
         }
-        Some(path) => std::fs::read(path).map_err(|e| usage(flag, format!("cannot read `{path}`: {e}"))),
         None => Ok(value.as_bytes().to_vec()),
     }
 }
@@ -416,9 +416,9 @@ fn check_json(flag: &str, body: &[u8]) -> Result<(), Error> {
         .map_err(|e| usage(flag, format!("body is not valid JSON: {e}")))
 }
 
-fn read_cacert(path: &Path) -> Result<Vec<u8>, Error> {
+fn read_cacert(path: &Path, until: Option<Instant>) -> Result<Vec<u8>, Error> {
     let shown = path.display();
-    let pem = std::fs::read(path).map_err(|e| usage("--cacert", format!("cannot read `{shown}`: {e}")))?;
+    let pem = file::read_bounded(path, until).map_err(|e| usage("--cacert", format!("cannot read `{shown}`: {e}")))?;
     let certificates =
         ureq::tls::parse_pem(&pem).filter(|item| matches!(item, Ok(ureq::tls::PemItem::Certificate(_)))).count();
     if certificates == 0 {
@@ -434,7 +434,7 @@ fn compile(flag: &'static str, source: &str, args: &Args) -> Result<Filter, Erro
 }
 
 /// The rate-limit, shared-state and fallback flags.
-fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> {
+fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read, until: Option<Instant>) -> Result<Limits, Error> {
     let state = cli.state.as_deref().map(check_state).transpose()?;
     let window = usize::try_from(cli.breaker_window).unwrap_or(usize::MAX);
     if !(breaker::MIN_OUTCOMES..=1000).contains(&window) {
@@ -458,7 +458,7 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> 
         }
         Some("last") => Some(Fallback::Last),
         Some(value) => {
-            let body = read_body("--fallback", value, stdin)?;
+            let body = read_body("--fallback", value, stdin, until)?;
             check_json("--fallback", &body)?;
             Some(Fallback::Body(body))
         }
@@ -480,13 +480,24 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read) -> Result<Limits, Error> 
     })
 }
 
-/// `--state FILE|URL`: a file whose folder exists, or a store URL that parses.
+/// `--state FILE|URL`: a store URL that parses, or a regular file (or a new
+/// one) in a folder that exists, that no other user may change: neither it
+/// nor its lock may belong to someone else or be writable by group or others,
+/// since `--fallback last` prints what it keeps.
 fn check_state(value: &str) -> Result<StateSpec, Error> {
     if RedisUrl::is_url(value) {
         return RedisUrl::parse(value).map(StateSpec::Redis).map_err(|e| usage("--state", e));
     }
     let path = PathBuf::from(value);
-    crate::util::file::check_writable(&path).map_err(|e| usage("--state", e))?;
+    file::check_writable(&path).map_err(|e| usage("--state", e))?;
+    if std::fs::metadata(&path).is_ok_and(|meta| !meta.is_file()) {
+        return Err(usage("--state", format!("`{value}` is not a regular file (a device, a FIFO?); name a file")));
+    }
+    for part in [path.clone(), crate::state::FileStore::lock_path(&path)] {
+        if let Some(why) = file::others_may_write(&part) {
+            return Err(usage("--state", why));
+        }
+    }
     Ok(StateSpec::File(path))
 }
 

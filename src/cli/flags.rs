@@ -436,9 +436,11 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Asked, c
 /// stays one line) and clap's suggestion.
 pub(crate) fn one_line(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // A value is quoted with the value of a secret header in it redacted (`-H 'Authorization: ...\r'`).
+    let shown = |s: &str| printable(&crate::util::url::redact_header_line(s));
     let text = |kind| match error.get(kind) {
-        Some(ContextValue::String(s)) => Some(printable(s)),
-        Some(ContextValue::Strings(v)) => Some(v.iter().map(|s| printable(s)).collect::<Vec<_>>().join(", ")),
+        Some(ContextValue::String(s)) => Some(shown(s)),
+        Some(ContextValue::Strings(v)) => Some(v.iter().map(|s| shown(s)).collect::<Vec<_>>().join(", ")),
         Some(ContextValue::Number(n)) => Some(n.to_string()),
         _ => None,
     };

@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::http::request::{CREDENTIAL_HEADERS, Request};
+use crate::http::request::{Request, is_credential};
 use crate::util::error::Error;
 use crate::util::parse;
 use crate::util::text::printable;
@@ -105,7 +105,7 @@ impl Credentials {
         let mut extra: Vec<(String, String)> = Vec::new();
         for file in &self.files {
             for (name, value) in file.refreshed(hooks) {
-                let credential = CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c));
+                let credential = is_credential(&name);
                 let replaced = self.command.is_some() && is_authorization(&name);
                 if (carry || !credential) && !replaced {
                     extra.push((name, value));

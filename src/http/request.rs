@@ -21,10 +21,13 @@ pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_REDIRECTS: u32 = 10;
 pub(crate) const MAX_BODY: u64 = 16 << 20;
 
-/// Headers that carry credentials: dropped by a redirect to another origin
-/// (as curl), and sent to a `--submit` status URL on another origin only
-/// with `--location-trusted`.
-pub(crate) const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
+/// Whether a header carries a credential: dropped by a redirect to another
+/// origin (as curl drops `Authorization` and `Cookie`), and sent to a
+/// `--submit` status URL on another origin only with `--location-trusted`.
+/// The same list as redacts it in every output (`X-Api-Key`, `PRIVATE-TOKEN`, ...).
+pub(crate) fn is_credential(name: &str) -> bool {
+    url::is_secret(name)
+}
 
 /// One request, as it goes on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,8 +52,8 @@ impl Request {
             .headers
             .iter()
             .filter(|(name, _)| {
+                let credential = is_credential(name);
                 let name = name.to_ascii_lowercase();
-                let credential = CREDENTIAL_HEADERS.contains(&name.as_str());
                 name != "content-type"
                     && drop.is_none_or(|drop| !drop.eq_ignore_ascii_case(&name))
                     && (keep_credentials || !credential)
@@ -206,7 +209,7 @@ impl Client {
                 return Err(Fault::new(Failure::BadRedirect, detail));
             }
             if !url::same_origin(&url, &next) {
-                headers.retain(|(name, _)| !CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c)));
+                headers.retain(|(name, _)| !is_credential(name));
             }
             // As curl: 303 turns anything but HEAD into GET; 301/302 turn POST into GET.
             let to_get = status == 303 && method != "HEAD" || matches!(status, 301 | 302) && method == "POST";

@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::util::text::{count, human};
+use crate::util::text::{count, human, printable};
 
 /// The variable the runner sets to the step's summary file.
 pub(crate) const VARIABLE: &str = "GITHUB_STEP_SUMMARY";
@@ -107,28 +107,42 @@ fn bounded(text: &str) -> String {
 }
 
 /// Plain text in a table cell: Markdown's punctuation backslash-escaped (a
-/// `|` would end the cell, `*` or `<` would format), line breaks as spaces,
-/// other control characters dropped.
+/// `|` would end the cell, `*` or `<` would format), and what GitHub would
+/// turn into something else: `$` (math), `@` (a mention, an e-mail link),
+/// `:` before a word (`:warning:`) or `//` (a bare link), `www.`. Line breaks
+/// are spaces; other control and invisible characters are escaped as text.
 fn cell(text: &str) -> String {
+    let text = printable(&bounded(text));
     let mut out = String::new();
-    for c in bounded(text).chars() {
-        match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '#' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => {}
-            c => out.push(c),
+    let mut chars = text.chars().peekable();
+    // Inside a `:word` that an escaped colon opened: its closing colon is escaped too.
+    let mut shortcode = false;
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let special = match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '#' | '!' | '$' | '@' => true,
+            ':' if shortcode => true,
+            ':' => next.is_some_and(|n| n.is_alphanumeric() || n == '/'),
+            '.' => out.to_ascii_lowercase().ends_with("www"),
+            _ => false,
+        };
+        shortcode = match c {
+            ':' => special && !shortcode && next.is_some_and(char::is_alphanumeric),
+            c => shortcode && (c.is_alphanumeric() || matches!(c, '_' | '+' | '-')),
+        };
+        if special {
+            out.push('\\');
         }
+        out.push(c);
     }
     out
 }
 
-/// A URL as code in a table cell: shown as it is, never turned into a link
-/// or formatted; only `|` is escaped (GitHub splits cells before it reads
+/// A URL as code in a table cell: shown as it is (control and invisible
+/// characters escaped), never turned into a link or formatted; only `|` is escaped (GitHub splits cells before it reads
 /// code spans), and the fence is longer than any run of backticks inside.
 fn code_span(text: &str) -> String {
-    let text: String = bounded(text).chars().filter(|c| !c.is_control()).collect::<String>().replace('|', "\\|");
+    let text = printable(&bounded(text)).replace('|', "\\|");
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
@@ -178,6 +192,16 @@ mod tests {
         // Each row is one line with its seven cell borders, whatever the text.
         assert_eq!(line.matches(" | ").count() + 2, 7);
         assert_eq!(code_span("`a`"), "`` `a` ``");
+    }
+
+    #[test]
+    fn what_github_would_render_is_escaped() {
+        let hostile = "$x$ $$y$$ @octocat :warning: https://evil.test www.evil.test me@evil.test a\u{202e}b\u{200b}";
+        assert_eq!(
+            cell(hostile),
+            r"\$x\$ \$\$y\$\$ \@octocat \:warning\: https\://evil.test www\.evil.test me\@evil.test a\\u{202e}b\\u{200b}"
+        );
+        assert_eq!(cell("deadline: 1.2s"), "deadline: 1.2s", "a colon before a space and a plain dot stay");
     }
 
     #[test]

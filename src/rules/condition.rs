@@ -14,7 +14,7 @@ use jaq_json::Val;
 use serde::Deserialize as _;
 
 use crate::rules::policy::{Phase, Verdict};
-use crate::util::text::shorten;
+use crate::util::text::{cut, shorten};
 
 /// The status word of an operation's status (`Operation-Location`,
 /// `Azure-AsyncOperation`, `--status-url`): `.status` first.
@@ -434,9 +434,11 @@ impl Filter {
         })
     }
 
+    /// A runtime error; jaq's words quote the value at fault, which may be a whole 10 MB body: cut.
     fn error(&self, what: &str) -> JqError {
+        let what = cut(what);
         let line = format!("jq error in `{}`: {what}", self.short_source());
-        JqError { line, flag: self.flag, what: what.to_string() }
+        JqError { line, flag: self.flag, what }
     }
 }
 

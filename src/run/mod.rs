@@ -407,7 +407,7 @@ fn write_output(
     if stdout.is_empty() && error.as_ref().is_some_and(|e| !e.keeps_body()) {
         return;
     }
-    if let Err(e) = file::replace(path, &stdout, true) {
+    if let Err(e) = file::replace(path, &stdout, true, file::Access::Umask) {
         let why = format!("cannot write `{}`: {e}", path.display());
         if fell_back {
             reporter.warn(&format!("--fallback: {why}"));

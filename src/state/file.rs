@@ -14,10 +14,14 @@ use serde_json::Value;
 
 use super::origin::Origin;
 use super::{Admission, Ask, Refusal, Report, Store};
-use crate::util::clock;
+use crate::util::{clock, file};
 
 /// The format version this `poll` reads and writes.
 const VERSION: u64 = 1;
+
+/// The most keys a state file holds: each attempt reads and writes it whole,
+/// so a file of 200,000 keys (a hostile one) would cost seconds an attempt.
+const MAX_KEYS: usize = 10_000;
 
 /// How often a held lock is tried again while waiting for it.
 const LOCK_RETRY: Duration = Duration::from_millis(1);
@@ -30,6 +34,32 @@ pub struct State {
 }
 
 impl State {
+    /// Every key's values checked at `now`, then its two steps (admit, then
+    /// record a failure and a success) taken as a store takes them, with the
+    /// widest settings a user can give: what the `state` fuzz target runs on
+    /// whatever a hostile file held.
+    pub(crate) fn step_every_key(&mut self, now: u64) {
+        let settings =
+            crate::rules::breaker::Settings { window: 1000, min_success: 100, max_p95: 1, cooldown: u64::MAX };
+        let ask = Ask {
+            pid: 1,
+            spacing: Some(u64::MAX),
+            deadline_in: Some(u64::MAX),
+            breaker: Some(settings),
+            lease: u64::MAX,
+        };
+        for origin in self.origins.values_mut() {
+            origin.checked(now);
+            let _ = origin.admit(now, &ask);
+            for ok in [false, true] {
+                let sample = crate::rules::breaker::Sample { ok, latency: u64::MAX };
+                let report =
+                    Report { pid: 1, sample, not_before_in: Some(u64::MAX), good_body: None, breaker: Some(settings) };
+                let _ = origin.record(now, &report);
+            }
+        }
+    }
+
     /// The JSON text of the state file: keys sorted, pretty, one newline at the end.
     pub fn to_json(&self) -> Vec<u8> {
         // Through a `Value` with its keys sorted: the bytes do not depend on field order.
@@ -50,6 +80,9 @@ impl State {
             None => return Err("no version".into()),
         }
         let origins = top.get("origins").and_then(Value::as_object).ok_or("no `origins` object")?;
+        if origins.len() > MAX_KEYS {
+            return Err(format!("it holds {} keys; a state file holds at most {MAX_KEYS}", origins.len()));
+        }
         let origins = origins
             .iter()
             .map(|(key, value)| Origin::deserialize(value).map(|o| (key.clone(), o)).map_err(|e| format!("{key}: {e}")))
@@ -79,11 +112,18 @@ pub(crate) struct FileStore {
     lock: PathBuf,
     /// Warnings about the file (a corrupt one set aside) not yet shown.
     notes: Vec<String>,
+    /// A value out of bounds was warned of.
+    checked: bool,
 }
 
 impl FileStore {
     pub(crate) fn new(path: &Path) -> FileStore {
-        FileStore { path: path.to_path_buf(), lock: with_suffix(path, ".lock"), notes: Vec::new() }
+        FileStore { path: path.to_path_buf(), lock: FileStore::lock_path(path), notes: Vec::new(), checked: false }
+    }
+
+    /// `FILE.lock`, the lock of the state file `FILE`.
+    pub(crate) fn lock_path(path: &Path) -> PathBuf {
+        with_suffix(path, ".lock")
     }
 
     /// Reads the state, lets `change` update it, and writes it back when it
@@ -93,7 +133,8 @@ impl FileStore {
     /// fresh state is used instead. Waiting for the lock gives up after `timeout`.
     pub(crate) fn update<R>(&mut self, timeout: Duration, change: impl FnOnce(&mut State) -> R) -> Result<R, String> {
         let lock = self.lock(timeout)?;
-        let (mut state, original) = match fs::read(&self.path) {
+        // A file over 16 MiB is no state file poll wrote: set aside as corrupt, not read whole.
+        let (mut state, original) = match file::read_bounded(&self.path, None) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => (State::default(), None),
             Ok(bytes) => match State::from_json(&bytes) {
                 Ok(state) => (state, Some(bytes)),
@@ -102,6 +143,7 @@ impl FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => (State::default(), None),
             Err(e) => (self.set_aside(&format!("cannot be read: {e}"))?, None),
         };
+        self.check(&mut state);
         let result = change(&mut state);
         let fresh = state.to_json();
         let unchanged = match &original {
@@ -109,7 +151,8 @@ impl FileStore {
             None => state == State::default(),
         };
         if !unchanged {
-            crate::util::file::replace(&self.path, &fresh, false).map_err(|e| format!("cannot write it: {e}"))?;
+            let written = file::replace(&self.path, &fresh, false, file::Access::Owner);
+            written.map_err(|e| format!("cannot write it: {e}"))?;
         }
         // Closing the lock file releases the lock.
         drop(lock);
@@ -117,13 +160,7 @@ impl FileStore {
     }
 
     fn lock(&self, timeout: Duration) -> Result<File, String> {
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.lock)
-            .map_err(|e| format!("cannot open `{}`: {e}", self.lock.display()))?;
+        let file = file::open_lock(&self.lock).map_err(|e| format!("cannot open `{}`: {e}", self.lock.display()))?;
         let until = Instant::now() + timeout;
         loop {
             match file.try_lock() {
@@ -135,6 +172,20 @@ impl FileStore {
                 }
                 Err(TryLockError::Error(e)) => return Err(format!("cannot lock `{}`: {e}", self.lock.display())),
             }
+        }
+    }
+
+    /// Makes every origin's values safe to reason with ([`Origin::checked`]),
+    /// saying once per store what was dropped.
+    fn check(&mut self, state: &mut State) {
+        let now = clock::now_ms();
+        let changed: Vec<&str> = state.origins.values_mut().filter_map(|origin| origin.checked(now)).collect();
+        if let (Some(what), false) = (changed.first(), self.checked) {
+            self.checked = true;
+            self.notes.push(format!(
+                "--state: `{}` holds {what}; treated as absent (is something else writing it?)",
+                self.path.display()
+            ));
         }
     }
 

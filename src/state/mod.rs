@@ -150,6 +150,8 @@ pub(crate) struct Shared {
     /// See [`Ask::lease`].
     lease: u64,
     pid: u32,
+    /// A store's answer out of bounds was warned of (once a run).
+    out_of_bounds: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -169,6 +171,7 @@ impl Shared {
             breaker,
             lease: clock::ms(probe_budget + LEASE_MARGIN),
             pid: std::process::id(),
+            out_of_bounds: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -194,7 +197,7 @@ impl Shared {
         };
         let shared = Ask { breaker: Some(self.breaker), ..ask };
         match self.with_store(left, warn, detail, |store, timeout| store.admit(key, &shared, timeout))? {
-            Some(admission) => Ok(admission),
+            Some(admission) => Ok(self.bounded_admission(admission, warn)),
             None => Ok(lock(&self.local).entry(key.to_string()).or_default().admit(clock::now_ms(), &ask)),
         }
     }
@@ -218,7 +221,36 @@ impl Shared {
             breaker: Some(self.breaker),
         };
         // `-v` names a store left alone once an attempt, at its admit.
-        Ok(self.with_store(left, warn, &|_| {}, |store, timeout| store.record(key, &report, timeout))?.flatten())
+        let refusal = self.with_store(left, warn, &|_| {}, |store, timeout| store.record(key, &report, timeout))?;
+        Ok(refusal.flatten().filter(|refusal| self.within_bounds(refusal.retry_in, warn)))
+    }
+
+    /// A store's answer, checked like server advice (the one place for every
+    /// store: the file's values and Redis's scripts' answers alike): a wait or
+    /// a breaker's next try more than a day away is hostile or broken, and
+    /// absent, so one bad value in a shared store cannot sleep a fleet for
+    /// years or crash it.
+    fn bounded_admission(&self, admission: Admission, warn: &dyn Fn(&str)) -> Admission {
+        let ahead = match &admission {
+            Admission::Go { wait, .. } | Admission::TooLate { wait, .. } => *wait,
+            Admission::Open(refusal) => refusal.retry_in,
+        };
+        match self.within_bounds(ahead, warn) {
+            true => admission,
+            false => Admission::Go { wait: 0, why: None },
+        }
+    }
+
+    /// Whether `ms` from now is within a day; warns once a run when it is not.
+    fn within_bounds(&self, ms: u64, warn: &dyn Fn(&str)) -> bool {
+        if ms <= origin::MAX_AHEAD {
+            return true;
+        }
+        if !self.out_of_bounds.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let away = crate::util::text::human(Duration::from_millis(ms.min(u64::MAX / 2)));
+            warn(&format!("--state holds a wait or a breaker time {away} away, past the 24 h cap; treated as absent"));
+        }
+        false
     }
 
     /// The last good body of `url` kept under `key`, for `--fallback last`.

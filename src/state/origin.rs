@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Admission, Ask, Refusal, Report};
-use crate::rules::breaker::{Admit, Breaker};
+use crate::rules::breaker::{Admit, Breaker, Phase};
 use crate::rules::bucket::Bucket;
 use crate::rules::policy::WaitReason;
 
@@ -84,7 +84,47 @@ impl TryFrom<KeptBody> for Kept {
     }
 }
 
+/// The furthest ahead a time read from a state store may be: a server's
+/// advice is honoured for at most this long, and a breaker's cool-down and a
+/// probe's lease are far shorter. A time past it (a year 9999, a lease of
+/// `u64::MAX`) is hostile or broken, and is treated as absent.
+pub(crate) const MAX_AHEAD: u64 = 24 * 3600 * 1000;
+
+/// The most outcomes a breaker's window keeps (`--breaker-window`'s maximum).
+pub(crate) const MAX_WINDOW: usize = 1000;
+
 impl Origin {
+    /// This origin as read from a store, made safe to reason with at `now`:
+    /// a time more than [`MAX_AHEAD`] away is absent (the advice forgotten,
+    /// the breaker closed), and a window longer than [`MAX_WINDOW`] keeps its
+    /// newest outcomes. Says what it changed, if anything.
+    pub(crate) fn checked(&mut self, now: u64) -> Option<&'static str> {
+        let far = |at: u64| at > now.saturating_add(MAX_AHEAD);
+        let mut changed = None;
+        if far(self.not_before) {
+            self.not_before = 0;
+            changed = Some("a wait more than 24 h away");
+        }
+        if far(self.bucket.next_free) {
+            self.bucket = Bucket::default();
+            changed = Some("a rate slot more than 24 h away");
+        }
+        let (Phase::Open { until: at } | Phase::HalfOpen { lease_until: at, .. }) = self.breaker.phase else {
+            return self.cut_window().or(changed);
+        };
+        if far(at) {
+            self.breaker.phase = Phase::Closed;
+            changed = Some("a breaker time more than 24 h away");
+        }
+        self.cut_window().or(changed)
+    }
+
+    fn cut_window(&mut self) -> Option<&'static str> {
+        let extra = self.breaker.window.len().checked_sub(MAX_WINDOW).filter(|extra| *extra > 0)?;
+        self.breaker.window.drain(..extra);
+        Some("a breaker window of more than 1000 outcomes")
+    }
+
     /// Before an attempt at `now`: the breaker first, then the server's "not
     /// before", then the rate slot. Commits the slot (and a probe) only when
     /// it says `Go`.
@@ -152,12 +192,41 @@ impl Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::breaker::{Phase, Sample, Settings};
+    use crate::rules::breaker::{Sample, Settings};
 
     const NOW: u64 = 1_795_000_000_000;
 
     fn ask() -> Ask {
         Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 }
+    }
+
+    #[test]
+    fn values_from_a_store_are_checked_before_anything_reasons_with_them() {
+        let year_9999 = 253_402_300_800_000;
+        let hostile = Origin {
+            bucket: Bucket { next_free: u64::MAX },
+            not_before: year_9999,
+            breaker: Breaker {
+                phase: Phase::HalfOpen { pid: 7, lease_until: u64::MAX },
+                window: (0..1500).map(|n| Sample { ok: n % 2 == 0, latency: n }).collect(),
+                ..Breaker::default()
+            },
+            ..Origin::default()
+        };
+        let mut checked = hostile.clone();
+        assert!(checked.checked(NOW).is_some());
+        assert_eq!((checked.not_before, checked.bucket.next_free, checked.breaker.phase), (0, 0, Phase::Closed));
+        assert_eq!(checked.breaker.window.len(), MAX_WINDOW);
+        assert_eq!(checked.breaker.window.front().map(|s| s.latency), Some(500), "the newest outcomes are kept");
+        // What is within a day stays as it is.
+        let sound = Origin {
+            not_before: NOW + 60_000,
+            breaker: Breaker { phase: Phase::Open { until: NOW + 30_000 }, ..Breaker::default() },
+            ..Origin::default()
+        };
+        let mut same = sound.clone();
+        assert_eq!(same.checked(NOW), None);
+        assert_eq!(same, sound);
     }
 
     #[test]

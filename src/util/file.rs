@@ -1,9 +1,30 @@
-//! Files `poll` writes (`-o`, `--state`): the folder a path is in, and
-//! replacing a file atomically, so that a reader never sees half of one.
+//! Files `poll` writes (`-o`, `--state`) and reads (`-d @FILE`, `--json @FILE`,
+//! `-H @FILE`, `--cacert`, `--fallback @FILE`, the state file), made safe on a
+//! shared machine: a regular file is replaced atomically through a temporary
+//! file created new under a name no one can guess (a link planted in the
+//! folder is never written through), a device or FIFO is written as it is,
+//! and every read is bounded in size and, for what is not a regular file
+//! (a FIFO that never writes), in time.
 
-use std::fs::File;
-use std::io::{self, Write};
-use std::path::Path;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The largest file read: a header file, a body, a CA bundle, a state file.
+pub(crate) const MAX_READ: u64 = 16 << 20;
+
+/// Links followed to find where a path leads, as the kernel's own limit.
+const MAX_LINKS: usize = 40;
+
+/// Who may read a file `poll` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// What a new file gets from the umask, as curl's `-o`; a file replaced keeps its permissions.
+    Umask,
+    /// Its owner only (0600): the state file keeps last good bodies.
+    Owner,
+}
 
 /// The folder `path` is in; `.` for a bare file name.
 pub(crate) fn folder_of(path: &Path) -> &Path {
@@ -25,27 +46,184 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Replaces `path` with `bytes`: a temp file in the same folder, then a
-/// rename over `path`, so a process killed at any moment leaves the old file
-/// or the new one. `durable` adds an fsync before the rename (for `-o`, which
-/// a pipeline reads next); the state file does without, to keep its lock short.
-pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = folder_of(path).join(format!(".{name}.poll-{}.tmp", std::process::id()));
-    let written = File::create(&temp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        if durable { file.sync_all() } else { Ok(()) }
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&temp, path));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&temp);
+/// Where a write to a path goes.
+enum Destination {
+    /// A regular file (or a new one) at this path, links resolved: replaced atomically.
+    File(PathBuf),
+    /// A device, a FIFO or a socket, or a link to one (`/dev/null`, `/dev/stdout`): written as it is.
+    InPlace,
+}
+
+fn destination(path: &Path) -> io::Result<Destination> {
+    match fs::metadata(path) {
+        // The link's target is what is replaced; the link stays.
+        Ok(meta) if meta.is_file() => fs::canonicalize(path).map(Destination::File),
+        Ok(meta) if meta.is_dir() => Err(io::Error::other("it is a folder")),
+        Ok(_) => Ok(Destination::InPlace),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => dangling(path).map(Destination::File),
+        Err(e) => Err(e),
     }
-    renamed
+}
+
+/// Where a path that does not exist yet leads: itself, or where its (dangling) links point.
+fn dangling(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::read_link(&path) {
+            Ok(target) => path = folder_of(&path).join(target),
+            Err(_) => return Ok(path),
+        }
+    }
+    Err(io::Error::other("too many levels of links"))
+}
+
+/// Writes `bytes` to `path`: a regular file is replaced through a temporary
+/// file in its folder, then a rename, so a process killed at any moment leaves
+/// the old file or the new one. `durable` adds an fsync before the rename
+/// (for `-o`, which a pipeline reads next); the state file does without, to
+/// keep its lock short.
+pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool, access: Access) -> io::Result<()> {
+    let target = match destination(path)? {
+        Destination::InPlace => return File::options().write(true).open(path)?.write_all(bytes),
+        Destination::File(target) => target,
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let keeps = fs::metadata(&target).ok().map(|meta| meta.permissions()).filter(|_| access == Access::Umask);
+    // Created with O_EXCL under a random name: no link can be planted where it goes.
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".poll.tmp");
+    if let Some(mode) = imp::new_file_mode(access) {
+        builder.permissions(mode);
+    }
+    let mut temp = builder.tempfile_in(folder_of(&target))?;
+    if let Some(permissions) = keeps {
+        temp.as_file().set_permissions(permissions)?;
+    }
+    temp.write_all(bytes)?;
+    if durable {
+        temp.as_file().sync_all()?;
+    }
+    temp.persist(&target).map(drop).map_err(|e| e.error)
+}
+
+/// Reads at most [`MAX_READ`] bytes of `path`. A regular file is read at
+/// once; anything else (a FIFO, `-d @<(cmd)`, a device) on a thread of its
+/// own that is given up at `until`, so that a writer that never comes cannot
+/// outlast the run's deadline.
+pub(crate) fn read_bounded(path: &Path, until: Option<Instant>) -> io::Result<Vec<u8>> {
+    if fs::metadata(path)?.is_file() {
+        return read_at_most(File::open(path)?);
+    }
+    let (send, receive) = std::sync::mpsc::channel();
+    let owned = path.to_path_buf();
+    std::thread::Builder::new().name("read".into()).spawn(move || {
+        let _ = send.send(File::open(&owned).and_then(read_at_most));
+    })?;
+    let waited = match until {
+        Some(until) => receive.recv_timeout(until.saturating_duration_since(Instant::now())).ok(),
+        None => receive.recv().ok(),
+    };
+    waited.unwrap_or_else(|| Err(io::Error::new(io::ErrorKind::TimedOut, "nothing came before the deadline")))
+}
+
+/// All of `reader`, refused when it holds more than [`MAX_READ`] bytes.
+pub(crate) fn read_at_most(reader: impl Read) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(MAX_READ + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_READ {
+        return Err(io::Error::other(format!("it is larger than {} MiB", MAX_READ >> 20)));
+    }
+    Ok(bytes)
+}
+
+/// Opens (creating it, owner-only) the lock file beside a state file, never through a link.
+pub(crate) fn open_lock(path: &Path) -> io::Result<File> {
+    let mut options = File::options();
+    options.read(true).write(true).create(true).truncate(false);
+    imp::no_link_owner_only(&mut options);
+    options.open(path)
+}
+
+/// Why another user could change `path` (a state file or its lock), if they
+/// can: it, or the link at its name, belongs to someone else, or its group or
+/// everyone may write it. `None` for a path that does not exist yet.
+pub(crate) fn others_may_write(path: &Path) -> Option<String> {
+    imp::others_may_write(path)
+}
+
+#[cfg(unix)]
+mod imp {
+    use std::fs::{OpenOptions, Permissions};
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    use std::path::Path;
+
+    pub(super) fn new_file_mode(access: super::Access) -> Option<Permissions> {
+        Some(Permissions::from_mode(match access {
+            // The umask takes its bits off, as for any file a program creates.
+            super::Access::Umask => 0o666,
+            super::Access::Owner => 0o600,
+        }))
+    }
+
+    pub(super) fn no_link_owner_only(options: &mut OpenOptions) {
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+
+    pub(super) fn others_may_write(path: &Path) -> Option<String> {
+        let me = rustix::process::geteuid().as_raw();
+        let shown = path.display();
+        // The name itself first: a link another user planted is refused whatever it points to.
+        let link = std::fs::symlink_metadata(path).ok()?;
+        if link.uid() != me {
+            return Some(format!(
+                "`{shown}` belongs to user {}, not to you: ask them to remove it, or use a file of your own",
+                link.uid()
+            ));
+        }
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.uid() != me {
+            return Some(format!(
+                "`{shown}` leads to a file of user {}, not yours; use a file of your own",
+                meta.uid()
+            ));
+        }
+        (meta.mode() & 0o022 != 0).then(|| {
+            format!(
+                "`{shown}` may be written by others (mode {:o}); make it yours alone: chmod 600 {shown}",
+                meta.mode() & 0o777
+            )
+        })
+    }
+}
+
+#[cfg(windows)]
+mod imp {
+    //! Windows: files take the folder's access lists; no owner or mode check.
+    use std::fs::{OpenOptions, Permissions};
+    use std::path::Path;
+
+    pub(super) fn new_file_mode(_: super::Access) -> Option<Permissions> {
+        None
+    }
+
+    pub(super) fn no_link_owner_only(_: &mut OpenOptions) {}
+
+    pub(super) fn others_may_write(_: &Path) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn folder(name: &str) -> PathBuf {
+        let folder = std::env::temp_dir().join(format!("poll-file-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&folder);
+        fs::create_dir_all(&folder).expect("temp folder");
+        folder
+    }
 
     #[test]
     fn the_folder_of_a_bare_name_is_here() {
@@ -57,13 +235,41 @@ mod tests {
 
     #[test]
     fn replacing_leaves_no_temp_file() {
-        let folder = std::env::temp_dir().join(format!("poll-file-test-{}", std::process::id()));
-        std::fs::create_dir_all(&folder).expect("temp folder");
+        let folder = folder("replace");
         let path = folder.join("out.json");
-        replace(&path, b"one", true).expect("first write");
-        replace(&path, b"two", false).expect("second write");
-        assert_eq!(std::fs::read(&path).ok(), Some(b"two".to_vec()));
-        assert_eq!(std::fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1));
-        let _ = std::fs::remove_dir_all(&folder);
+        replace(&path, b"one", true, Access::Umask).expect("first write");
+        replace(&path, b"two", false, Access::Owner).expect("second write");
+        assert_eq!(fs::read(&path).ok(), Some(b"two".to_vec()));
+        assert_eq!(fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1));
+        let _ = fs::remove_dir_all(&folder);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_stays_a_link_and_its_target_gets_the_content() {
+        let folder = folder("link");
+        let (target, link) = (folder.join("target.json"), folder.join("link.json"));
+        fs::write(&target, b"old").expect("target");
+        std::os::unix::fs::symlink("target.json", &link).expect("link");
+        replace(&link, b"new", false, Access::Umask).expect("write through the link");
+        assert!(fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+        assert_eq!(fs::read(&target).ok(), Some(b"new".to_vec()));
+        // A dangling link gets its target made.
+        std::os::unix::fs::symlink("made.json", folder.join("dangling.json")).expect("link");
+        replace(&folder.join("dangling.json"), b"made", false, Access::Owner).expect("write");
+        assert_eq!(fs::read(folder.join("made.json")).ok(), Some(b"made".to_vec()));
+        let _ = fs::remove_dir_all(&folder);
+    }
+
+    #[test]
+    fn reads_are_bounded() {
+        let folder = folder("read");
+        let path = folder.join("big");
+        fs::write(&path, vec![b'x'; (MAX_READ + 1) as usize]).expect("big file");
+        let error = read_bounded(&path, None).err().map(|e| e.to_string());
+        assert_eq!(error.as_deref(), Some("it is larger than 16 MiB"));
+        fs::write(&path, b"small").expect("small file");
+        assert_eq!(read_bounded(&path, None).ok(), Some(b"small".to_vec()));
+        let _ = fs::remove_dir_all(&folder);
     }
 }

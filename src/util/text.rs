@@ -4,10 +4,39 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Text from outside (a body, a header, a typed flag) with its control
-/// characters escaped (`\u{1b}`, `\r`): it can neither break a line apart
-/// nor send escape sequences to the terminal.
+/// characters escaped (`\u{1b}`, `\r`), and the invisible ones that change
+/// how a line reads (bidirectional overrides, zero-width characters, line
+/// separators): it can neither break a line apart, send escape sequences to
+/// the terminal, nor show other text than it holds.
 pub(crate) fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || is_invisible(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Characters that show nothing yet change how the text around them reads.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// The longest value a message quotes, in characters.
+const MAX_QUOTED: usize = 200;
+
+/// A value for a message, cut to its first 200 characters (`... N bytes
+/// more`), so that a jq error on a 10 MB body stays one short line.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED) {
+        Some((at, _)) => format!("{}... {} bytes more", &text[..at], text.len() - at),
+        None => text.to_string(),
+    }
 }
 
 /// `text` cut to its first 60 characters, so that a long value (a `--show`
@@ -38,10 +67,17 @@ pub(crate) fn count(n: u32, thing: &str) -> String {
 /// An epoch-ms instant `in_ms` from now for people: RFC 3339 and how far
 /// ahead, e.g. `2026-11-30T01:44:00Z (in 25s)`.
 pub(crate) fn when(now_ms: u64, in_ms: u64) -> String {
-    let stamp = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(now_ms.saturating_add(in_ms)));
-    let secs = in_ms.div_ceil(1000);
-    format!("{stamp} (in {})", humantime::format_duration(Duration::from_secs(secs)))
+    let ahead = humantime::format_duration(Duration::from_secs(in_ms.div_ceil(1000)));
+    // RFC 3339 ends with the year 9999; a time past it (from a hostile store) is said without a date.
+    let at = now_ms.checked_add(in_ms).filter(|at| *at < LAST_RFC3339_MS);
+    match at.and_then(|at| UNIX_EPOCH.checked_add(Duration::from_millis(at))) {
+        Some(at) => format!("{} (in {ahead})", humantime::format_rfc3339_seconds(at)),
+        None => format!("in {ahead}"),
+    }
 }
+
+/// 10000-01-01T00:00:00Z in epoch milliseconds.
+const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
 
 #[cfg(test)]
 mod tests {
@@ -51,6 +87,20 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(printable("a\u{1b}[31mb\r\n"), r"a\u{1b}[31mb\r\n");
         assert_eq!(printable("plain · text"), "plain · text");
+    }
+
+    #[test]
+    fn invisible_characters_are_escaped() {
+        let text = "a\u{202e}b\u{2066}c\u{200b}d\u{feff}e\u{2028}f\u{200d}";
+        assert_eq!(printable(text), r"a\u{202e}b\u{2066}c\u{200b}d\u{feff}e\u{2028}f\u{200d}");
+        assert_eq!(printable("é ü 日本 🙂"), "é ü 日本 🙂");
+    }
+
+    #[test]
+    fn long_values_are_cut_with_what_is_left() {
+        assert_eq!(cut("short"), "short");
+        let long = "x".repeat(5_000);
+        assert_eq!(cut(&long), format!("{}... 4800 bytes more", "x".repeat(200)));
     }
 
     #[test]
@@ -74,5 +124,9 @@ mod tests {
         assert_eq!(when(0, 25_000), "1970-01-01T00:00:25Z (in 25s)");
         assert_eq!(when(0, 90_500), "1970-01-01T00:01:30Z (in 1m 31s)");
         assert_eq!(when(5_000, 0), "1970-01-01T00:00:05Z (in 0s)");
+        assert_eq!(
+            when(u64::MAX, u64::MAX),
+            format!("in {}", humantime::format_duration(Duration::from_secs(u64::MAX / 1000 + 1)))
+        );
     }
 }

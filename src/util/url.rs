@@ -43,7 +43,7 @@ impl<'a> UrlParts<'a> {
 /// to become basic auth so that it never travels in the URL or shows in logs;
 /// a fragment is dropped, as it never goes on the wire.
 pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
-    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::util::text::printable(&redact_userinfo(raw)));
+    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::util::text::printable(&redact(raw)));
     let Some(parts) = UrlParts::split(raw) else {
         return Err(bad("it needs a scheme, e.g. http://host/path or https://host/path"));
     };
@@ -149,6 +149,14 @@ pub(crate) fn is_secret(name: &str) -> bool {
 /// A header value for display.
 pub(crate) fn redact_header<'a>(name: &str, value: &'a str) -> &'a str {
     if is_secret(name) { REDACTED } else { value }
+}
+
+/// A `Name: value` header as typed (`-H`), for messages: the value of a secret one redacted.
+pub(crate) fn redact_header_line(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) if is_secret(name.trim()) => format!("{name}: {REDACTED}"),
+        _ => line.to_string(),
+    }
 }
 
 /// The URL with any `user:password@` replaced, for messages.
