@@ -105,7 +105,7 @@ pub fn flags(data: &[u8]) {
 /// bytes that parse to the same state, or are refused; and the steps a store
 /// takes on what it read never panic.
 pub fn state(data: &[u8]) {
-    if let Ok(mut state) = State::from_json(data) {
+    if let Ok(state) = State::from_json(data) {
         let written = state.to_json();
         let again = State::from_json(&written);
         assert!(
