@@ -19,4 +19,5 @@ mod tool;
 // `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.
 #[allow(unused_imports)]
 pub use cmd::{hermetic, poll, poll_std};
-pub use tool::have_tool;
+#[allow(unused_imports)]
+pub use tool::{have_root, have_tool};

@@ -35,3 +35,23 @@ pub fn have_tool(name: &str, install: &str) -> bool {
     );
     false
 }
+
+/// Whether the tests run as root, which some need (a chown to another user,
+/// mknod). Otherwise as for a missing tool: one `SKIPPED` line, or a failure
+/// with `POLL_TEST_REQUIRE_TOOLS=1` (`.ci/run` runs as root).
+pub fn have_root(what: &str) -> bool {
+    let uid = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.as_deref().is_ok_and(|uid| uid == "0") {
+        return true;
+    }
+    assert!(std::env::var_os(REQUIRE_TOOLS).is_none_or(|v| v != "1"), "{what} needs root ({REQUIRE_TOOLS}=1)");
+    let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}{what} needs root: run the tests as root (set {REQUIRE_TOOLS}=1 to make this a failure)"
+    );
+    false
+}

@@ -1,0 +1,398 @@
+//! End-to-end tests of files on a shared runner and of hostile or odd input:
+//! planted links, the state file's owner and mode, devices and FIFOs, values
+//! out of bounds in `--state`, secrets in usage errors, huge jq errors,
+//! invisible characters, the step summary's Markdown, secret headers across
+//! origins.
+
+mod support;
+
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use support::poll;
+use support::server::{Reply, Server};
+
+const DONE: &str = r#"{"status":"done"}"#;
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A folder of its own for one test, writable by everyone and not sticky (a
+/// shared, careless folder on a self-hosted runner), removed at the end.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let path = std::env::temp_dir().join(format!("poll-hostile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        Folder(path)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    fn text(&self, name: &str) -> String {
+        self.path(name).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Links at every name a temporary file named by a pid would take (the
+/// names `poll` used before, `.NAME.poll-PID.tmp`), all to `victim`.
+fn plant_links(folder: &Folder, name: &str, victim: &Path) {
+    let first = std::process::id();
+    for pid in first..first + 3000 {
+        let _ = std::os::unix::fs::symlink(victim, folder.path(&format!(".{name}.poll-{pid}.tmp")));
+    }
+}
+
+// Files safe on a shared runner.
+
+#[test]
+fn links_planted_where_a_temporary_file_would_go_are_never_written_through() {
+    let folder = Folder::new("planted");
+    let victim = folder.path("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    plant_links(&folder, "state.json", &victim);
+    plant_links(&folder, "out.json", &victim);
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    for _ in 0..3 {
+        let out = poll()
+            .args(["--state", &folder.text("state.json"), "-o", &folder.text("out.json"), &server.url("/")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert_eq!(std::fs::read(folder.path("out.json")).unwrap(), DONE.as_bytes());
+    assert!(std::fs::read_to_string(folder.path("state.json")).unwrap().contains("\"version\": 1"));
+}
+
+#[test]
+fn a_new_state_file_and_its_lock_are_the_owners_alone_and_o_keeps_the_umask() {
+    let folder = Folder::new("modes");
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let poll_bin = env!("CARGO_BIN_EXE_poll");
+    let script = format!(
+        "umask 022; exec '{poll_bin}' --state '{}' -o '{}' '{}'",
+        folder.text("state.json"),
+        folder.text("out.json"),
+        server.url("/")
+    );
+    let out = support::hermetic(&mut Command::new("sh")).args(["-c", &script]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(mode(&folder.path("state.json")), 0o600);
+    assert_eq!(mode(&folder.path("state.json.lock")), 0o600);
+    assert_eq!(mode(&folder.path("out.json")), 0o644, "-o: what the umask gives, as curl");
+    // A state file poll made keeps working, run after run.
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(mode(&folder.path("state.json")), 0o600);
+}
+
+#[test]
+fn a_state_file_others_may_write_is_refused_before_any_request() {
+    let folder = Folder::new("writable");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let state = folder.path("state.json");
+    std::fs::write(&state, br#"{"version":1,"origins":{}}"#).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let shown = state.display();
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: error: --state: `{shown}` may be written by others (mode 666); make it yours alone: chmod 600 {shown}\n"
+        )
+    );
+    // The lock too.
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(folder.path("state.json.lock"), b"").unwrap();
+    std::fs::set_permissions(folder.path("state.json.lock"), std::fs::Permissions::from_mode(0o620)).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("state.json.lock` may be written by others (mode 620)"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_state_file_or_link_of_another_user_is_refused_before_any_request() {
+    if !support::have_root("chown to another user") {
+        return;
+    }
+    let folder = Folder::new("owner");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let state = folder.path("state.json");
+    std::fs::write(&state, br#"{"version":1,"origins":{}}"#).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), None).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("belongs to user 65534, not to you: ask them to remove it"), "{}", stderr(&out));
+    // A link another user planted, to a file of ours: refused whatever it points to.
+    let ours = folder.path("ours.json");
+    std::fs::write(&ours, b"mine").unwrap();
+    let link = folder.path("planted.json");
+    std::os::unix::fs::symlink(&ours, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+    let out = poll().args(["--state", &folder.text("planted.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&ours).unwrap(), b"mine");
+}
+
+// Devices, FIFOs and links as -o and --state.
+
+#[test]
+fn o_writes_a_device_or_a_link_to_one_in_place_and_a_link_to_a_file_stays_a_link() {
+    let folder = Folder::new("devices");
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    // -o /dev/stdout: the body reaches stdout, the link stays.
+    let out = poll().args(["-o", "/dev/stdout", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    let out = poll().args(["-o", "/dev/null", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    // A link to a regular file: its target gets the body, the link stays a link.
+    std::fs::write(folder.path("target.json"), b"old").unwrap();
+    std::os::unix::fs::symlink("target.json", folder.path("link.json")).unwrap();
+    let out = poll().args(["-o", &folder.text("link.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(folder.path("link.json")).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(folder.path("target.json")).unwrap(), DONE.as_bytes());
+}
+
+#[test]
+fn a_device_made_with_mknod_stays_a_device() {
+    if !support::have_root("mknod") {
+        return;
+    }
+    let folder = Folder::new("mknod");
+    let device = folder.path("null");
+    let made = Command::new("mknod").arg(&device).args(["c", "1", "3"]).status().unwrap();
+    assert!(made.success());
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let out = poll().args(["-o", &folder.text("null"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::metadata(&device).unwrap().file_type().is_char_device(), "replaced by a regular file");
+}
+
+#[test]
+fn a_state_path_that_is_no_regular_file_is_a_usage_error_at_once() {
+    let folder = Folder::new("state-device");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let fifo = folder.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for path in ["/dev/zero".to_string(), folder.text("fifo")] {
+        let started = Instant::now();
+        let out = poll().args(["--state", &path, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{path}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is not a regular file"), "{}", stderr(&out));
+        assert!(started.elapsed() < Duration::from_secs(5), "{path}: {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_fifo_that_never_writes_cannot_outlast_the_timeout() {
+    let folder = Folder::new("fifo");
+    let fifo = folder.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    for flag in [["-d", "@"], ["--json", "@"], ["--fallback", "@"]] {
+        let started = Instant::now();
+        let value = format!("{}{}", flag[1], fifo.display());
+        let out = poll().args([flag[0], &value, "--timeout", "1s", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("nothing came before the deadline"), "{}", stderr(&out));
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{flag:?}: {took:?}");
+    }
+    let out = poll().args(["--cacert", &folder.text("fifo"), "--timeout", "1s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_body_file_over_16_mib_is_refused() {
+    let folder = Folder::new("big-body");
+    let big = folder.path("big");
+    std::fs::File::create(&big).unwrap().set_len((16 << 20) + 1).unwrap();
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let out = poll().args(["-d", &format!("@{}", big.display()), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("it is larger than 16 MiB"), "{}", stderr(&out));
+}
+
+// Values out of bounds in --state.
+
+#[test]
+fn a_state_file_with_times_past_the_cap_is_treated_as_absent_once_and_never_crashes() {
+    let folder = Folder::new("times");
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let state = folder.path("state.json");
+    let key = server.origin();
+    let hostile = format!(
+        r#"{{"version":1,"origins":{{"{key}":{{"not_before_ms":253402300800000,"next_slot_ms":18446744073709551615,
+        "breaker":{{"state":"half_open","probe_pid":1,"lease_until_ms":18446744073709551615,"window":[]}}}}}}}}"#
+    );
+    std::fs::write(&state, hostile).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let started = Instant::now();
+    let out =
+        poll().args(["--state", &folder.text("state.json"), "--rate", "10/s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(out.stdout, DONE.as_bytes());
+    let warnings: Vec<String> = stderr(&out).lines().map(str::to_string).collect();
+    assert_eq!(warnings.len(), 1, "said once: {warnings:?}");
+    assert!(warnings[0].contains("more than 24 h away; treated as absent"), "{warnings:?}");
+    // The open breaker of year 9999: absent too, and the breaker's words never need a date past 9999.
+    let open = format!(
+        r#"{{"version":1,"origins":{{"{key}":{{"breaker":{{"state":"open","until_ms":253402300800000,"cooldown_ms":30000,"window":[]}}}}}}}}"#
+    );
+    std::fs::write(&state, open).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside() {
+    let folder = Folder::new("huge");
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let state = folder.path("state.json");
+    let key = server.origin();
+    let window: Vec<String> = (0..100_000).map(|n| format!(r#"{{"ok":true,"ms":{n}}}"#)).collect();
+    let text = format!(
+        r#"{{"version":1,"origins":{{"{key}":{{"breaker":{{"state":"closed","window":[{}]}}}}}}}}"#,
+        window.join(",")
+    );
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let window = kept["origins"][&key]["breaker"]["window"].as_array().unwrap();
+    assert!(window.len() <= 1000, "{}", window.len());
+
+    // 200,000 keys: set aside at once, not read and written on every attempt.
+    let keys: Vec<String> = (0..200_000).map(|n| format!(r#""k{n}":{{}}"#)).collect();
+    std::fs::write(&state, format!(r#"{{"version":1,"origins":{{{}}}}}"#, keys.join(","))).unwrap();
+    let started = Instant::now();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("it holds 200000 keys; a state file holds at most 10000"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+
+    // Over 16 MiB: set aside without reading it whole.
+    std::fs::write(&state, b"").unwrap();
+    std::fs::OpenOptions::new().write(true).open(&state).unwrap().set_len(1 << 30).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("it is larger than 16 MiB"), "{}", stderr(&out));
+    assert!(folder.path("state.json.corrupt.1").exists());
+}
+
+// Secrets, huge values and invisible characters in messages.
+
+#[test]
+fn usage_errors_never_quote_a_secret() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .args(["-H", "Authorization: Bearer s3cr3t-tok\r", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("::error title=poll::"), "{err}");
+    assert!(!err.contains("s3cr3t"), "{err}");
+    assert!(err.contains("Authorization: <redacted>"), "{err}");
+    let out = poll().args(["http://exa mple.test/?api_key=s3cr3t&page=2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).contains("s3cr3t") && stderr(&out).contains("api_key=<redacted>&page=2"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_jq_error_on_a_huge_body_is_one_short_line() {
+    let big: Vec<String> = (0..100_000).map(|n| n.to_string()).collect();
+    let server = Server::start(vec![Reply::json(200, &format!("[{}]", big.join(",")))]).expect_hits_between(1, 50);
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .args(["--until", r#".status=="done""#, "--timeout", "2s", "-i", "100ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out).len());
+    let err = stderr(&out);
+    assert!(err.len() < 2_000, "{} bytes of stderr", err.len());
+    assert_eq!(err.matches("::warning").count(), 1, "{err}");
+    assert!(err.contains(" bytes more"), "{err}");
+}
+
+#[test]
+fn invisible_characters_from_a_server_are_escaped_and_the_step_summary_escapes_markdown() {
+    let folder = Folder::new("summary");
+    let summary = folder.path("summary.md");
+    // Within --show's 60 characters.
+    let body = r#"{"status":"pending","note":"\u202eev\u200b $x$ $$y$$ @oc :warning: https://e.t www.e.t me@e.t"}"#;
+    let server = Server::start(vec![Reply::json(200, body)]).expect_hits_between(1, 20);
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["-v", "--until", ".done", "--show", ".note", "--timeout", "500ms", "-i", "100ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{202e}') && !err.contains('\u{200b}'), "{err:?}");
+    assert!(err.contains(r"\u{202e}ev\u{200b}"), "{err}");
+    let table = std::fs::read_to_string(&summary).unwrap();
+    let row = table.lines().find(|line| line.starts_with("| `")).unwrap();
+    assert!(row.contains(r"\$x\$ \$\$y\$\$ \@oc \:warning\: https\://e.t www\.e.t me\@e.t"), "{row}");
+    assert!(!row.contains('\u{202e}') && row.contains(r"\\u{202e}"), "{row}");
+}
+
+// Secret headers across origins.
+
+#[test]
+fn every_header_poll_redacts_is_dropped_by_a_redirect_to_another_origin() {
+    let elsewhere = Server::start(vec![Reply::json(200, DONE)]);
+    let server = Server::start(vec![Reply::redirect(302, &elsewhere.url("/there"))]);
+    let headers =
+        ["PRIVATE-TOKEN: a", "X-Api-Key: b", "Api-Key: c", "X-Auth-Token: d", "X-Vault-Token: e", "X-Tenant: 7"];
+    let mut command = poll();
+    for header in headers {
+        command.args(["-H", header]);
+    }
+    let out = command.arg(server.url("/here")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let there = &elsewhere.requests()[0];
+    for name in ["private-token", "x-api-key", "api-key", "x-auth-token", "x-vault-token"] {
+        assert_eq!(there.header(name), None, "{name} crossed to another origin");
+        assert!(server.requests()[0].header(name).is_some(), "{name} went to its own origin");
+    }
+    assert_eq!(there.header("x-tenant"), Some("7"));
+
+    // A --submit status URL on another origin gets none of them either, unless --location-trusted.
+    let status = Server::start(vec![Reply::json(200, r#"{"status":"succeeded"}"#)]);
+    let submit = Server::start(vec![Reply::status(202).header("Operation-Location", &status.url("/ops/1"))]);
+    let out = poll()
+        .args(["--submit", "-d", "{}", "-H", "X-Api-Key: b", "-i", "10ms", &submit.url("/jobs")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(status.requests()[0].header("x-api-key"), None);
+}
