@@ -674,3 +674,27 @@ fn a_body_on_a_stdout_line_keeps_its_key_order() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
+
+#[test]
+fn a_deadline_over_many_urls_names_three_and_counts_the_rest_while_the_json_log_keeps_every_one() {
+    let server = Server::start(vec![Reply::json(200, PENDING)]).expect_hits_between(12, 200);
+    let urls: Vec<String> = (0..12).map(|n| server.url(&format!("/job/{n}"))).collect();
+    let out = poll().args(["--until", UNTIL_DONE, "-i", "200ms", "--timeout", "700ms"]).args(&urls).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let named: Vec<String> = urls[..3].iter().map(|url| format!("{url} (last: 200 pending)")).collect();
+    assert_eq!(
+        err,
+        format!(
+            "poll: error: deadline reached with 12 of 12 URLs still pending: {} and 9 more (raise --timeout to wait longer)\n",
+            named.join(", ")
+        )
+    );
+    let out = poll()
+        .args(["--until", UNTIL_DONE, "-i", "200ms", "--timeout", "700ms", "--log-format", "json"])
+        .args(&urls)
+        .output()
+        .unwrap();
+    let last: Value = stderr(&out).lines().last().map(|line| serde_json::from_str(line).unwrap()).unwrap();
+    assert_eq!(last["targets"].as_array().map(Vec::len), Some(12));
+}

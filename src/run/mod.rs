@@ -535,6 +535,31 @@ fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
         "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
         pending.len(),
         loops.targets.len(),
-        pending.join(", ")
+        first_few(&pending)
     )
+}
+
+/// How many URLs a line names before it counts the rest: the JSON log's final
+/// object and the step summary name every one.
+const NAMED_IN_A_LINE: usize = 3;
+
+/// `a, b, c and 997 more`: one line stays short however many URLs there are.
+fn first_few(items: &[String]) -> String {
+    match items.len().checked_sub(NAMED_IN_A_LINE) {
+        Some(rest) if rest > 0 => format!("{} and {rest} more", items[..NAMED_IN_A_LINE].join(", ")),
+        _ => items.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_the_first_three_urls_and_counts_the_rest() {
+        let urls: Vec<String> = (1..=1000).map(|n| format!("http://h/{n}")).collect();
+        assert_eq!(first_few(&urls), "http://h/1, http://h/2, http://h/3 and 997 more");
+        assert_eq!(first_few(&urls[..3]), "http://h/1, http://h/2, http://h/3");
+        assert_eq!(first_few(&urls[..1]), "http://h/1");
+    }
 }
