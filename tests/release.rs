@@ -246,6 +246,14 @@ fn binstall_fetches_the_archives_the_release_publishes() {
 }
 
 #[test]
+fn readme_states_the_minimum_rust_version_cargo_toml_declares() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let rust = package()["rust_version"].as_str().expect("Cargo.toml's rust-version");
+    assert!(words.contains(&format!("(Rust {rust} or newer)")), "README does not say Rust {rust} or newer");
+}
+
+#[test]
 fn the_action_and_the_powershell_installer_name_the_repository_cargo_toml_names() {
     if !have_release_tools() {
         return;
