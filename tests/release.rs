@@ -1,5 +1,5 @@
 //! The release as users get it, tested against a release made here and served on 127.0.0.1:
-//! dist's plan and workflow name every target (`dist-workspace.toml`), binstall's templates name
+//! dist's plan and workflow name every target (`[workspace.metadata.dist]` in Cargo.toml), binstall's templates name
 //! the archives dist makes, dist's shell installer installs from a loopback release (or refuses
 //! a wrong checksum, or an unreachable server, with a clear line), and the steps of `action.yml`
 //! and of `.github/workflows/release-extras.yml` run here as the runner would run them.
@@ -11,7 +11,7 @@
 //! SHA-256, as the workflow's global job renders it from the local jobs' manifests. Nothing
 //! reaches GitHub: `POLL_DOWNLOAD_URL` points the installer and the action at the test server.
 //!
-//! Tools: `dist` (cargo-dist, pinned in `dist-workspace.toml`), Python's PyYAML (to read the
+//! Tools: `dist` (cargo-dist, the version Cargo.toml pins), Python's PyYAML (to read the
 //! workflows), `curl`, `tar`, `sha256sum`, `git` and `jq`; `.ci/run` installs them.
 
 mod support;
@@ -26,7 +26,7 @@ use support::have_tool;
 use support::process::Folder;
 use support::server::{Reply, Server};
 
-/// The dist that `dist-workspace.toml` pins; the installer must come from this one.
+/// The dist that Cargo.toml pins (`cargo-dist-version`); the installer must come from this one.
 const DIST: &str = "0.34.0";
 const INSTALL_DIST: &str = "cargo install cargo-dist --version 0.34.0 --locked";
 /// Every target the release builds, as the issue and the contract list them.
@@ -63,7 +63,9 @@ fn have_pyyaml() -> bool {
     );
     if !ok {
         let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
-        eprintln!("SKIPPED: {test}python3's yaml module is not installed; {install}");
+        eprintln!(
+            "SKIPPED: {test}python3's yaml module is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this a failure)"
+        );
     }
     ok
 }
@@ -79,7 +81,7 @@ fn have_release_tools() -> bool {
         && have_pyyaml()
 }
 
-/// A YAML file of the repository, read by PyYAML (YAML 1.1, as GitHub reads it) and handed over as JSON.
+/// A YAML file of the repository, read by PyYAML and handed over as JSON.
 fn yaml(file: &str) -> Value {
     let out = Command::new("python3")
         .args(["-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)"])
@@ -130,7 +132,7 @@ fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
     if !have_release_tools() {
         return;
     }
-    // Valid YAML, and what `dist generate` makes of dist-workspace.toml today.
+    // Valid YAML, and what `dist generate` makes of Cargo.toml's settings today.
     let workflow = yaml(".github/workflows/release.yml");
     dist(&["generate", "--check"], None);
     // PyYAML reads the bare key `on` as true, as YAML 1.1 does; GitHub reads it as `on`.
