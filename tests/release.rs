@@ -1,0 +1,686 @@
+//! The release as users get it, tested against a release made here and served on 127.0.0.1:
+//! dist's plan and workflow name every target (`[workspace.metadata.dist]` in Cargo.toml), binstall's templates name
+//! the archives dist makes, dist's shell installer installs from a loopback release (or refuses
+//! a wrong checksum, or an unreachable server, with a clear line), and the steps of `action.yml`
+//! and of `.github/workflows/release-extras.yml` run here as the runner would run them.
+//!
+//! The release folder is the one the workflow publishes, for this machine's target: the archive
+//! `poll-TARGET.tar.gz` packed from the debug build of `poll` with the files dist's plan puts in
+//! it, in dist's layout (everything under `poll-TARGET/`), and the installer rendered by the
+//! pinned dist (`dist build --artifacts=global`) from a manifest that gives that archive's
+//! SHA-256, as the workflow's global job renders it from the local jobs' manifests. Nothing
+//! reaches GitHub: `POLL_DOWNLOAD_URL` points the installer and the action at the test server.
+//!
+//! Tools: `dist` (cargo-dist, the version Cargo.toml pins), Python's PyYAML (to read the
+//! workflows), `curl`, `tar`, `sha256sum`, `git` and `jq`; `.ci/run` installs them.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+use support::have_tool;
+use support::process::Folder;
+use support::server::{Reply, Server};
+
+/// The dist that Cargo.toml pins (`cargo-dist-version`); the installer must come from this one.
+const DIST: &str = "0.34.0";
+const INSTALL_DIST: &str = "cargo install cargo-dist --version 0.34.0 --locked";
+/// Every target the release builds, as the issue and the contract list them.
+const TARGETS: [&str; 7] = [
+    "x86_64-unknown-linux-gnu",
+    "aarch64-unknown-linux-gnu",
+    "x86_64-unknown-linux-musl",
+    "aarch64-unknown-linux-musl",
+    "x86_64-apple-darwin",
+    "aarch64-apple-darwin",
+    "x86_64-pc-windows-msvc",
+];
+/// What a clean environment for the scripts holds on PATH: the system's own programs.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Whether Python and its PyYAML are there, as `have_tool` tells of a program.
+fn have_pyyaml() -> bool {
+    if !have_tool("python3", "apt-get install python3") {
+        return false;
+    }
+    let ok = Command::new("python3").args(["-c", "import yaml"]).output().is_ok_and(|out| out.status.success());
+    let install = "pip install pyyaml (or apt-get install python3-yaml)";
+    assert!(
+        ok || std::env::var_os("POLL_TEST_REQUIRE_TOOLS").is_none_or(|v| v != "1"),
+        "PyYAML is required (POLL_TEST_REQUIRE_TOOLS=1): {install}"
+    );
+    if !ok {
+        let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
+        eprintln!(
+            "SKIPPED: {test}python3's yaml module is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this a failure)"
+        );
+    }
+    ok
+}
+
+/// Every tool the release tests run; false (after one `SKIPPED` line) when one is missing.
+fn have_release_tools() -> bool {
+    have_tool("dist", INSTALL_DIST)
+        && have_tool("curl", "apt-get install curl")
+        && have_tool("tar", "apt-get install tar")
+        && have_tool("sha256sum", "apt-get install coreutils")
+        && have_tool("git", "apt-get install git")
+        && have_tool("jq", "apt-get install jq")
+        && have_pyyaml()
+}
+
+/// A YAML file of the repository, read by PyYAML and handed over as JSON.
+fn yaml(file: &str) -> Value {
+    let out = Command::new("python3")
+        .args(["-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)"])
+        .arg(root().join(file))
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "{file} is not valid YAML: {}", text(&out).1);
+    serde_json::from_slice(&out.stdout).expect("PyYAML's JSON")
+}
+
+/// `dist` in the repository, with `args`; it must be the pinned version.
+fn dist(args: &[&str], target_dir: Option<&Path>) -> Output {
+    let mut cmd = Command::new("dist");
+    cmd.args(args).current_dir(root()).stdin(Stdio::null());
+    if let Some(dir) = target_dir {
+        // dist writes its release folder in cargo's target directory: the test's own, not the repository's.
+        cmd.env("CARGO_TARGET_DIR", dir);
+    }
+    let out = cmd.output().expect("run dist");
+    assert!(out.status.success(), "dist {args:?} failed: {}", text(&out).1);
+    out
+}
+
+/// dist's plan of the release (its `dist-manifest.json`), made once.
+fn plan() -> &'static Value {
+    static PLAN: OnceLock<Value> = OnceLock::new();
+    PLAN.get_or_init(|| {
+        let version = dist(&["--version"], None);
+        assert_eq!(text(&version).0.trim(), format!("cargo-dist {DIST}"), "{INSTALL_DIST}");
+        serde_json::from_slice(&dist(&["plan", "--output-format=json"], None).stdout).expect("dist's plan is JSON")
+    })
+}
+
+/// The archive artifacts of the plan, with their targets.
+fn archives() -> Vec<(String, &'static Value)> {
+    let artifacts = plan()["artifacts"].as_object().expect("the plan's artifacts");
+    let archives = artifacts.values().filter(|a| a["kind"] == "executable-zip");
+    archives.map(|a| (a["target_triples"][0].as_str().expect("a target").to_string(), a)).collect()
+}
+
+/// This machine's Linux target, which the installer will pick.
+fn host_target() -> String {
+    format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+}
+
+#[test]
+fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
+    if !have_release_tools() {
+        return;
+    }
+    // Valid YAML, and what `dist generate` makes of Cargo.toml's settings today.
+    let workflow = yaml(".github/workflows/release.yml");
+    dist(&["generate", "--check"], None);
+    // PyYAML reads the bare key `on` as true, as YAML 1.1 does; GitHub reads it as `on`.
+    let on = &workflow["true"];
+    assert!(on["push"]["tags"].is_array(), "release.yml runs on a version tag: {on}");
+    let jobs = workflow["jobs"].as_object().expect("release.yml's jobs");
+    for job in ["plan", "build-local-artifacts", "custom-release-extras", "build-global-artifacts", "host", "announce"]
+    {
+        assert!(jobs.contains_key(job), "release.yml lacks the job {job}");
+    }
+    assert_eq!(jobs["custom-release-extras"]["uses"], "$/.github/workflows/release-extras.yml");
+
+    // The build matrix is dist's plan: one job a target, on a runner of its system.
+    let matrix = plan()["ci"]["github"]["artifacts_matrix"]["include"].as_array().expect("the plan's matrix");
+    let mut built = BTreeSet::new();
+    for entry in matrix {
+        let runner = entry["runner"].as_str().unwrap();
+        for target in entry["targets"].as_array().unwrap() {
+            let target = target.as_str().unwrap();
+            let system = if target.contains("linux") {
+                "ubuntu-"
+            } else if target.contains("apple") {
+                "macos-"
+            } else {
+                "windows-"
+            };
+            assert!(runner.starts_with(system), "{target} builds on {runner}");
+            built.insert(target.to_string());
+        }
+    }
+    assert_eq!(built, TARGETS.iter().map(|t| t.to_string()).collect::<BTreeSet<_>>());
+
+    // Each archive holds poll, the man page, the completions, README and the licences, with a SHA-256 sum.
+    let archives = archives();
+    assert_eq!(archives.len(), TARGETS.len());
+    for (target, archive) in &archives {
+        let name = archive["name"].as_str().unwrap();
+        let suffix = if target.contains("windows") { ".zip" } else { ".tar.gz" };
+        assert_eq!(name, format!("poll-{target}{suffix}"));
+        let assets: BTreeSet<&str> =
+            archive["assets"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+        let exe = if target.contains("windows") { "poll.exe" } else { "poll" };
+        let want = BTreeSet::from([exe, "man", "completions", "README.md", "LICENSE-MIT", "LICENSE-APACHE"]);
+        assert_eq!(assets, want, "{name}");
+        assert_eq!(plan()["artifacts"][format!("{name}.sha256")]["kind"], "checksum", "{name} has no .sha256");
+    }
+    assert!(plan()["artifacts"]["poll-installer.sh"].is_object(), "the plan has no shell installer");
+
+    // What dist does not make: a .deb a Linux architecture, from the musl builds, and the PowerShell installer.
+    let extras = yaml(".github/workflows/release-extras.yml");
+    assert!(extras["true"]["workflow_call"]["inputs"]["plan"].is_object());
+    let debs: Vec<&str> = extras["jobs"]["deb"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(debs, ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"]);
+    assert!(extras["jobs"]["powershell-installer"].is_object());
+}
+
+/// The repository's URL as Cargo.toml gives it, with the package's metadata.
+fn package() -> &'static Value {
+    static PACKAGE: OnceLock<Value> = OnceLock::new();
+    PACKAGE.get_or_init(|| {
+        let out = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+            .current_dir(root())
+            .output()
+            .expect("run cargo metadata");
+        assert!(out.status.success(), "{}", text(&out).1);
+        let metadata: Value = serde_json::from_slice(&out.stdout).unwrap();
+        metadata["packages"].as_array().unwrap().iter().find(|p| p["name"] == "poll").unwrap().clone()
+    })
+}
+
+fn repository() -> &'static str {
+    package()["repository"].as_str().expect("Cargo.toml names the repository")
+}
+
+#[test]
+fn binstall_fetches_the_archives_the_release_publishes() {
+    if !have_release_tools() {
+        return;
+    }
+    let meta = &package()["metadata"]["binstall"];
+    let version = package()["version"].as_str().unwrap();
+    for (target, archive) in archives() {
+        // binstall's per-target overrides, then its template keys.
+        let over = &meta["overrides"][&target];
+        let pick = |key: &str| over[key].as_str().or(meta[key].as_str()).unwrap_or_else(|| panic!("no {key}"));
+        let (suffix, exe) = match pick("pkg-fmt") {
+            "tgz" => (".tar.gz", ""),
+            "zip" => (".zip", ".exe"),
+            other => panic!("{target}: unexpected pkg-fmt {other}"),
+        };
+        let fill = |template: &str| {
+            template
+                .replace("{ repo }", repository())
+                .replace("{ version }", version)
+                .replace("{ name }", "poll")
+                .replace("{ bin }", "poll")
+                .replace("{ target }", &target)
+                .replace("{ archive-suffix }", suffix)
+                .replace("{ binary-ext }", if target.contains("windows") { ".exe" } else { "" })
+        };
+        let name = archive["name"].as_str().unwrap();
+        assert_eq!(fill(pick("pkg-url")), format!("{}/releases/download/v{version}/{name}", repository()));
+        // dist's layout: a tarball holds one folder named after it, a zip holds its files at the top.
+        let bin = if suffix == ".zip" { format!("poll{exe}") } else { format!("poll-{target}/poll") };
+        assert_eq!(fill(pick("bin-dir")), bin, "{target}");
+    }
+}
+
+#[test]
+fn readme_states_the_minimum_rust_version_cargo_toml_declares() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let rust = package()["rust_version"].as_str().expect("Cargo.toml's rust-version");
+    assert!(words.contains(&format!("(Rust {rust} or newer)")), "README does not say Rust {rust} or newer");
+}
+
+#[test]
+fn the_action_and_the_powershell_installer_name_the_repository_cargo_toml_names() {
+    if !have_release_tools() {
+        return;
+    }
+    let action = std::fs::read_to_string(root().join("action.yml")).unwrap();
+    let ps1 = std::fs::read_to_string(root().join("install/poll-installer.ps1")).unwrap();
+    assert_eq!(action.matches("https://github.com/").count(), action.matches(repository()).count());
+    assert_eq!(action.matches(repository()).count(), 2, "one for each step of action.yml");
+    assert!(ps1.contains(&format!("$PollRepository = '{}'", repository())));
+}
+
+/// A release folder for this machine, and what the test server serves of it: made once, and
+/// each test given its own folder beside it.
+struct Release {
+    folder: Folder,
+    built: &'static Built,
+}
+
+/// The archive for this machine and dist's installer that names its SHA-256.
+struct Built {
+    /// `poll-TARGET.tar.gz`
+    name: String,
+    archive: Vec<u8>,
+    sha256: String,
+    installer: Vec<u8>,
+}
+
+/// Runs `program` with `args` and fails the test unless it succeeds.
+fn must(program: &str, args: &[&str], cwd: &Path) -> Output {
+    let out = Command::new(program).args(args).current_dir(cwd).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", text(&out).1);
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    }
+}
+
+/// Packs the archive for `target` in `folder`, as dist does: each asset of the plan (the debug
+/// `poll` for the executable, the repository's file or folder for the rest) in `poll-TARGET/`.
+/// `extra` adds a file, to make an archive whose SHA-256 differs.
+fn pack(folder: &Folder, target: &str, extra: Option<&str>) -> (String, Vec<u8>) {
+    let (_, archive) = archives().into_iter().find(|(t, _)| t == target).expect("the plan builds this target");
+    let name = archive["name"].as_str().unwrap().to_string();
+    let top = name.trim_end_matches(".tar.gz");
+    let stage = folder.path(&format!("stage-{}", extra.is_some()));
+    let inside = stage.join(top);
+    std::fs::create_dir_all(&inside).unwrap();
+    for asset in archive["assets"].as_array().unwrap() {
+        let path = asset["path"].as_str().unwrap();
+        let source =
+            if asset["kind"] == "executable" { PathBuf::from(env!("CARGO_BIN_EXE_poll")) } else { root().join(path) };
+        copy_tree(&source, &inside.join(path));
+    }
+    if let Some(extra) = extra {
+        std::fs::write(inside.join(extra), "not in the release\n").unwrap();
+    }
+    let file = folder.path(&format!("{}{name}", if extra.is_some() { "other-" } else { "" }));
+    must("tar", &["-czf", file.to_str().unwrap(), "-C", stage.to_str().unwrap(), top], &root());
+    (name, std::fs::read(file).unwrap())
+}
+
+fn sha256(bytes: &[u8], folder: &Folder) -> String {
+    let file = folder.path("to-hash");
+    std::fs::write(&file, bytes).unwrap();
+    let out = must("sha256sum", &[file.to_str().unwrap()], &root());
+    text(&out).0.split_whitespace().next().unwrap().to_string()
+}
+
+impl Built {
+    fn get() -> &'static Built {
+        static BUILT: OnceLock<Built> = OnceLock::new();
+        BUILT.get_or_init(|| {
+            let folder = Folder::new("release");
+            let target = host_target();
+            let (name, archive) = pack(&folder, &target, None);
+            let sha256 = sha256(&archive, &folder);
+            // The local build's manifest, as each build job of the workflow leaves one for the global job.
+            let target_dir = folder.path("target");
+            let distrib = target_dir.join("distrib");
+            std::fs::create_dir_all(&distrib).unwrap();
+            let local = json!({ "artifacts": { &name: {
+                "name": &name, "kind": "executable-zip", "target_triples": [&target], "checksums": { "sha256": &sha256 },
+            }}});
+            std::fs::write(distrib.join(format!("{target}-dist-manifest.json")), local.to_string()).unwrap();
+            dist(&["build", "--artifacts=global", "--output-format=json"], Some(&target_dir));
+            let installer = std::fs::read(distrib.join("poll-installer.sh")).expect("dist rendered poll-installer.sh");
+            let sums = std::fs::read_to_string(distrib.join("sha256.sum")).expect("dist wrote sha256.sum");
+            assert!(sums.lines().any(|l| l == format!("{sha256} *{name}")), "{sums}");
+            Built { name, archive, sha256, installer }
+        })
+    }
+}
+
+impl Release {
+    fn new(name: &str) -> Release {
+        Release { built: Built::get(), folder: Folder::new(name) }
+    }
+
+    fn installer_path(&self) -> PathBuf {
+        let path = self.folder.path("poll-installer.sh");
+        std::fs::write(&path, &self.built.installer).unwrap();
+        path
+    }
+
+    /// A folder of the test's, made empty.
+    fn dir(&self, name: &str) -> PathBuf {
+        let path = self.folder.path(name);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    }
+}
+
+/// A command with nothing of this process's environment but what is given: a home folder of the
+/// test's, the system's PATH, and `env`.
+fn clean(program: &str, home: &Path, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear().env("HOME", home).env("PATH", SYSTEM_PATH).stdin(Stdio::null());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+fn run_installer(release: &Release, home: &Path, env: &[(&str, &str)]) -> Output {
+    clean("sh", home, env).arg(release.installer_path()).output().expect("run sh")
+}
+
+/// The installed binary is the debug build, and runs.
+fn assert_installed(bin: &Path) {
+    assert_eq!(
+        std::fs::read(bin).ok(),
+        std::fs::read(env!("CARGO_BIN_EXE_poll")).ok(),
+        "{} is not poll",
+        bin.display()
+    );
+    let out = Command::new(bin).arg("--version").output().expect("run the installed poll");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out).0, format!("poll {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+fn archive_route(release: &Release) -> String {
+    format!("/{}", release.built.name)
+}
+
+#[test]
+fn the_shell_installer_installs_to_poll_install_dir_and_appends_it_to_github_path() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = Release::new("install-dir");
+    let server =
+        Server::routes(vec![(&archive_route(&release), vec![Reply::status(200).body(release.built.archive.clone())])])
+            .expect_hits(1);
+    let home = release.dir("home");
+    let bin = release.folder.path("tools/bin");
+    let github_path = release.folder.path("github_path");
+    std::fs::write(&github_path, "").unwrap();
+    let out = run_installer(
+        &release,
+        &home,
+        &[
+            ("POLL_DOWNLOAD_URL", &server.origin()),
+            ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+            ("GITHUB_PATH", github_path.to_str().unwrap()),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("installing to {}", bin.display())), "{stdout}");
+    assert_installed(&bin.join("poll"));
+    assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 1, "only poll goes to the install folder");
+    assert_eq!(std::fs::read_to_string(&github_path).unwrap(), format!("{}\n", bin.display()));
+    let requests = server.requests();
+    assert_eq!(requests[0].method, "GET");
+    assert_eq!(requests[0].path, archive_route(&release));
+}
+
+#[test]
+fn the_shell_installer_installs_to_local_bin_by_default() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = Release::new("install-default");
+    let server =
+        Server::routes(vec![(&archive_route(&release), vec![Reply::status(200).body(release.built.archive.clone())])])
+            .expect_hits(1);
+    let home = release.dir("home");
+    let out = run_installer(&release, &home, &[("POLL_DOWNLOAD_URL", &server.origin())]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_installed(&home.join(".local/bin/poll"));
+}
+
+#[test]
+fn the_shell_installer_refuses_an_archive_whose_sha256_is_not_the_release_s() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = Release::new("install-checksum");
+    let (_, other) = pack(&release.folder, &host_target(), Some("EXTRA"));
+    let got = sha256(&other, &release.folder);
+    assert_ne!(got, release.built.sha256);
+    let server = Server::routes(vec![(&archive_route(&release), vec![Reply::status(200).body(other)])]).expect_hits(1);
+    let home = release.dir("home");
+    let bin = release.dir("bin");
+    let github_path = release.folder.path("github_path");
+    std::fs::write(&github_path, "").unwrap();
+    let out = run_installer(
+        &release,
+        &home,
+        &[
+            ("POLL_DOWNLOAD_URL", &server.origin()),
+            ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+            ("GITHUB_PATH", github_path.to_str().unwrap()),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("ERROR: checksum mismatch\n"), "{stderr}");
+    assert!(stderr.contains(&format!("want: {}\n", release.built.sha256)), "{stderr}");
+    assert!(stderr.contains(&format!("got:  {got}")), "{stderr}");
+    assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 0, "nothing is installed");
+    assert_eq!(std::fs::read_to_string(&github_path).unwrap(), "");
+}
+
+/// A loopback port that nothing listens on: taken from the system, then let go.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn the_shell_installer_says_which_url_it_could_not_download() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = Release::new("install-unreachable");
+    let home = release.dir("home");
+    let bin = release.dir("bin");
+    let mirror = format!("http://127.0.0.1:{}", free_port());
+    let out =
+        run_installer(&release, &home, &[("POLL_DOWNLOAD_URL", &mirror), ("POLL_INSTALL_DIR", bin.to_str().unwrap())]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    // dist's installer says it after curl's own line.
+    let line = format!("failed to download {mirror}/{}", release.built.name);
+    assert!(stderr.lines().any(|l| l == line), "{stderr}");
+    assert!(stderr.contains(&format!("Failed to connect to 127.0.0.1 port {}", &mirror[17..])), "{stderr}");
+    assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 0, "nothing is installed");
+}
+
+/// The value of a step's `env` entry or `if`, for the expressions these files use; any other
+/// makes the test fail, so that a new one is taught here before it is trusted.
+fn expression(value: &str, inputs: &[(&str, &str)]) -> String {
+    let Some(inner) = value.strip_prefix("${{").and_then(|v| v.strip_suffix("}}")) else {
+        assert!(!value.contains("${{"), "an expression inside a value: {value}");
+        return value.to_string();
+    };
+    let name = inner.trim().strip_prefix("inputs.").unwrap_or_else(|| panic!("unknown expression {value}"));
+    inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()).unwrap_or_else(|| panic!("no input {name}"))
+}
+
+/// Whether a step with this `if` runs on `os`.
+fn runs_on(condition: Option<&str>, os: &str) -> bool {
+    let Some(condition) = condition else { return true };
+    let (op, other) = if let Some((_, v)) = condition.split_once("runner.os == ") {
+        (true, v)
+    } else if let Some((_, v)) = condition.split_once("runner.os != ") {
+        (false, v)
+    } else {
+        panic!("unknown condition {condition}");
+    };
+    (other.trim().trim_matches('\'') == os) == op
+}
+
+/// Runs one `shell: bash` step as GitHub's runner does: its script in a file, run by
+/// `bash --noprofile --norc -eo pipefail`, with the step's `env` over the runner's.
+fn run_step(step: &Value, inputs: &[(&str, &str)], runner_env: &[(&str, &str)], home: &Path, cwd: &Path) -> Output {
+    assert_eq!(step["shell"], "bash", "{step}");
+    let script = step["run"].as_str().expect("a run step");
+    assert!(!script.contains("${{"), "an expression pasted into a script: {script}");
+    let file = home.join(format!("step-{}.sh", std::process::id()));
+    std::fs::write(&file, script).unwrap();
+    let mut cmd = clean("bash", home, runner_env);
+    cmd.args(["--noprofile", "--norc", "-eo", "pipefail"]).arg(&file).current_dir(cwd);
+    for (key, value) in step["env"].as_object().into_iter().flatten() {
+        cmd.env(key, expression(value.as_str().unwrap(), inputs));
+    }
+    cmd.output().expect("run bash")
+}
+
+/// The steps of action.yml that run on `os`.
+fn action_steps(os: &str) -> Vec<Value> {
+    let action = yaml("action.yml");
+    assert_eq!(action["runs"]["using"], "composite");
+    let steps = action["runs"]["steps"].as_array().expect("steps").clone();
+    steps.into_iter().filter(|s| runs_on(s["if"].as_str(), os)).collect()
+}
+
+/// The environment a Linux runner gives a step, with the folders of a test's.
+fn runner_env<'a>(home: &'a Path, github_path: &'a Path, mirror: &'a str) -> Vec<(&'static str, &'a str)> {
+    vec![
+        ("CI", "true"),
+        ("GITHUB_ACTIONS", "true"),
+        ("RUNNER_OS", "Linux"),
+        ("RUNNER_TEMP", home.to_str().unwrap()),
+        ("GITHUB_PATH", github_path.to_str().unwrap()),
+        ("POLL_DOWNLOAD_URL", mirror),
+    ]
+}
+
+#[test]
+fn the_action_installs_poll_on_path_for_the_next_steps() {
+    if !have_release_tools() {
+        return;
+    }
+    let action = yaml("action.yml");
+    assert_eq!(action["inputs"]["version"]["default"], "latest");
+    let release = Release::new("action");
+    let server = Server::routes(vec![
+        ("/poll-installer.sh", vec![Reply::status(200).body(release.built.installer.clone())]),
+        (&archive_route(&release), vec![Reply::status(200).body(release.built.archive.clone())]),
+    ])
+    .expect_hits(2);
+    let home = release.dir("home");
+    let github_path = release.folder.path("github_path");
+    std::fs::write(&github_path, "").unwrap();
+    let origin = server.origin();
+    let env = runner_env(&home, &github_path, &origin);
+    let steps = action_steps("Linux");
+    assert_eq!(steps.len(), 1, "one step on Linux");
+    let out = run_step(&steps[0], &[("version", "latest")], &env, &home, &home);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/poll-installer.sh".to_string(), archive_route(&release)]);
+
+    // The next step finds it on PATH: the runner puts GITHUB_PATH's lines in front.
+    let added = std::fs::read_to_string(&github_path).unwrap();
+    let bin = home.join(".local/bin");
+    assert_eq!(added, format!("{}\n", bin.display()));
+    let out = clean("sh", &home, &[("PATH", &format!("{}:{SYSTEM_PATH}", added.trim()))])
+        .args(["-c", "command -v poll && poll --version"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out).0, format!("{}\npoll {}\n", bin.join("poll").display(), env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn the_action_refuses_a_version_that_is_none_before_any_download() {
+    if !have_release_tools() {
+        return;
+    }
+    let server = Server::start(vec![Reply::status(404)]).expect_hits(0);
+    let folder = Folder::new("action-version");
+    let home = folder.path("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let github_path = folder.path("github_path");
+    std::fs::write(&github_path, "").unwrap();
+    let origin = server.origin();
+    let env = runner_env(&home, &github_path, &origin);
+    let step = &action_steps("Linux")[0];
+    for version in ["1.2", "v1.2.3; echo no", "newest"] {
+        let out = run_step(step, &[("version", version)], &env, &home, &home);
+        assert_eq!(out.status.code(), Some(1), "{version}");
+        let want = format!("::error title=poll::version must be latest or a version such as 0.1.0, not '{version}'\n");
+        assert_eq!(text(&out).0, want);
+    }
+    for version in ["0.1.0", "v0.1.0", "1.2.3-rc.1"] {
+        // A version it takes goes on to the download (here, to a mirror that has nothing).
+        let unreachable = format!("http://127.0.0.1:{}", free_port());
+        let env = runner_env(&home, &github_path, &unreachable);
+        let out = run_step(step, &[("version", version)], &env, &home, &home);
+        assert_eq!(out.status.code(), Some(1), "{version}");
+        assert!(
+            text(&out).0.contains(&format!("::error title=poll::could not download {unreachable}/poll-installer.sh"))
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&github_path).unwrap(), "");
+}
+
+#[test]
+fn on_windows_the_action_runs_the_powershell_installer_instead() {
+    if !have_release_tools() {
+        return;
+    }
+    // Not run here (no PowerShell): the step that would run, and what it runs.
+    let steps = action_steps("Windows");
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0]["shell"], "pwsh");
+    assert!(steps[0]["run"].as_str().unwrap().contains("/poll-installer.ps1\" | Invoke-Expression"));
+    assert_eq!(action_steps("macOS")[0]["shell"], "bash");
+}
+
+#[test]
+fn the_powershell_installer_published_installs_the_release_it_comes_with() {
+    if !have_release_tools() {
+        return;
+    }
+    // The step of release-extras.yml, run in a checkout of the one file it reads.
+    let extras = yaml(".github/workflows/release-extras.yml");
+    let steps = extras["jobs"]["powershell-installer"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["run"].is_string()).expect("the stamping step");
+    let folder = Folder::new("extras-ps1");
+    let checkout = folder.path("checkout");
+    copy_tree(&root().join("install"), &checkout.join("install"));
+    let plan = plan().to_string();
+    let step = json!({ "shell": "bash", "run": step["run"], "env": step["env"] });
+    let out = run_step(&step, &[("plan", &plan)], &[], &folder.path(""), &checkout);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+
+    let original = std::fs::read_to_string(root().join("install/poll-installer.ps1")).unwrap();
+    let published = std::fs::read_to_string(checkout.join("target/distrib/poll-installer.ps1")).unwrap();
+    let stamped = format!("$PollRelease = '{}'", env!("CARGO_PKG_VERSION"));
+    assert_eq!(published, original.replacen("$PollRelease = 'latest'", &stamped, 1));
+    assert_ne!(published, original);
+    let sum = std::fs::read_to_string(checkout.join("target/distrib/poll-installer.ps1.sha256")).unwrap();
+    assert_eq!(sum, format!("{} *poll-installer.ps1\n", sha256(published.as_bytes(), &folder)));
+}
