@@ -396,3 +396,68 @@ fn every_header_poll_redacts_is_dropped_by_a_redirect_to_another_origin() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(status.requests()[0].header("x-api-key"), None);
 }
+
+// A hostile or broken Redis.
+
+/// A script's answer as the admit and record scripts give it: kind, ms, why, prober, reason.
+fn script_answer(kind: &str, ms: u64) -> Vec<u8> {
+    format!("*5\r\n${}\r\n{kind}\r\n:{ms}\r\n:0\r\n$0\r\n\r\n$11\r\nrate:5:5:60\r\n", kind.len()).into_bytes()
+}
+
+/// Not a cluster node; every script answers `answer`.
+fn single_node(answer: impl Fn() -> support::resp::Answer + Send + Sync + 'static) -> support::resp::FakeRedis {
+    support::resp::FakeRedis::start(move |words| match words.first().map(|w| w.to_ascii_uppercase()).as_deref() {
+        Some("CLUSTER") => support::resp::Answer::Now(b"-ERR This instance has cluster support disabled\r\n".to_vec()),
+        _ => answer(),
+    })
+}
+
+#[test]
+fn a_breaker_of_year_9999_from_redis_is_absent_not_a_crash() {
+    let year_9999 = 253_402_300_800_000;
+    let fake = single_node(move || support::resp::Answer::Now(script_answer("open", year_9999)));
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let out = poll().args(["--state", &fake.url(), "--state-key", "k1", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "said once: {err}");
+    assert!(err.contains("past the 24 h cap; treated as absent"), "{err}");
+    assert!(fake.commands().contains(&"EVALSHA".to_string()), "{:?}", fake.commands());
+
+    // The same through a real Redis's own scripts: one SET on a shared key.
+    let Some(redis) = support::redis::Redis::start() else { return };
+    let breaker = format!(
+        r#"{{"state":"open","cooldown_ms":30000,"until_ms":{year_9999},"window":[2,2,2,2,2],"reason":"rate:5:5:60"}}"#
+    );
+    let _: () = redis.query(&["SET", &support::redis::state_key("k1", "breaker"), &breaker]);
+    let out = poll().args(["--state", &redis.url(), "--state-key", "k1", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("treated as absent"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_redis_reply_that_trickles_costs_one_bound_not_one_per_byte() {
+    let trickle =
+        || support::resp::Answer::Trickle { bytes: script_answer("go", 0), every: Duration::from_millis(200) };
+    let fake = support::resp::FakeRedis::start(move |_| trickle());
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll().args(["--state", &fake.url(), &server.url("/")]).output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // One step of 1 s, then the store is left alone: before, each read had its second and a reply took 10 s.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(stderr(&out).contains("did not answer within 1.0s"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_endless_redis_error_line_fails_the_step_after_a_mebibyte() {
+    let fake = support::resp::FakeRedis::start(|_| support::resp::Answer::Endless);
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let out = poll().args(["--state", &fake.url(), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(fake.written() < 16 << 20, "{} bytes were read before poll gave up", fake.written());
+}

@@ -11,6 +11,7 @@ pub mod breaker;
 pub mod cmd;
 pub mod process;
 pub mod redis;
+pub mod resp;
 pub mod server;
 pub mod tinyproxy;
 pub mod tokens;

@@ -1,108 +1,83 @@
-//! One connection to one Redis server, made on demand and bounded by the
-//! step's time: the connect (resolving the host name included), the TLS
-//! handshake and the login run in a thread of their own that the step waits
-//! for no longer than its time left, since redis-rs resolves a name before
-//! its connect timeout starts. Every read and write is bounded by the time
-//! left too.
+//! One connection to one Redis server, made on demand, and every step on it
+//! bounded as a whole: the connect (resolving the host name included), the
+//! TLS handshake and the login run in a thread of their own that the step
+//! waits for no longer than its time left; a reply is read within the step's
+//! deadline however slowly it trickles, and one larger than [`MAX_REPLY`]
+//! fails the step. The socket is ours (redis-rs's own connection bounds each
+//! read, not the step, and reads a reply of any size); redis-rs packs the
+//! commands and parses the replies.
 
-use std::sync::mpsc;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs as _};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use ::redis::{
-    Client, ConnectionAddr, ConnectionInfo, ConnectionLike as _, ErrorKind, IntoConnectionInfo as _,
-    RedisConnectionInfo, RedisError, RedisResult, Script, TlsCertificates, Value,
-};
+use ::redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, Script, Value};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use super::url::{Addr, RedisUrl};
-use crate::util::clock;
+
+/// The largest reply a step reads: poll's scripts answer a few hundred bytes
+/// (a kept body at most [`super::MAX_KEPT_BODY`]); a server that sends more is not
+/// one to trust.
+pub(super) const MAX_REPLY: usize = (1 << 20) + (64 << 10);
 
 /// How to reach a server: the login, database and TLS a URL names.
+#[derive(Clone)]
 pub(super) struct Dialer {
-    settings: RedisConnectionInfo,
-    tls: bool,
-    insecure: bool,
-    /// The roots to trust (`--cacert` and the built-in ones), as a PEM bundle.
-    roots: Option<Vec<u8>>,
+    user: Option<String>,
+    password: Option<String>,
+    db: i64,
+    /// TLS to the data nodes, with the configuration that verifies them (or, with `-k`, nothing).
+    tls: Option<Arc<ClientConfig>>,
 }
 
 impl Dialer {
     /// `cacert` (PEM) is trusted besides the built-in roots for TLS, and
     /// `insecure` (`-k`) verifies nothing, as for https.
-    pub(super) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Dialer {
-        let mut settings = RedisConnectionInfo::default().set_db(url.db).set_skip_set_lib_name();
-        if let Some(user) = &url.user {
-            settings = settings.set_username(user);
-        }
-        if let Some(password) = &url.password {
-            settings = settings.set_password(password);
-        }
-        let roots = cacert.filter(|_| url.tls && !insecure).map(roots_and);
-        Dialer { settings, tls: url.tls, insecure, roots }
+    pub(super) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<Dialer, String> {
+        let tls = match url.tls {
+            true => Some(super::tls::client_config(cacert, insecure)?),
+            false => None,
+        };
+        Ok(Dialer { user: url.user.clone(), password: url.password.clone(), db: url.db, tls })
     }
 
     /// The dialer of a Sentinel: no login, no database, no TLS (the URL's are the data nodes').
     pub(super) fn sentinel() -> Dialer {
-        Dialer {
-            settings: RedisConnectionInfo::default().set_skip_set_lib_name(),
-            tls: false,
-            insecure: false,
-            roots: None,
-        }
+        Dialer { user: None, password: None, db: 0, tls: None }
     }
 
     /// A server at `addr`, not connected yet.
-    pub(super) fn node(&self, addr: &Addr) -> RedisResult<Node> {
-        let addr = match addr {
-            Addr::Tcp { host, port } if self.tls => {
-                ConnectionAddr::TcpTls { host: host.clone(), port: *port, insecure: self.insecure, tls_params: None }
-            }
-            Addr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
-            Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
-        };
-        // Each step is one small request and its reply: no Nagle delay.
-        let tcp = ::redis::io::tcp::TcpSettings::default().set_nodelay(true);
-        let info: ConnectionInfo =
-            addr.into_connection_info()?.set_redis_settings(self.settings.clone()).set_tcp_settings(tcp);
-        let client = match &self.roots {
-            // Given roots replace redis-rs's built-in ones, so the built-in roots come along.
-            Some(pem) => {
-                let roots = TlsCertificates { client_tls: None, root_cert: Some(pem.clone()) };
-                Client::build_with_tls(info, roots)?
-            }
-            None => Client::open(info)?,
-        };
-        Ok(Node { client, connection: None, bound: None })
+    pub(super) fn node(&self, addr: &Addr) -> Node {
+        Node { addr: addr.clone(), dialer: self.clone(), link: None }
     }
 }
 
 /// A server and the connection to it, if one is open.
 pub(super) struct Node {
-    client: Client,
-    connection: Option<::redis::Connection>,
-    /// The read and write timeout the connection has now.
-    bound: Option<Duration>,
+    addr: Addr,
+    dialer: Dialer,
+    link: Option<Link>,
 }
 
 impl Node {
     /// Whether a connection is open (made in an earlier step, or this one).
     pub(super) fn is_open(&self) -> bool {
-        self.connection.is_some()
+        self.link.is_some()
     }
 
     /// Closes the connection: the next call connects afresh.
     pub(super) fn close(&mut self) {
-        self.connection = None;
+        self.link = None;
     }
 
-    /// Sends `cmd` (a command or a pipeline), connecting first if need be,
-    /// every part bounded by `deadline`. Any failure but a server's error
-    /// reply closes the connection.
-    pub(super) fn query<T>(
-        &mut self,
-        deadline: Instant,
-        send: impl FnOnce(&mut ::redis::Connection) -> RedisResult<T>,
-    ) -> RedisResult<T> {
-        let result = self.bounded(deadline).and_then(send);
+    /// Runs `send` on the connection, connecting first if need be, all of it
+    /// by `deadline`. Any failure but a server's error reply closes the
+    /// connection (a reply cut short leaves it in no state to reuse).
+    fn query<T>(&mut self, deadline: Instant, send: impl FnOnce(&mut Bounded<'_>) -> RedisResult<T>) -> RedisResult<T> {
+        let result = self.connected(deadline).and_then(|link| send(&mut Bounded::new(link, deadline)));
         if let Err(e) = &result
             && !matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
         {
@@ -113,7 +88,7 @@ impl Node {
 
     /// Sends one command and reads its reply; an error reply is an `Err`.
     pub(super) fn request(&mut self, deadline: Instant, cmd: &::redis::Cmd) -> RedisResult<Value> {
-        self.query(deadline, |connection| connection.req_command(cmd).and_then(Value::extract_error))
+        self.query(deadline, |link| link.req_command(cmd).and_then(Value::extract_error))
     }
 
     /// Runs `script` (by EVALSHA, `cmd`) here; loads it on NOSCRIPT and runs it
@@ -126,62 +101,48 @@ impl Node {
         cmd: &::redis::Cmd,
         asking: bool,
     ) -> RedisResult<Value> {
-        let once = |connection: &mut ::redis::Connection| -> RedisResult<Value> {
+        let once = |link: &mut Bounded<'_>| -> RedisResult<Value> {
             if !asking {
-                return connection.req_command(cmd).and_then(Value::extract_error);
+                return link.req_command(cmd).and_then(Value::extract_error);
             }
             let mut packed = ::redis::cmd("ASKING").get_packed_command();
             packed.extend_from_slice(&cmd.get_packed_command());
-            let replies = connection.req_packed_commands(&packed, 1, 1)?;
+            let replies = link.req_packed_commands(&packed, 1, 1)?;
             let no_reply = || Err(RedisError::from((ErrorKind::Parse, "no reply to EVALSHA after ASKING")));
             replies.into_iter().next().map_or_else(no_reply, Value::extract_error)
         };
         match self.query(deadline, once) {
             Err(e) if e.kind() == ErrorKind::Server(::redis::ServerErrorKind::NoScript) => {
-                self.query(deadline, |connection| script.load(connection))?;
+                self.query(deadline, |link| script.load(link))?;
                 self.query(deadline, once)
             }
             result => result,
         }
     }
 
-    /// The connection, made if there is none, with its timeouts set to the time left.
-    fn bounded(&mut self, deadline: Instant) -> RedisResult<&mut ::redis::Connection> {
-        let left = || {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() { Err(timed_out()) } else { Ok(left) }
-        };
-        if self.connection.is_none() {
-            self.bound = None;
-            self.connection = Some(connect(&self.client, left()?)?);
+    /// The connection, made if there is none.
+    fn connected(&mut self, deadline: Instant) -> RedisResult<&mut Link> {
+        if self.link.is_none() {
+            self.link = Some(connect(&self.addr, &self.dialer, deadline)?);
         }
-        let Some(connection) = &mut self.connection else { return Err(timed_out()) };
-        // The time left, cut to whole 10 ms: the same step after step, so that the
-        // socket's timeouts are set only when it changes, not twice a step.
-        let bound = Duration::from_millis(clock::ms(left()?) / 10 * 10).max(Duration::from_millis(1));
-        if self.bound != Some(bound) {
-            connection.set_read_timeout(Some(bound))?;
-            connection.set_write_timeout(Some(bound))?;
-            self.bound = Some(bound);
-        }
-        Ok(connection)
+        self.link.as_mut().ok_or_else(timed_out)
     }
 }
 
-/// Connects within `left`, the host name's resolution included: redis-rs
-/// resolves before its own timeout starts, and gives each address the whole
-/// timeout. The connecting thread left behind by a timeout ends by itself
-/// (its connection, if it ever gets one, is dropped).
-fn connect(client: &Client, left: Duration) -> RedisResult<::redis::Connection> {
+/// Connects by `deadline`, the host name's resolution included, on a thread
+/// of its own: a resolver that hangs (a dead DNS server) costs the time left,
+/// not its own timeout. The thread left behind by a timeout ends by itself:
+/// every read and write it makes is bounded by the same deadline.
+fn connect(addr: &Addr, dialer: &Dialer, deadline: Instant) -> RedisResult<Link> {
     let (send, receive) = mpsc::channel();
-    let client = client.clone();
+    let (addr, dialer) = (addr.clone(), dialer.clone());
     std::thread::Builder::new()
         .name("redis-connect".into())
         .spawn(move || {
-            let _ = send.send(client.get_connection_with_timeout(left));
+            let _ = send.send(Link::open(&addr, &dialer, deadline));
         })
         .map_err(RedisError::from)?;
-    within(&receive, left)
+    within(&receive, deadline.saturating_duration_since(Instant::now()))
 }
 
 /// The answer on `receive`, if it comes within `left`.
@@ -193,20 +154,237 @@ fn within<T>(receive: &mpsc::Receiver<RedisResult<T>>, left: Duration) -> RedisR
 }
 
 pub(super) fn timed_out() -> RedisError {
-    RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, "the step's time is up"))
+    RedisError::from(io::Error::new(io::ErrorKind::TimedOut, "the step's time is up"))
 }
 
-/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: redis-rs takes
-/// a custom root store only as PEM, and given roots replace its built-in ones.
-pub(super) fn roots_and(pem: &[u8]) -> Vec<u8> {
-    let builtin: Vec<::pem::Pem> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .map(|root| ::pem::Pem::new("CERTIFICATE", root.as_ref().to_vec()))
-        .collect();
-    let mut bundle = pem.to_vec();
-    bundle.push(b'\n');
-    bundle.extend_from_slice(::pem::encode_many(&builtin).as_bytes());
-    bundle
+/// An open connection: the socket, and redis-rs's parser of what it reads
+/// (it may hold the start of the next reply).
+struct Link {
+    stream: Stream,
+    parser: ::redis::Parser,
+    db: i64,
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    #[cfg(unix)]
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Stream {
+    /// Bounds the next read and write of the socket by `left`.
+    fn set_timeouts(&self, left: Duration) -> io::Result<()> {
+        let left = Some(left.max(Duration::from_millis(1)));
+        match self {
+            Stream::Tcp(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
+            Stream::Tls(tls) => tls.sock.set_read_timeout(left).and_then(|()| tls.sock.set_write_timeout(left)),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(socket) => socket.read(buf),
+            Stream::Tls(tls) => tls.read(buf),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(socket) => socket.write(buf),
+            Stream::Tls(tls) => tls.write(buf),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(socket) => socket.flush(),
+            Stream::Tls(tls) => tls.flush(),
+            #[cfg(unix)]
+            Stream::Unix(socket) => socket.flush(),
+        }
+    }
+}
+
+impl Link {
+    /// Connects to `addr`, with TLS and the login when the URL names them, by `deadline`.
+    fn open(addr: &Addr, dialer: &Dialer, deadline: Instant) -> RedisResult<Link> {
+        let left = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() { Err(timed_out()) } else { Ok(left) }
+        };
+        let stream = match addr {
+            Addr::Tcp { host, port } => {
+                let socket = tcp(host, *port, &left)?;
+                match &dialer.tls {
+                    Some(config) => Stream::Tls(Box::new(handshake(config, host, socket, &left)?)),
+                    None => Stream::Tcp(socket),
+                }
+            }
+            #[cfg(unix)]
+            Addr::Unix(path) => Stream::Unix(std::os::unix::net::UnixStream::connect(path)?),
+            #[cfg(not(unix))]
+            Addr::Unix(_) => {
+                return Err(RedisError::from((ErrorKind::InvalidClientConfig, "Unix sockets need a Unix-like system")));
+            }
+        };
+        let mut link = Link { stream, parser: ::redis::Parser::new(), db: dialer.db };
+        link.log_in(dialer, deadline)?;
+        Ok(link)
+    }
+
+    /// AUTH and SELECT, as the URL names them.
+    fn log_in(&mut self, dialer: &Dialer, deadline: Instant) -> RedisResult<()> {
+        let mut bounded = Bounded::new(self, deadline);
+        if let Some(password) = &dialer.password {
+            let mut auth = ::redis::cmd("AUTH");
+            if let Some(user) = &dialer.user {
+                auth.arg(user);
+            }
+            auth.arg(password);
+            if let Value::ServerError(_) = bounded.req_command(&auth)? {
+                return Err(RedisError::from((ErrorKind::AuthenticationFailed, "Password authentication failed")));
+            }
+        }
+        if dialer.db != 0 {
+            bounded.req_command(::redis::cmd("SELECT").arg(dialer.db)).and_then(Value::extract_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// A TCP connection to `host:port`, each address tried within the time left.
+fn tcp(host: &str, port: u16, left: &dyn Fn() -> RedisResult<Duration>) -> RedisResult<TcpStream> {
+    let mut last = None;
+    for address in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&address, left()?) {
+            Ok(socket) => {
+                // Each step is one small request and its reply: no Nagle delay.
+                socket.set_nodelay(true)?;
+                return Ok(socket);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.map_or_else(|| RedisError::from((ErrorKind::Io, "the host name has no address")), RedisError::from))
+}
+
+/// The TLS handshake with `host` over `socket`, within the time left.
+fn handshake(
+    config: &Arc<ClientConfig>,
+    host: &str,
+    mut socket: TcpStream,
+    left: &dyn Fn() -> RedisResult<Duration>,
+) -> RedisResult<StreamOwned<ClientConnection, TcpStream>> {
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|_| RedisError::from((ErrorKind::InvalidClientConfig, "the host is no valid TLS server name")))?;
+    let mut connection = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
+    while connection.is_handshaking() {
+        let left = left()?;
+        socket.set_read_timeout(Some(left))?;
+        socket.set_write_timeout(Some(left))?;
+        connection.complete_io(&mut socket)?;
+    }
+    Ok(StreamOwned::new(connection, socket))
+}
+
+/// A connection for one step: every read and write within `deadline`, and
+/// at most [`MAX_REPLY`] bytes read, however the server sends them.
+struct Bounded<'a> {
+    link: &'a mut Link,
+    deadline: Instant,
+    read: usize,
+}
+
+impl<'a> Bounded<'a> {
+    fn new(link: &'a mut Link, deadline: Instant) -> Bounded<'a> {
+        Bounded { link, deadline, read: 0 }
+    }
+
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() { Err(io::Error::new(io::ErrorKind::TimedOut, "the step's time is up")) } else { Ok(left) }
+    }
+
+    fn send(&mut self, packed: &[u8]) -> RedisResult<()> {
+        self.link.stream.set_timeouts(self.left()?)?;
+        self.link.stream.write_all(packed)?;
+        self.link.stream.flush()?;
+        Ok(())
+    }
+
+    fn receive(&mut self) -> RedisResult<Value> {
+        let parser = &mut self.link.parser;
+        let mut reader = Reader { stream: &mut self.link.stream, deadline: self.deadline, read: &mut self.read };
+        parser.parse_value(&mut reader)
+    }
+}
+
+/// The socket as the parser reads it: each read bounded by what is left of
+/// the step's time and of [`MAX_REPLY`].
+struct Reader<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+    read: &'a mut usize,
+}
+
+impl Read for Reader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the step's time is up"));
+        }
+        let room = MAX_REPLY.saturating_sub(*self.read);
+        if room == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "a reply larger than 1 MiB"));
+        }
+        self.stream.set_timeouts(left)?;
+        let end = buf.len().min(room);
+        let n = self.stream.read(&mut buf[..end])?;
+        *self.read += n;
+        Ok(n)
+    }
+}
+
+impl ConnectionLike for Bounded<'_> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.send(cmd)?;
+        self.receive()
+    }
+
+    fn req_packed_commands(&mut self, cmd: &[u8], offset: usize, count: usize) -> RedisResult<Vec<Value>> {
+        self.send(cmd)?;
+        let mut replies = Vec::with_capacity(count);
+        for i in 0..offset + count {
+            let reply = self.receive()?;
+            if i >= offset {
+                replies.push(reply);
+            }
+        }
+        Ok(replies)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.link.db
+    }
+
+    fn check_connection(&mut self) -> bool {
+        true
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

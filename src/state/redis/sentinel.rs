@@ -71,7 +71,7 @@ impl Sentinels {
     fn ask(&mut self, i: usize, deadline: Instant) -> RedisResult<Option<Addr>> {
         let node = match &mut self.nodes[i] {
             Some(node) => node,
-            slot => slot.insert(Dialer::sentinel().node(&self.addrs[i])?),
+            slot => slot.insert(Dialer::sentinel().node(&self.addrs[i])),
         };
         let mut cmd = ::redis::cmd("SENTINEL");
         cmd.arg("get-master-addr-by-name").arg(&self.master);
