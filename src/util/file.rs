@@ -1,5 +1,6 @@
 //! Files `poll` writes (`-o`, `--state`): the folder a path is in, and
-//! replacing a file atomically, so that a reader never sees half of one.
+//! replacing a file atomically, so that a reader never sees half of one;
+//! and which file a path names now, to see one replaced (`-H @FILE`).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -41,6 +42,23 @@ pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()
         let _ = std::fs::remove_file(&temp);
     }
     renamed
+}
+
+/// The device and inode of a file on Unix, which change when the file is
+/// replaced (a rename over it) even within its timestamp's granularity. On
+/// Windows std has no stable file index, so `(0, 0)`: there a replaced file
+/// is seen by its modification time and size alone.
+pub(crate) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        (metadata.dev(), metadata.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        (0, 0)
+    }
 }
 
 #[cfg(test)]
