@@ -12,7 +12,7 @@ const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "parse", "prelude", "wait"],
     &["advice", "error", "url", "summary"],
-    &["policy", "signals"],
+    &["policy", "signals", "tls"],
     &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],

@@ -16,7 +16,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, RustlsConnector, Transport};
+use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, Transport};
+
+use crate::http::tls;
 
 /// The longest socket path the kernel takes (`sun_path` is 108 bytes with its NUL on Linux).
 const MAX_PATH: usize = 107;
@@ -54,12 +56,13 @@ impl std::error::Error for NotASocket {}
 #[derive(Debug)]
 pub(crate) struct Connector {
     path: PathBuf,
-    tls: RustlsConnector,
+    tls: tls::Connector,
 }
 
 impl Connector {
-    pub(crate) fn new(path: &Path) -> Connector {
-        Connector { path: path.to_path_buf(), tls: RustlsConnector::default() }
+    /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
+    pub(crate) fn new(path: &Path, cacert: Option<Vec<u8>>) -> Connector {
+        Connector { path: path.to_path_buf(), tls: tls::Connector::new(cacert) }
     }
 }
 
@@ -69,8 +72,7 @@ impl transport::Connector for Connector {
     fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
         let plain = socket::open(&self.path, details)?;
         // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
-        let transport = transport::Connector::connect(&self.tls, details, Some(plain))?;
-        Ok(transport.map(|t| Box::new(t) as Box<dyn Transport>))
+        transport::Connector::connect(&self.tls, details, Some(plain))
     }
 }
 

@@ -678,12 +678,8 @@ mod tests {
     }
 
     #[test]
-    fn a_cacert_joins_the_builtin_roots() {
+    fn a_cacert_joins_the_system_roots() {
         let pem = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")).unwrap_or_default();
-        let bundle = node::roots_and(&pem);
-        let certificates =
-            ureq::tls::parse_pem(&bundle).filter(|item| matches!(item, Ok(ureq::tls::PemItem::Certificate(_)))).count();
-        assert_eq!(certificates, 1 + webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
         let url = parsed("rediss://127.0.0.1:1");
         assert!(RedisStore::new(&url, Some(&pem), false).is_ok());
     }

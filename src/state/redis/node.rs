@@ -14,6 +14,7 @@ use ::redis::{
 };
 
 use super::url::{Addr, RedisUrl};
+use crate::http::tls;
 use crate::util::clock;
 
 /// How to reach a server: the login, database and TLS a URL names.
@@ -21,12 +22,12 @@ pub(super) struct Dialer {
     settings: RedisConnectionInfo,
     tls: bool,
     insecure: bool,
-    /// The roots to trust (`--cacert` and the built-in ones), as a PEM bundle.
+    /// The roots to trust (the system's, as for https, and `--cacert`), as a PEM bundle.
     roots: Option<Vec<u8>>,
 }
 
 impl Dialer {
-    /// `cacert` (PEM) is trusted besides the built-in roots for TLS, and
+    /// `cacert` (PEM) is trusted besides the system's roots for TLS, and
     /// `insecure` (`-k`) verifies nothing, as for https.
     pub(super) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Dialer {
         let mut settings = RedisConnectionInfo::default().set_db(url.db).set_skip_set_lib_name();
@@ -36,7 +37,8 @@ impl Dialer {
         if let Some(password) = &url.password {
             settings = settings.set_password(password);
         }
-        let roots = cacert.filter(|_| url.tls && !insecure).map(roots_and);
+        // Read here, when the store is made: `rediss://` is this run's first TLS connection.
+        let roots = (url.tls && !insecure).then(|| tls::pem_bundle(cacert));
         Dialer { settings, tls: url.tls, insecure, roots }
     }
 
@@ -64,7 +66,7 @@ impl Dialer {
         let info: ConnectionInfo =
             addr.into_connection_info()?.set_redis_settings(self.settings.clone()).set_tcp_settings(tcp);
         let client = match &self.roots {
-            // Given roots replace redis-rs's built-in ones, so the built-in roots come along.
+            // Given roots replace redis-rs's built-in (Mozilla) ones: the system's come along in `pem`.
             Some(pem) => {
                 let roots = TlsCertificates { client_tls: None, root_cert: Some(pem.clone()) };
                 Client::build_with_tls(info, roots)?
@@ -194,19 +196,6 @@ fn within<T>(receive: &mpsc::Receiver<RedisResult<T>>, left: Duration) -> RedisR
 
 pub(super) fn timed_out() -> RedisError {
     RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, "the step's time is up"))
-}
-
-/// The built-in (Mozilla) roots and `pem`, as one PEM bundle: redis-rs takes
-/// a custom root store only as PEM, and given roots replace its built-in ones.
-pub(super) fn roots_and(pem: &[u8]) -> Vec<u8> {
-    let builtin: Vec<::pem::Pem> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .map(|root| ::pem::Pem::new("CERTIFICATE", root.as_ref().to_vec()))
-        .collect();
-    let mut bundle = pem.to_vec();
-    bundle.push(b'\n');
-    bundle.extend_from_slice(::pem::encode_many(&builtin).as_bytes());
-    bundle
 }
 
 #[cfg(test)]
