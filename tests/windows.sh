@@ -244,7 +244,7 @@ EOF
     local port
     port=$(head -1 "$work/tls.log")
     expect "musl: in an empty root, the Mozilla roots (which lack the test CA)" 3 '' -- \
-        env -i "${chroot[@]}" /poll -v --retries 0 "https://127.0.0.1:$port/"
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${chroot[@]}" /poll -v --retries 0 "https://127.0.0.1:$port/"
     if ! grep -q "trusted roots: no system store found; the [0-9]* built-in Mozilla roots serve instead" "$work/err"; then
         echo "FAILED: musl: -v does not say that the Mozilla roots serve: $(cat "$work/err")" >&2
         failed=$((failed + 1))
