@@ -377,11 +377,10 @@ fn main() {
         println!("listening on {addr}");
     }
     let counters = Arc::new(Counters::default());
-    let args: Vec<String> = std::env::args().collect();
     #[cfg(unix)]
-    if let Some(path) = args.iter().position(|a| a == "--unix").and_then(|i| args.get(i + 1)) {
-        let _ = std::fs::remove_file(path);
-        let unix = match UnixListener::bind(path) {
+    if let Some(path) = std::env::args().skip_while(|a| a != "--unix").nth(1) {
+        let _ = std::fs::remove_file(&path);
+        let unix = match UnixListener::bind(&path) {
             Ok(unix) => unix,
             Err(e) => {
                 eprintln!("jobserver: cannot listen on {path}: {e}");

@@ -47,7 +47,7 @@ fn load(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Roots {
         .iter()
         .filter_map(|name| var(name).map(|value| format!("{name}={}", value.to_string_lossy())))
         .collect();
-    let found = rustls_native_certs::load_native_certs();
+    let found = if named.is_empty() { system() } else { rustls_native_certs::load_native_certs() };
     let problems = match found.errors.first() {
         Some(first) if found.errors.len() > 1 => format!("; {first} and {} more", found.errors.len() - 1),
         Some(first) => format!("; {first}"),
@@ -65,6 +65,18 @@ fn load(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Roots {
         return Roots { certs, source };
     }
     Roots { certs: found.certs, source: format!("{count} from the system's store{problems}") }
+}
+
+/// The system's store, where the user named none. On Linux and the BSDs the
+/// distribution's bundle alone, when there is one (`/etc/ssl/certs/ca-certificates.crt`
+/// and its kin): it holds what the folder beside it holds, one file to read
+/// instead of about 150 (3 ms of a one-shot https:// run).
+fn system() -> rustls_native_certs::CertificateResult {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    if let Some(bundle) = openssl_probe::probe().cert_file {
+        return rustls_native_certs::load_certs_from_paths(Some(&bundle), None);
+    }
+    rustls_native_certs::load_native_certs()
 }
 
 /// Whether `-v` was told where the roots came from (once per process).
