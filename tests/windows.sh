@@ -81,6 +81,28 @@ post() {
     python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(urllib.request.Request(sys.argv[1], b"", method="POST")).read().decode())' "$1"
 }
 
+# A loopback HTTPS server with the fixture certificate (its own CA), answering `{}`; sets $tls_url.
+start_tls_server() {
+    python3 - "$repo/tests/fixtures/cert.pem" "$repo/tests/fixtures/key.pem" >"$work/tls.log" 2>&1 <<'EOF' &
+import http.server, ssl, sys
+class Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Ok)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+EOF
+    pids+=($!)
+    for _ in $(seq 100); do
+        if [ -s "$work/tls.log" ]; then break; fi
+        sleep 0.05
+    done
+    tls_url="https://127.0.0.1:$(head -1 "$work/tls.log")/"
+}
+
 windows() {
     need x86_64-w64-mingw32-gcc "apt-get install mingw-w64" "poll.exe under Wine" || return 0
     wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
@@ -103,6 +125,7 @@ windows() {
     fi
     start_jobserver "$repo/target/debug/examples/jobserver"
     local w="$wine $exe"
+    : >"$work/empty"
     winpath() { printf 'Z:%s' "${1//\//\\}"; }
 
     get "$base/reset?n=3" >/dev/null
@@ -176,6 +199,13 @@ windows() {
         failed=$((failed + 1))
     fi
 
+    # https://, the server's CA only in SSL_CERT_FILE (Wine passes the environment on).
+    start_tls_server
+    expect "windows: https:// trusts a CA in SSL_CERT_FILE" 0 '{}' -- \
+        env SSL_CERT_FILE="$(winpath "$repo/tests/fixtures/cert.pem")" SSL_CERT_DIR= $w "$tls_url"
+    expect "windows: https:// with an empty store fails at once" 3 '' -- \
+        env SSL_CERT_FILE="$(winpath "$work/empty")" SSL_CERT_DIR= $w "$tls_url"
+
     # Ctrl-C: Wine turns SIGINT to its process into the console's CTRL_C_EVENT.
     get "$base/reset?n=1000000" >/dev/null
     $w --until '.status=="done"' -i 100ms "$base/job" >"$work/ctrlc.out" 2>"$work/ctrlc.err" </dev/null &
@@ -186,7 +216,6 @@ windows() {
     local code=0
     wait "$pid" || code=$?
     unset 'pids[-1]'
-    : >"$work/empty"
     check "windows: Ctrl-C ends the run with 130" 130 "$work/empty" "$code" "$work/ctrlc.out" "$work/ctrlc.err"
 }
 
@@ -224,27 +253,9 @@ musl() {
         skipped=$((skipped + 1))
         return 0
     fi
-    python3 - "$repo/tests/fixtures/cert.pem" "$repo/tests/fixtures/key.pem" >"$work/tls.log" 2>&1 <<'EOF' &
-import http.server, ssl, sys
-class Ok(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
-    def log_message(self, *args): pass
-server = http.server.HTTPServer(("127.0.0.1", 0), Ok)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-EOF
-    pids+=($!)
-    for _ in $(seq 100); do
-        if [ -s "$work/tls.log" ]; then break; fi
-        sleep 0.05
-    done
-    local port
-    port=$(head -1 "$work/tls.log")
+    start_tls_server
     expect "musl: in an empty root, the Mozilla roots (which lack the test CA)" 3 '' -- \
-        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${chroot[@]}" /poll -v --retries 0 "https://127.0.0.1:$port/"
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${chroot[@]}" /poll -v --retries 0 "$tls_url"
     if ! grep -q "trusted roots: no system store found; the [0-9]* built-in Mozilla roots serve instead" "$work/err"; then
         echo "FAILED: musl: -v does not say that the Mozilla roots serve: $(cat "$work/err")" >&2
         failed=$((failed + 1))
