@@ -567,25 +567,6 @@ def conditional_main(args):
     print(f"| bytes received >= 10x fewer than `--no-conditional` | {ratio:.1f}x fewer | {'yes' if ratio >= 10 else '**no**'} |")
 
 
-TLS_SERVER = r"""
-import http.server, socket, ssl, sys
-class Ok(http.server.BaseHTTPRequestHandler):
-    # One write for the whole reply, and no Nagle: else a delayed ACK (40 ms) is what is measured.
-    def setup(self):
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().setup()
-    def do_GET(self):
-        body = b'{"status":"done","n":1}'
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-    def log_message(self, *args): pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""
-
-
 def https_main(args):
     """One-shot runs: https:// (the roots loaded, a handshake) and http:// (no roots), this build
     and, with --before, another one, interleaved by hyperfine's own rounds."""
@@ -594,7 +575,8 @@ def https_main(args):
     cert = os.path.join(ROOT, "tests", "fixtures", "cert.pem")
     key = os.path.join(ROOT, "tests", "fixtures", "key.pem")
     runs = 30 if args.quick else 300
-    tls = subprocess.Popen([*PIN, sys.executable, "-c", TLS_SERVER, cert, key], stdout=subprocess.PIPE, text=True)
+    server = os.path.join(ROOT, "tests", "tls_server.py")
+    tls = subprocess.Popen([*PIN, sys.executable, server, cert, key], stdout=subprocess.PIPE, text=True)
     try:
         https = f"https://127.0.0.1:{tls.stdout.readline().strip()}/ok"
         with JobServer() as server:
