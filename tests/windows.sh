@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+target=${CARGO_TARGET_DIR:-$repo/target}
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(windows musl)
 
@@ -102,17 +103,17 @@ windows() {
     fi
     cargo build --locked --quiet --target x86_64-pc-windows-gnu --bin poll
     cargo build --locked --quiet --example jobserver
-    local exe=$repo/target/x86_64-pc-windows-gnu/debug/poll.exe
+    local exe=$target/x86_64-pc-windows-gnu/debug/poll.exe
     echo "poll.exe: $(stat -c %s "$exe") bytes (debug)"
 
     # A Wine prefix of our own, with the stand-in for bcryptprimitives.dll (tests/wine/).
-    export WINEPREFIX=$repo/target/wine WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+    export WINEPREFIX=$target/wine WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
     if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
         timeout 300 "$wine" cmd /c exit >/dev/null 2>&1 </dev/null || true
         x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
             tests/wine/bcryptprimitives.c tests/wine/bcryptprimitives.def -ladvapi32
     fi
-    start_jobserver "$repo/target/debug/examples/jobserver"
+    start_jobserver "$target/debug/examples/jobserver"
     local w="$wine $exe"
     : >"$work/empty"
     winpath() { printf 'Z:%s' "${1//\//\\}"; }
@@ -215,7 +216,7 @@ musl() {
     fi
     cargo build --locked --quiet --target x86_64-unknown-linux-musl --bin poll
     cargo build --locked --quiet --example jobserver
-    local bin=$repo/target/x86_64-unknown-linux-musl/debug/poll
+    local bin=$target/x86_64-unknown-linux-musl/debug/poll
     echo "musl poll: $(stat -c %s "$bin") bytes (debug)"
     local linked=0
     ldd "$bin" >"$work/ldd" 2>&1 || linked=$?
@@ -226,7 +227,7 @@ musl() {
         echo "FAILED: musl: ldd finds dynamic dependencies (exit $linked): $(cat "$work/ldd")" >&2
         failed=$((failed + 1))
     fi
-    start_jobserver "$repo/target/debug/examples/jobserver"
+    start_jobserver "$target/debug/examples/jobserver"
     get "$base/reset?n=2" >/dev/null
     expect "musl: polls until the condition holds" 0 '{"status":"done","n":2}' -- \
         "$bin" --until '.status=="done"' -i 50ms "$base/job"
