@@ -6,6 +6,8 @@
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
+    python3 benches/bench.py --https [--before BIN]  # one-shot https:// and http:// runs (needs hyperfine),
+                                        # beside another build of poll (BIN) when given
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
@@ -565,13 +567,57 @@ def conditional_main(args):
     print(f"| bytes received >= 10x fewer than `--no-conditional` | {ratio:.1f}x fewer | {'yes' if ratio >= 10 else '**no**'} |")
 
 
+def https_main(args):
+    """One-shot runs: https:// (the roots loaded, a handshake) and http:// (no roots), this build
+    and, with --before, another one, interleaved by hyperfine's own rounds."""
+    need(("hyperfine",), "hyperfine")
+    subprocess.run(["cargo", "build", "--release", "--bin", "poll", "--example", "jobserver"], cwd=ROOT, check=True)
+    cert = os.path.join(ROOT, "tests", "fixtures", "cert.pem")
+    key = os.path.join(ROOT, "tests", "fixtures", "key.pem")
+    runs = 30 if args.quick else 300
+    server = os.path.join(ROOT, "tests", "tls_server.py")
+    tls = subprocess.Popen([*PIN, sys.executable, server, cert, key], stdout=subprocess.PIPE, text=True)
+    try:
+        https = f"https://127.0.0.1:{tls.stdout.readline().strip()}/ok"
+        with JobServer() as server:
+            http = server.base + "/ok"
+            builds = [("after", POLL)] + ([("before", args.before)] if args.before else [])
+            commands = []
+            for name, binary in builds:
+                commands += ["-n", f"{name}: https --cacert", f"{binary} --cacert {cert} {https}"]
+                commands += ["-n", f"{name}: http", f"{binary} {http}"]
+            # `env` costs about a millisecond of its own: compare these two rows with each other.
+            commands += ["-n", "after: https, CA in SSL_CERT_FILE", f"env SSL_CERT_FILE={cert} {POLL} {https}"]
+            commands += ["-n", "after: https --cacert, SSL_CERT_DIR=/etc/ssl/certs (each file read)",
+                         f"env SSL_CERT_DIR=/etc/ssl/certs {POLL} --cacert {cert} {https}"]
+            # The rows above use the system's default store: no SSL_CERT_* of the caller's.
+            env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+            with tempfile.NamedTemporaryFile(suffix=".json") as export:
+                subprocess.run([*PIN, "hyperfine", "-N", "--warmup", "20", "--runs", str(runs), "--export-json",
+                                export.name, *commands], check=True, stdout=subprocess.DEVNULL, env=env)
+                results = json.load(open(export.name))["results"]
+    finally:
+        tls.terminate()
+        tls.wait()
+    print(f"\nhyperfine -N, {runs} runs each, median (mean ± sd), {os.cpu_count()} cpus\n")
+    print("| run | median | mean ± sd |")
+    print("|---|---:|---:|")
+    for r in results:
+        median = statistics.median(r["times"]) * 1000
+        print(f"| {r['command']} | {median:.2f} ms | {r['mean'] * 1000:.2f} ± {r['stddev'] * 1000:.2f} ms |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--several", action="store_true", help="only the several-URLs measurement")
     parser.add_argument("--state", action="store_true", help="only the cost of --state (file and redis://)")
     parser.add_argument("--conditional", action="store_true", help="only the GitHub-like wait: quota and bytes")
+    parser.add_argument("--https", action="store_true", help="only one-shot https:// and http:// runs")
+    parser.add_argument("--before", help="with --https: another build of poll to compare with")
     args = parser.parse_args()
+    if args.https:
+        return https_main(args)
     if args.conditional:
         return conditional_main(args)
     if args.several:

@@ -12,6 +12,7 @@
 //!   GET /reset?n=K    set the target to K polls and the counter to 0
 //!   GET /ok           a fixed small JSON body
 //!   GET /stats        {"connections":C,"requests":R}
+//!   GET /busy         503 + Retry-After: 1 to the first poll after a /reset, then as /job
 //!   GET /hang         answers only after 60 s (a request in flight, for the signal benchmark)
 //!   POST /app/installations/ID/access_tokens[?ttl=S]
 //!                     a new token, as GitHub's API makes an App installation token:
@@ -60,6 +61,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+#[cfg(unix)]
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -150,6 +152,15 @@ fn jobs(
     };
     let json = |status, body: String| Some((status, String::new(), body));
     match (method, path) {
+        // The first poll after a /reset is turned away for a second, then it is /job's.
+        ("GET", "/busy") => {
+            let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
+            if n == 1 {
+                return Some(("503 Service Unavailable", "Retry-After: 1\r\n".into(), r#"{"status":"busy"}"#.into()));
+            }
+            let status = if n >= counters.target.load(Ordering::Relaxed) { "done" } else { "pending" };
+            json("200 OK", format!(r#"{{"status":"{status}","n":{n}}}"#))
+        }
         ("POST", "/azure/deployments") => {
             let header = format!("Operation-Location: /azure/operations/{}\r\nRetry-After: 1\r\n", next());
             Some(("202 Accepted", header, String::new()))
@@ -418,10 +429,10 @@ fn main() {
         println!("listening on {addr}");
     }
     let counters = Arc::new(Counters::default());
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(path) = args.iter().position(|a| a == "--unix").and_then(|i| args.get(i + 1)) {
-        let _ = std::fs::remove_file(path);
-        let unix = match UnixListener::bind(path) {
+    #[cfg(unix)]
+    if let Some(path) = std::env::args().skip_while(|a| a != "--unix").nth(1) {
+        let _ = std::fs::remove_file(&path);
+        let unix = match UnixListener::bind(&path) {
             Ok(unix) => unix,
             Err(e) => {
                 eprintln!("jobserver: cannot listen on {path}: {e}");

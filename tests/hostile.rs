@@ -2,7 +2,8 @@
 //! planted links, the state file's owner and mode, devices and FIFOs, values
 //! out of bounds in `--state`, secrets in usage errors, huge jq errors,
 //! invisible characters, the step summary's Markdown, secret headers across
-//! origins.
+//! origins. Files, modes, owners and devices as Unix has them.
+#![cfg(unix)]
 
 mod support;
 

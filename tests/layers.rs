@@ -10,11 +10,11 @@ const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse", "prelude"],
+    &["clock", "text", "file", "parse", "prelude", "wait"],
     &["advice", "error", "url", "summary"],
-    &["policy", "exec"],
+    &["policy", "exec", "signals", "tls"],
     &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
-    &["request", "wait", "operation"],
+    &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
     &["progress"],
     &["output"],

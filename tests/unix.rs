@@ -3,6 +3,9 @@
 //! socket, several URLs, `--submit`, `--state`, TLS over the socket, proxies
 //! bypassed; and the Docker health recipe of docs/guide/ci.md, as written.
 
+// `--unix-socket` is a usage error off Unix (tests/windows.sh checks that under Wine).
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -9,30 +9,23 @@
 //! status and the last line of its stderr (tokens known to this run
 //! redacted), never its stdout or the command line itself.
 
-use std::io::Read;
-use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::{Request, is_credential};
+use crate::util::child::{self, Bounds, Output, Stopped};
 use crate::util::error::Error;
-use crate::util::parse;
 use crate::util::text::printable;
 use crate::util::url::REDACTED;
-use crate::util::wait::{Cancel, Cancelled};
+use crate::util::wait::Cancel;
+use crate::util::{file, parse};
 
 /// The longest a run of `--auth-cmd` may take.
 pub(crate) const COMMAND_LIMIT: Duration = Duration::from_secs(30);
 
 /// An `ExecCredential` token is made again when less than this is left of its life.
 pub(crate) const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
-
-/// The most of the command's stdout (or stderr) that is read: a token is a few KiB at most.
-const MAX_OUTPUT: u64 = 1 << 20;
 
 /// What an exec plugin is told of its caller, as client-go does
 /// (`KUBERNETES_EXEC_INFO`): no terminal to prompt on.
@@ -203,7 +196,8 @@ impl HeaderFile {
 }
 
 fn stamp(metadata: &std::fs::Metadata) -> (SystemTime, u64, u64, u64) {
-    (metadata.modified().unwrap_or(UNIX_EPOCH), metadata.len(), metadata.dev(), metadata.ino())
+    let (device, inode) = file::identity(metadata);
+    (metadata.modified().unwrap_or(UNIX_EPOCH), metadata.len(), device, inode)
 }
 
 /// curl's `-H @FILE`: one `Name: value` a line, CR and LF both end a line,
@@ -281,14 +275,20 @@ impl AuthCommand {
     }
 
     fn make(&self, state: &mut TokenState, hooks: &Hooks) -> Result<Token, Error> {
-        let made = match run(&self.command, hooks, &state.known) {
+        let bounds = Bounds { limit: COMMAND_LIMIT, deadline: hooks.deadline, cancel: hooks.cancel };
+        let made = match child::run(&self.command, &[("KUBERNETES_EXEC_INFO", EXEC_INFO)], &bounds) {
             Ok(output) if !output.success => Err(failure("failed", &output, &state.known)),
             Ok(output) => parse_output(&output.stdout).map_err(|why| failure(&why, &output, &state.known)),
-            Err(Ran::Cancelled) => Err(Error::Permanent("--auth-cmd: the run ended while it ran".into())),
-            Err(Ran::Deadline) => Err(Error::Deadline(
+            Err(Stopped::Cancelled) => Err(Error::Permanent("--auth-cmd: the run ended while it ran".into())),
+            Err(Stopped::Deadline) => Err(Error::Deadline(
                 "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)".into(),
             )),
-            Err(Ran::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
+            Err(Stopped::TooLong { stderr }) => Err(Error::Permanent(format!(
+                "--auth-cmd: ran longer than {}s and was killed{}",
+                COMMAND_LIMIT.as_secs(),
+                last_line(&stderr, &state.known)
+            ))),
+            Err(Stopped::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
         };
         let (value, expires) = match made {
             Ok(made) => made,
@@ -321,21 +321,6 @@ fn expiring(expires: Option<SystemTime>, now: SystemTime) -> bool {
     expires.is_some_and(|expires| expires.duration_since(now).map_or(true, |left| left < EXPIRY_MARGIN))
 }
 
-/// What a finished command left.
-struct Output {
-    /// "exit status 0" and the like.
-    status: String,
-    success: bool,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-enum Ran {
-    Cancelled,
-    Deadline,
-    Failed(String),
-}
-
 /// The error for a command whose output gave no token: `why`, its exit
 /// status and the last line of its stderr.
 fn failure(why: &str, output: &Output, known: &[String]) -> Error {
@@ -355,119 +340,6 @@ fn last_line(stderr: &[u8], known: &[String]) -> String {
     }
     let line: String = line.chars().take(300).collect();
     format!(": {}", printable(&line))
-}
-
-/// Runs `sh -c COMMAND` in a process group of its own (so that a timeout
-/// or the end of the run kills whatever it started), with no stdin, its
-/// stdout and stderr read to their end, for at most [`COMMAND_LIMIT`].
-fn run(command: &str, hooks: &Hooks, known: &[String]) -> Result<Output, Ran> {
-    let cancel = hooks.cancel;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("KUBERNETES_EXEC_INFO", EXEC_INFO)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Ran::Failed(format!("cannot run sh: {e}")))?;
-    let started = Instant::now();
-    let (closed_tx, closed) = mpsc::channel();
-    let stdout = read_all(child.stdout.take(), closed_tx.clone());
-    let stderr = read_all(child.stderr.take(), closed_tx);
-    let mut open = 2;
-    let mut status = None;
-    let stopped = loop {
-        if open == 0 && status.is_some() {
-            break None;
-        }
-        if cancel.check().is_err() {
-            break Some(Ran::Cancelled);
-        }
-        if started.elapsed() >= COMMAND_LIMIT {
-            break Some(Ran::Failed(String::new()));
-        }
-        if hooks.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-            break Some(Ran::Deadline);
-        }
-        if status.is_none() {
-            status = child.try_wait().map_err(|e| Ran::Failed(format!("cannot wait for sh: {e}")))?;
-        }
-        if open > 0 {
-            // Each stream says when it is closed; the step bounds how late a cancel or the limit is seen.
-            if closed.recv_timeout(Duration::from_millis(10)).is_ok() {
-                open -= 1;
-            }
-        } else if let Err(Cancelled) = cancel.sleep(Duration::from_millis(1)) {
-            break Some(Ran::Cancelled);
-        }
-    };
-    if let Some(stopped) = stopped {
-        kill(&mut child);
-        return Err(match stopped {
-            Ran::Failed(_) => {
-                let stderr = String::from_utf8_lossy(&lock(&stderr)).into_owned();
-                Ran::Failed(format!(
-                    "ran longer than {}s and was killed{}",
-                    COMMAND_LIMIT.as_secs(),
-                    last_line(stderr.as_bytes(), known)
-                ))
-            }
-            cancelled => cancelled,
-        });
-    }
-    let success = status.is_some_and(|status| status.success());
-    let status = status.map_or_else(|| "no exit status".to_string(), |status| describe(&status));
-    let stdout = std::mem::take(&mut *lock(&stdout));
-    let stderr = std::mem::take(&mut *lock(&stderr));
-    Ok(Output { status, success, stdout, stderr })
-}
-
-/// The command's exit in words: `exit status 7`, `killed by signal 9`.
-fn describe(status: &std::process::ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => format!("killed by signal {signal}"),
-        (None, None) => "no exit status".to_string(),
-    }
-}
-
-/// Kills the command's process group (`sh` and everything it started) and reaps `sh`.
-fn kill(child: &mut Child) {
-    let group = rustix::process::Pid::from_child(child);
-    if rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_err() {
-        let _ = child.kill();
-    }
-    let _ = child.wait();
-}
-
-/// Reads `stream` to its end (at most [`MAX_OUTPUT`]) on a thread of its
-/// own, into the buffer returned; says on `closed` when it is done.
-fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>) -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let filled = Arc::clone(&buffer);
-    let reader = move || {
-        if let Some(mut stream) = stream {
-            let mut chunk = [0u8; 8192];
-            loop {
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut buffer = lock(&filled);
-                        if (buffer.len() as u64) < MAX_OUTPUT {
-                            buffer.extend_from_slice(&chunk[..n]);
-                        }
-                    }
-                }
-            }
-        }
-        let _ = closed.send(());
-    };
-    if std::thread::Builder::new().name("auth-cmd-output".into()).spawn(reader).is_err() {
-        // No thread: nothing is read, and the command's own limit ends it.
-    }
-    buffer
 }
 
 /// The token in the command's stdout: the whole of it trimmed, or a

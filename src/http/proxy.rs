@@ -16,8 +16,12 @@ use std::fmt;
 use base64::Engine as _;
 use ureq::http::Uri;
 use ureq::http::uri::Scheme;
-use ureq::unversioned::transport::{self, Buffers, ConnectionDetails, DefaultConnector, NextTimeout, Transport};
+use ureq::unversioned::transport::{
+    self, Buffers, ConnectProxyConnector, ConnectionDetails, Connector as _, NextTimeout, TcpConnector, Transport,
+};
 use ureq::{Proxy, ProxyProtocol};
+
+use crate::http::tls;
 
 /// The variables that name the proxy of http:// and of https:// URLs, first found wins.
 const HTTP_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
@@ -121,12 +125,12 @@ impl Proxies {
     }
 }
 
-/// ureq's [`DefaultConnector`], except for an `http://` target whose request
+/// ureq's `DefaultConnector` (with the TLS of `tls.rs`), except for an `http://` target whose request
 /// config names an HTTP proxy: that one connects to the proxy and speaks
 /// absolute form to it, where ureq would open a `CONNECT` tunnel.
 #[derive(Debug)]
 pub(crate) struct Connector {
-    inner: DefaultConnector,
+    inner: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
     /// The agent's config, which names no proxy, for the connection to the
     /// proxy itself: plain TCP, or TLS for an `https://` proxy URL.
     direct: ureq::config::Config,
@@ -134,8 +138,14 @@ pub(crate) struct Connector {
 
 impl Connector {
     /// `agent` is the config the agent is built with; it must name no proxy.
-    pub(crate) fn new(agent: ureq::config::Config) -> Connector {
-        Connector { inner: DefaultConnector::new(), direct: agent }
+    /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
+    pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> Connector {
+        // ureq's DefaultConnector, with the TLS of `tls.rs` (SOCKS is refused before any request).
+        let inner =
+            ().chain(ConnectProxyConnector::default())
+                .chain(TcpConnector::default())
+                .chain(tls::Connector::new(cacert));
+        Connector { inner: Box::new(inner), direct: agent }
     }
 }
 

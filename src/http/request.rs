@@ -12,6 +12,7 @@ use ureq::http;
 
 use crate::http::cookies::Jar;
 use crate::http::proxy::{self, Proxies};
+use crate::http::tls;
 use crate::rules::policy::Failure;
 use crate::{http::unix, util::url};
 
@@ -130,10 +131,9 @@ pub(crate) struct Client {
 impl Client {
     /// A client for a loop that sends `request` (and requests like it).
     pub(crate) fn new(spec: &ClientConfig, request: &Request) -> Client {
-        let mut tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
-        if let Some(pem) = &spec.cacert {
-            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&trusted_roots(pem)));
-        }
+        // The roots and `--cacert` are `tls.rs`'s, loaded on the first TLS connection; ureq's
+        // own TLS serves only `-k`.
+        let tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         let config = ureq::Agent::config_builder()
             // 4xx and 5xx are answers the policy reads, not errors.
             .http_status_as_error(false)
@@ -156,14 +156,21 @@ impl Client {
         // Over a Unix socket no proxy is used, as in curl.
         let (agent, proxies) = match &spec.unix_socket {
             Some(path) => {
-                (ureq::Agent::with_parts(config, unix::Connector::new(path), unix::NoResolver), Proxies::none())
+                let connector = unix::Connector::new(path, spec.cacert.clone());
+                (ureq::Agent::with_parts(config, connector, unix::NoResolver), Proxies::none())
             }
             None => {
-                let connector = proxy::Connector::new(config.clone());
+                let connector = proxy::Connector::new(config.clone(), spec.cacert.clone());
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
             }
         };
         Client { agent, spec: spec.clone(), proxies, jar: Jar::default() }
+    }
+
+    /// Where the trusted roots came from, once per process after the first
+    /// TLS connection loaded them, for `-v`.
+    pub(crate) fn roots_note(&self) -> Option<String> {
+        tls::note()
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -291,20 +298,6 @@ fn output_buffer(spec: &ClientConfig, request: &Request) -> usize {
     head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, 16 << 20)
 }
 
-/// `--cacert` adds to the built-in roots (README, "Choices"): an internal API
-/// signed by a private CA may still redirect to a public host (a presigned
-/// download URL, say). ureq takes one list, so the Mozilla roots ureq uses by
-/// default come along from `webpki-root-certs`, the same list as certificates.
-fn trusted_roots(pem: &[u8]) -> Vec<ureq::tls::Certificate<'static>> {
-    let extra = ureq::tls::parse_pem(pem).filter_map(|item| match item {
-        Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
-        _ => None,
-    });
-    let builtin =
-        webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|der| ureq::tls::Certificate::from_der(der.as_ref()));
-    extra.chain(builtin).collect()
-}
-
 /// Answers IP literals at once and leaves names to ureq's resolver. With a
 /// timeout set, ureq resolves on a new thread for every request, even one that
 /// then reuses a pooled connection: a thread per poll, most of a tight poll's cost.
@@ -393,6 +386,11 @@ fn classify(error: &ureq::Error) -> Fault {
     };
     let detail = match (failure, error) {
         (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
+        // Which roots did not trust it: the first thing to check behind a TLS-inspecting proxy.
+        (Failure::Tls, _) if detail.contains("certificate") => match tls::source() {
+            Some(source) => format!("{detail} (trusted roots: {source})"),
+            None => detail,
+        },
         // `--unix-socket`'s own words (`src/unix.rs`), without ureq's `io: `.
         (Failure::NotASocket | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
@@ -408,20 +406,6 @@ fn classify(error: &ureq::Error) -> Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cacert_adds_to_the_builtin_roots() {
-        let Ok(pem) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
-            panic!("test fixture")
-        };
-        let roots = trusted_roots(&pem);
-        assert_eq!(roots.len(), 1 + webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
-        assert!(roots.len() > 100, "the Mozilla roots come along");
-        let Some(Ok(ureq::tls::PemItem::Certificate(ours))) = ureq::tls::parse_pem(&pem).next() else {
-            panic!("fixture holds a certificate")
-        };
-        assert_eq!(roots[0].der(), ours.der());
-    }
 
     #[test]
     fn a_status_poll_is_a_bare_get_with_credentials_only_on_the_same_origin() {

@@ -13,18 +13,12 @@
 //! that is something else than a socket is [`NotASocket`], which is permanent.
 
 use std::fmt;
-use std::io::{self, ErrorKind, Read, Write};
-use std::os::unix::fs::FileTypeExt as _;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
 
-use ureq::Timeout;
 use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{
-    self, Buffers, ConnectionDetails, LazyBuffers, NextTimeout, RustlsConnector, ShutdownHandle, Transport,
-};
+use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, Transport};
+
+use crate::http::tls;
 
 /// The longest socket path the kernel takes (`sun_path` is 108 bytes with its NUL on Linux).
 const MAX_PATH: usize = 107;
@@ -32,6 +26,9 @@ const MAX_PATH: usize = 107;
 /// `--unix-socket` checked before anything is sent: a path the kernel could
 /// never connect to is a usage error; one that does not exist yet is fine.
 pub(crate) fn check(path: &Path) -> Result<(), String> {
+    if !cfg!(unix) {
+        return Err("needs a Unix-like system".to_string());
+    }
     let length = path.as_os_str().len();
     if length == 0 {
         return Err("the socket path is empty".to_string());
@@ -59,12 +56,13 @@ impl std::error::Error for NotASocket {}
 #[derive(Debug)]
 pub(crate) struct Connector {
     path: PathBuf,
-    tls: RustlsConnector,
+    tls: tls::Connector,
 }
 
 impl Connector {
-    pub(crate) fn new(path: &Path) -> Connector {
-        Connector { path: path.to_path_buf(), tls: RustlsConnector::default() }
+    /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
+    pub(crate) fn new(path: &Path, cacert: Option<Vec<u8>>) -> Connector {
+        Connector { path: path.to_path_buf(), tls: tls::Connector::new(cacert) }
     }
 }
 
@@ -72,164 +70,196 @@ impl transport::Connector for Connector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
-        let stream = connect(&self.path, details.timeout.not_zero().map(|t| *t))?;
+        let plain = socket::open(&self.path, details)?;
+        // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
+        transport::Connector::connect(&self.tls, details, Some(plain))
+    }
+}
+
+/// The socket itself: Unix only (`check` refuses `--unix-socket` elsewhere).
+#[cfg(unix)]
+mod socket {
+    use std::io::{self, ErrorKind, Read, Write};
+    use std::os::unix::fs::FileTypeExt as _;
+    use std::os::unix::net::UnixStream;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use ureq::Timeout;
+    use ureq::unversioned::transport::{
+        Buffers, ConnectionDetails, LazyBuffers, NextTimeout, ShutdownHandle, Transport,
+    };
+
+    use super::NotASocket;
+
+    /// A plain transport over the socket at `path`, registered for the agent's shutdown.
+    pub(super) fn open(path: &Path, details: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
+        let stream = connect(path, details.timeout.not_zero().map(|t| *t))?;
         let config = details.config;
         let stream = Arc::new(Stream(stream));
         (details.register_shutdown)(Arc::downgrade(&stream) as std::sync::Weak<dyn ShutdownHandle>)?;
         let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
-        let plain: Box<dyn Transport> =
-            Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None });
-        // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
-        let transport = transport::Connector::connect(&self.tls, details, Some(plain))?;
-        Ok(transport.map(|t| Box::new(t) as Box<dyn Transport>))
-    }
-}
-
-/// Opens the socket. The kernel answers a connect to a Unix socket at once,
-/// except when the listener's backlog is full: then the wait is bounded by
-/// the socket's send timeout, set to the connect timeout first (std's
-/// `UnixStream::connect` cannot, hence socket2).
-fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStream, ureq::Error> {
-    let shown = path.display();
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.file_type().is_socket() => {
-            let what = if meta.is_dir() {
-                "a folder"
-            } else if meta.is_file() {
-                "a regular file"
-            } else {
-                "no socket"
-            };
-            let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
-            return Err(ureq::Error::Io(io::Error::new(ErrorKind::InvalidInput, why)));
-        }
-        Ok(_) => {}
-        // Not there yet: the daemon may still be starting, as a port nobody listens on yet.
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return Err(refused(format!("no socket at `{shown}` (yet)")));
-        }
-        Err(_) => {}
-    }
-    let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
-    socket.set_write_timeout(timeout)?;
-    let address = socket2::SockAddr::unix(path)?;
-    match socket.connect(&address) {
-        Ok(()) => {}
-        // The backlog stayed full for the whole connect timeout.
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            return Err(ureq::Error::Timeout(Timeout::Connect));
-        }
-        Err(e) if e.kind() == ErrorKind::NotFound => return Err(refused(format!("no socket at `{shown}` (yet)"))),
-        Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-            return Err(refused(format!("nothing listens on the socket `{shown}`")));
-        }
-        // The daemon creates its socket, then opens its mode (dockerd: umask 0777, then chmod):
-        // a connect in between is refused for now, not for good.
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-            return Err(refused(format!("permission denied on the socket `{shown}`")));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    socket.set_write_timeout(None)?;
-    Ok(socket.into())
-}
-
-fn refused(detail: String) -> ureq::Error {
-    ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, detail))
-}
-
-/// The socket, shared with the agent's shutdown handle.
-#[derive(Debug)]
-struct Stream(UnixStream);
-
-impl ShutdownHandle for Stream {
-    fn shutdown(&self) {
-        let _ = self.0.shutdown(std::net::Shutdown::Both);
-    }
-}
-
-/// HTTP/1.1 bytes over a Unix socket: ureq's TCP transport, with a Unix stream.
-#[derive(Debug)]
-struct UnixTransport {
-    stream: Arc<Stream>,
-    buffers: LazyBuffers,
-    /// The timeouts last set on the socket, so that one is set only when it changes.
-    read_timeout: Option<std::time::Duration>,
-    write_timeout: Option<std::time::Duration>,
-}
-
-/// ureq's deadline for one read or write, or its error when already passed.
-fn left(timeout: NextTimeout) -> Result<Option<std::time::Duration>, ureq::Error> {
-    if timeout.after.is_zero() {
-        return Err(ureq::Error::Timeout(timeout.reason));
-    }
-    Ok(timeout.not_zero().map(|t| *t))
-}
-
-/// A socket timeout that fired, as ureq's transports report it.
-fn io_error(e: io::Error, reason: Timeout) -> ureq::Error {
-    match e.kind() {
-        ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(reason),
-        _ => ureq::Error::Io(e),
-    }
-}
-
-impl Transport for UnixTransport {
-    fn buffers(&mut self) -> &mut dyn Buffers {
-        &mut self.buffers
+        Ok(Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None }))
     }
 
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        let timeout = timeout.for_write();
-        let wanted = left(timeout)?;
-        if wanted != self.write_timeout {
-            self.stream.0.set_write_timeout(wanted)?;
-            self.write_timeout = wanted;
-        }
-        let output = &self.buffers.output()[..amount];
-        (&self.stream.0).write_all(output).map_err(|e| io_error(e, timeout.reason))
-    }
-
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        let timeout = timeout.for_read();
-        let wanted = left(timeout)?;
-        let started = Instant::now();
-        let mut stream = &self.stream.0;
-        let input = self.buffers.input_append_buf();
-        // Linux does not restart a socket read with a timeout after a signal
-        // (EINTR): read again with what is left of the timeout.
-        let mut current = wanted;
-        let amount = loop {
-            if current != self.read_timeout {
-                stream.set_read_timeout(current)?;
-                self.read_timeout = current;
+    /// Opens the socket. The kernel answers a connect to a Unix socket at once,
+    /// except when the listener's backlog is full: then the wait is bounded by
+    /// the socket's send timeout, set to the connect timeout first (std's
+    /// `UnixStream::connect` cannot, hence socket2).
+    pub(super) fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStream, ureq::Error> {
+        let shown = path.display();
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.file_type().is_socket() => {
+                let what = if meta.is_dir() {
+                    "a folder"
+                } else if meta.is_file() {
+                    "a regular file"
+                } else {
+                    "no socket"
+                };
+                let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
+                return Err(ureq::Error::Io(io::Error::new(ErrorKind::InvalidInput, why)));
             }
-            match stream.read(input) {
-                Err(e) if e.kind() == ErrorKind::Interrupted => {
-                    if let Some(wanted) = wanted {
-                        let rest = wanted.saturating_sub(started.elapsed());
-                        if rest.is_zero() {
-                            return Err(ureq::Error::Timeout(timeout.reason));
-                        }
-                        current = Some(rest);
-                    }
+            Ok(_) => {}
+            // Not there yet: the daemon may still be starting, as a port nobody listens on yet.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(refused(format!("no socket at `{shown}` (yet)")));
+            }
+            Err(_) => {}
+        }
+        let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+        socket.set_write_timeout(timeout)?;
+        let address = socket2::SockAddr::unix(path)?;
+        match socket.connect(&address) {
+            Ok(()) => {}
+            // The backlog stayed full for the whole connect timeout.
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(ureq::Error::Timeout(Timeout::Connect));
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(refused(format!("no socket at `{shown}` (yet)"))),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                return Err(refused(format!("nothing listens on the socket `{shown}`")));
+            }
+            // The daemon creates its socket, then opens its mode (dockerd: umask 0777, then chmod):
+            // a connect in between is refused for now, not for good.
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                return Err(refused(format!("permission denied on the socket `{shown}`")));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        socket.set_write_timeout(None)?;
+        Ok(socket.into())
+    }
+
+    fn refused(detail: String) -> ureq::Error {
+        ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, detail))
+    }
+
+    /// The socket, shared with the agent's shutdown handle.
+    #[derive(Debug)]
+    struct Stream(UnixStream);
+
+    impl ShutdownHandle for Stream {
+        fn shutdown(&self) {
+            let _ = self.0.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// HTTP/1.1 bytes over a Unix socket: ureq's TCP transport, with a Unix stream.
+    #[derive(Debug)]
+    struct UnixTransport {
+        stream: Arc<Stream>,
+        buffers: LazyBuffers,
+        /// The timeouts last set on the socket, so that one is set only when it changes.
+        read_timeout: Option<std::time::Duration>,
+        write_timeout: Option<std::time::Duration>,
+    }
+
+    /// ureq's deadline for one read or write, or its error when already passed.
+    fn left(timeout: NextTimeout) -> Result<Option<std::time::Duration>, ureq::Error> {
+        if timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(timeout.reason));
+        }
+        Ok(timeout.not_zero().map(|t| *t))
+    }
+
+    /// A socket timeout that fired, as ureq's transports report it.
+    fn io_error(e: io::Error, reason: Timeout) -> ureq::Error {
+        match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(reason),
+            _ => ureq::Error::Io(e),
+        }
+    }
+
+    impl Transport for UnixTransport {
+        fn buffers(&mut self) -> &mut dyn Buffers {
+            &mut self.buffers
+        }
+
+        fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+            let timeout = timeout.for_write();
+            let wanted = left(timeout)?;
+            if wanted != self.write_timeout {
+                self.stream.0.set_write_timeout(wanted)?;
+                self.write_timeout = wanted;
+            }
+            let output = &self.buffers.output()[..amount];
+            (&self.stream.0).write_all(output).map_err(|e| io_error(e, timeout.reason))
+        }
+
+        fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+            let timeout = timeout.for_read();
+            let wanted = left(timeout)?;
+            let started = Instant::now();
+            let mut stream = &self.stream.0;
+            let input = self.buffers.input_append_buf();
+            // Linux does not restart a socket read with a timeout after a signal
+            // (EINTR): read again with what is left of the timeout.
+            let mut current = wanted;
+            let amount = loop {
+                if current != self.read_timeout {
+                    stream.set_read_timeout(current)?;
+                    self.read_timeout = current;
                 }
-                result => break result.map_err(|e| io_error(e, timeout.reason))?,
-            }
-        };
-        self.buffers.input_appended(amount);
-        Ok(amount > 0)
-    }
-
-    fn is_open(&mut self) -> bool {
-        // Open when a read would block: no bytes waiting, no end of stream.
-        let stream = &self.stream.0;
-        if stream.set_nonblocking(true).is_err() {
-            return false;
+                match stream.read(input) {
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {
+                        if let Some(wanted) = wanted {
+                            let rest = wanted.saturating_sub(started.elapsed());
+                            if rest.is_zero() {
+                                return Err(ureq::Error::Timeout(timeout.reason));
+                            }
+                            current = Some(rest);
+                        }
+                    }
+                    result => break result.map_err(|e| io_error(e, timeout.reason))?,
+                }
+            };
+            self.buffers.input_appended(amount);
+            Ok(amount > 0)
         }
-        let mut byte = [0];
-        let open = matches!((&*stream).read(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
-        stream.set_nonblocking(false).is_ok() && open
+
+        fn is_open(&mut self) -> bool {
+            // Open when a read would block: no bytes waiting, no end of stream.
+            let stream = &self.stream.0;
+            if stream.set_nonblocking(true).is_err() {
+                return false;
+            }
+            let mut byte = [0];
+            let open = matches!((&*stream).read(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
+            stream.set_nonblocking(false).is_ok() && open
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod socket {
+    use std::path::Path;
+    use ureq::unversioned::transport::{ConnectionDetails, Transport};
+
+    /// Never reached: `check` refuses `--unix-socket` here before anything is sent.
+    pub(super) fn open(_: &Path, _: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
+        Err(ureq::Error::Io(std::io::Error::other("--unix-socket needs a Unix-like system")))
     }
 }
 
@@ -249,9 +279,11 @@ impl Resolver for NoResolver {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
+    use super::socket::connect;
     use super::*;
+    use std::io::ErrorKind;
 
     #[test]
     fn socket_paths_the_kernel_cannot_take_are_refused_up_front() {

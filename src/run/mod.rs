@@ -22,7 +22,8 @@ use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::error::{Error, Signal};
 use crate::util::exec::Command;
-use crate::util::wait::{self, Cancel};
+use crate::util::signals;
+use crate::util::wait::Cancel;
 use crate::util::{file, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
@@ -166,7 +167,7 @@ pub fn run(config: Config) -> Ending {
     let (events_tx, events) = mpsc::channel();
     let signals = events_tx.clone();
     let mut ends: Vec<Option<TargetEnd>> = targets.iter().map(|_| None).collect();
-    let started = wait::listen(move |signal| {
+    let started = signals::listen(move |signal| {
         let _ = signals.send(Event::Signal(signal));
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))

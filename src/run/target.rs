@@ -163,6 +163,9 @@ impl Loop<'_> {
                 }
             };
             drop(sending);
+            if let Some(note) = client.roots_note() {
+                common.reporter.detail(self.t, &note);
+            }
             let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
 
             let status = match (&reply, answer) {

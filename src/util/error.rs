@@ -54,6 +54,7 @@ pub(crate) enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Signal {
     Interrupt,
+    #[cfg_attr(windows, allow(dead_code, reason = "Windows' console events all come as Interrupt (util/signals.rs)"))]
     Terminate,
 }
 

@@ -4,7 +4,8 @@
 //! file created new under a name no one can guess (a link planted in the
 //! folder is never written through), a device or FIFO is written as it is,
 //! and every read is bounded in size and, for what is not a regular file
-//! (a FIFO that never writes), in time.
+//! (a FIFO that never writes), in time; and which file a path names now, to
+//! see one replaced (`-H @FILE`).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -170,6 +171,10 @@ mod imp {
         options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
 
+    pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
+        (metadata.dev(), metadata.ino())
+    }
+
     pub(super) fn others_may_write(path: &Path) -> Option<String> {
         let me = rustix::process::geteuid().as_raw();
         let shown = path.display();
@@ -197,7 +202,7 @@ mod imp {
     }
 }
 
-#[cfg(windows)]
+#[cfg(not(unix))]
 mod imp {
     //! Windows: files take the folder's access lists; no owner or mode check.
     use std::fs::{OpenOptions, Permissions};
@@ -212,6 +217,18 @@ mod imp {
     pub(super) fn others_may_write(_: &Path) -> Option<String> {
         None
     }
+
+    pub(super) fn identity(_: &std::fs::Metadata) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+/// The device and inode of a file on Unix, which change when the file is
+/// replaced (a rename over it) even within its timestamp's granularity. On
+/// Windows std has no stable file index, so `(0, 0)`: there a replaced file
+/// is seen by its modification time and size alone.
+pub(crate) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
+    imp::identity(metadata)
 }
 
 #[cfg(test)]

@@ -1,14 +1,10 @@
-//! Waiting that can be cut short. A loop's waits end at once when the run
-//! ends ([`Cancel`]), and SIGINT and SIGTERM are turned into messages for the
-//! thread that ends the run ([`listen`]), so no wait polls a flag.
+//! Waiting that can be cut short: a loop's waits end at once when the run
+//! ends ([`Cancel`]), so no wait polls a flag. The signals that end a run
+//! come from `signals.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-use signal_hook::consts::{SIGINT, SIGTERM};
-
-use crate::util::error::Signal;
 
 /// The run is over: a loop stops at its next wait or turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,17 +47,6 @@ impl Cancel {
             guard = self.woken.wait_timeout(guard, left).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
-}
-
-/// Calls `on_signal` on a thread of its own for every SIGINT and SIGTERM.
-pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
-    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new().name("signals".into()).spawn(move || {
-        for number in incoming.forever() {
-            on_signal(if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt });
-        }
-    })?;
-    Ok(())
 }
 
 #[cfg(test)]

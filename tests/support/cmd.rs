@@ -15,6 +15,7 @@ use std::time::Duration;
 ///   (`GITHUB_STEP_SUMMARY`); `GITLAB_CI`, which switches on GitLab's sections.
 /// - Locale: `LANG`, `LANGUAGE` and every `LC_*` (`LC_ALL`, `LC_MESSAGES`, `LC_CTYPE`, ...).
 /// - `TERM`: no test wants the tester's terminal type; `tests/terminal.rs` sets its own.
+/// - `SSL_CERT_FILE`, `SSL_CERT_DIR`: the trusted roots are this machine's, unless a test names its own.
 pub const CLEARED_ENV: &[&str] = &[
     "HTTP_PROXY",
     "http_proxy",
@@ -38,6 +39,8 @@ pub const CLEARED_ENV: &[&str] = &[
     "LC_CTYPE",
     "LC_*",
     "TERM",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 /// A hard stop for any one `poll()` run, so that a hang fails its test instead of the suite.

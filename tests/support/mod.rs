@@ -9,6 +9,8 @@
 mod arrivals;
 pub mod breaker;
 pub mod cmd;
+#[cfg(not(unix))]
+mod no_unix;
 pub mod process;
 pub mod redis;
 pub mod resp;

@@ -19,9 +19,12 @@
 //!   as does a malformed request (answered 400/413/414/431 by the server itself).
 //! - **No panic** in a server thread.
 
+#[cfg(not(unix))]
+use super::no_unix::{UnixListener, UnixStream};
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+#[cfg(unix)]
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

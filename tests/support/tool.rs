@@ -2,7 +2,6 @@
 //! crate's own unit tests (`src/state/redis.rs`), with `redis.rs` beside it.
 
 use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 /// Set to `1` (as `.ci/run` does) and a missing tool fails its test instead of skipping it.
@@ -17,7 +16,6 @@ pub const REQUIRE_TOOLS: &str = "POLL_TEST_REQUIRE_TOOLS";
 /// prints one `SKIPPED` line and returns false, and the test returns at once. The line goes
 /// straight to stderr, past libtest's capture, so that a plain `cargo test` shows it.
 pub fn have_tool(name: &str, install: &str) -> bool {
-    let executable = |path: &Path| path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path).any(|dir| executable(&dir.join(name)));
     if found {
@@ -54,4 +52,17 @@ pub fn have_root(what: &str) -> bool {
         "SKIPPED: {test}{what} needs root: run the tests as root (set {REQUIRE_TOOLS}=1 to make this a failure)"
     );
     false
+}
+
+/// An executable file: its execute bits on Unix; on Windows, any file (`.exe` names included).
+fn executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file() || path.with_extension("exe").is_file()
+    }
 }

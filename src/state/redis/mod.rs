@@ -41,7 +41,6 @@
 mod cluster;
 mod node;
 mod sentinel;
-mod tls;
 mod url;
 
 use std::collections::BTreeMap;
@@ -729,7 +728,7 @@ mod tests {
                     })
                     .or_default() += 1;
             } else {
-                let body: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random()).collect();
+                let body: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random::<u8>()).collect();
                 let url = &urls[rng.random_range(0..urls.len())];
                 let good_body = match rng.random_range(0..100) {
                     0 => Some((url.as_str(), huge.as_slice())),

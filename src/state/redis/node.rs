@@ -17,6 +17,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use super::url::{Addr, RedisUrl};
+use crate::http::tls;
 
 /// The largest reply a step reads: poll's scripts answer a few hundred bytes
 /// (a kept body at most [`super::MAX_KEPT_BODY`]); a server that sends more is not
@@ -34,13 +35,12 @@ pub(super) struct Dialer {
 }
 
 impl Dialer {
-    /// `cacert` (PEM) is trusted besides the built-in roots for TLS, and
+    /// `cacert` (PEM) is trusted besides the system's roots for TLS, and
     /// `insecure` (`-k`) verifies nothing, as for https.
     pub(super) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<Dialer, String> {
-        let tls = match url.tls {
-            true => Some(super::tls::client_config(cacert, insecure)?),
-            false => None,
-        };
+        // Made here, when the store is made: `rediss://` may be this run's first TLS connection.
+        let config = || if insecure { tls::unverified() } else { tls::config(cacert) };
+        let tls = url.tls.then(config).transpose().map_err(|e| format!("TLS: {e}"))?;
         Ok(Dialer { user: url.user.clone(), password: url.password.clone(), db: url.db, tls })
     }
 

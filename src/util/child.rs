@@ -1,0 +1,208 @@
+//! The commands `poll` runs (`--auth-cmd`): through the platform's shell
+//! (`sh -c` on Unix, `cmd /C` on Windows), in a process group of their own,
+//! with no stdin, their output read to its end, bounded in time, and ended
+//! with everything they started when the time is up or the run ends.
+
+use std::io::Read;
+use std::process::{ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::util::wait::{Cancel, Cancelled};
+
+/// The most of a command's stdout (or stderr) that is read.
+const MAX_OUTPUT: u64 = 1 << 20;
+
+/// What a finished command left.
+pub(crate) struct Output {
+    /// "exit status 0" and the like.
+    pub status: String,
+    pub success: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why a command was ended before it finished (it was killed first), or never ran.
+pub(crate) enum Stopped {
+    /// The run ended.
+    Cancelled,
+    /// `deadline` passed.
+    Deadline,
+    /// It ran longer than its `limit`; what it wrote on stderr so far.
+    TooLong { stderr: Vec<u8> },
+    /// It could not be started or waited for.
+    Failed(String),
+}
+
+/// When a command must be over: its own `limit`, the run's `deadline`, the run's end.
+pub(crate) struct Bounds<'a> {
+    pub limit: Duration,
+    pub deadline: Option<Instant>,
+    pub cancel: &'a Cancel,
+}
+
+/// Runs `command` through the shell with `env` added to its environment.
+pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Result<Output, Stopped> {
+    let mut shell = platform::shell(command);
+    shell.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (name, value) in env {
+        shell.env(name, value);
+    }
+    let mut child = shell.spawn().map_err(|e| Stopped::Failed(format!("cannot run {}: {e}", platform::SHELL)))?;
+    let started = Instant::now();
+    let (closed_tx, closed) = mpsc::channel();
+    let stdout = read_all(child.stdout.take(), closed_tx.clone());
+    let stderr = read_all(child.stderr.take(), closed_tx);
+    let mut open = 2;
+    let mut status = None;
+    let stopped = loop {
+        if open == 0 && status.is_some() {
+            break None;
+        }
+        if bounds.cancel.check().is_err() {
+            break Some(Stopped::Cancelled);
+        }
+        if started.elapsed() >= bounds.limit {
+            break Some(Stopped::TooLong { stderr: Vec::new() });
+        }
+        if bounds.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            break Some(Stopped::Deadline);
+        }
+        if status.is_none() {
+            let waited = child.try_wait();
+            status = waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))?;
+        }
+        if open > 0 {
+            // Each stream says when it is closed; the step bounds how late a cancel or the limit is seen.
+            if closed.recv_timeout(Duration::from_millis(10)).is_ok() {
+                open -= 1;
+            }
+        } else if let Err(Cancelled) = bounds.cancel.sleep(Duration::from_millis(1)) {
+            break Some(Stopped::Cancelled);
+        }
+    };
+    if let Some(stopped) = stopped {
+        platform::kill(&mut child);
+        let _ = child.wait();
+        return Err(match stopped {
+            Stopped::TooLong { .. } => Stopped::TooLong { stderr: std::mem::take(&mut *lock(&stderr)) },
+            other => other,
+        });
+    }
+    let success = status.is_some_and(|status| status.success());
+    let status = status.map_or_else(|| "no exit status".to_string(), |status| describe(&status));
+    let stdout = std::mem::take(&mut *lock(&stdout));
+    let stderr = std::mem::take(&mut *lock(&stderr));
+    Ok(Output { status, success, stdout, stderr })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The command's exit in words: `exit status 7`, `killed by signal 9`.
+fn describe(status: &ExitStatus) -> String {
+    match (status.code(), platform::signal(status)) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "no exit status".to_string(),
+    }
+}
+
+/// Reads `stream` to its end (at most [`MAX_OUTPUT`]) on a thread of its
+/// own, into the buffer returned; says on `closed` when it is done.
+fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>) -> Arc<Mutex<Vec<u8>>> {
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    let filled = Arc::clone(&buffer);
+    let reader = move || {
+        if let Some(mut stream) = stream {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut buffer = lock(&filled);
+                        if (buffer.len() as u64) < MAX_OUTPUT {
+                            buffer.extend_from_slice(&chunk[..n]);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = closed.send(());
+    };
+    if std::thread::Builder::new().name("child-output".into()).spawn(reader).is_err() {
+        // No thread: nothing is read, and the command's own limit ends it.
+    }
+    buffer
+}
+
+#[cfg(unix)]
+mod platform {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    use std::process::{Child, Command, ExitStatus};
+
+    pub(super) const SHELL: &str = "sh";
+
+    /// `sh -c COMMAND`, in a process group of its own: a terminal's Ctrl-C
+    /// does not reach it, and [`kill`] ends whatever it started.
+    pub(super) fn shell(command: &str) -> Command {
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(command).process_group(0);
+        shell
+    }
+
+    /// Kills the command's process group (`sh` and everything it started).
+    pub(super) fn kill(child: &mut Child) {
+        let group = rustix::process::Pid::from_child(child);
+        if rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_err() {
+            let _ = child.kill();
+        }
+    }
+
+    pub(super) fn signal(status: &ExitStatus) -> Option<i32> {
+        status.signal()
+    }
+}
+
+#[cfg(windows)]
+mod platform {
+    use std::os::windows::process::CommandExt as _;
+    use std::process::{Child, Command, ExitStatus, Stdio};
+
+    pub(super) const SHELL: &str = "cmd";
+
+    /// Its own console process group: the console's Ctrl-C is not sent to it.
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+
+    /// `cmd /D /S /C "COMMAND"`: the command line as typed (cmd does not
+    /// parse its arguments as other programs do, so it goes raw; `/S` takes
+    /// the outer quotes off and keeps the rest), without AutoRun commands.
+    pub(super) fn shell(command: &str) -> Command {
+        let cmd = std::env::var_os("ComSpec").unwrap_or_else(|| "cmd.exe".into());
+        let mut shell = Command::new(cmd);
+        shell.raw_arg(format!("/D /S /C \"{command}\"")).creation_flags(CREATE_NEW_PROCESS_GROUP);
+        shell
+    }
+
+    /// Ends cmd and every process it started (`taskkill /T /F`, Windows'
+    /// own tool, which finds them by parent), then cmd itself for certain
+    /// (`TerminateProcess`), should taskkill be missing or fail. A Job object
+    /// would do both in one, but takes unsafe code or the `windows` crate.
+    pub(super) fn kill(child: &mut Child) {
+        let taskkill = std::env::var_os("SystemRoot")
+            .map_or_else(|| "taskkill.exe".into(), |root| std::path::Path::new(&root).join(r"System32\taskkill.exe"));
+        let _ = Command::new(taskkill)
+            .args(["/T", "/F", "/PID", &child.id().to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = child.kill();
+    }
+
+    pub(super) fn signal(_: &ExitStatus) -> Option<i32> {
+        None
+    }
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# The other targets, end to end, against loopback servers this script starts and stops by PID:
+#   windows  poll.exe (x86_64-pc-windows-gnu, linked by mingw-w64) under Wine: a poll until a
+#            condition, a 503 with Retry-After, --submit, -o, a jq error, the deadline, --state
+#            shared by three processes, --auth-cmd through cmd /C (and its kill at the deadline),
+#            --unix-socket refused, and Ctrl-C
+#   musl     the static Linux build (x86_64-unknown-linux-musl): no dynamic dependencies, one poll,
+#            and, in an empty root (a `scratch` image), the built-in Mozilla roots
+#
+#   tests/windows.sh [windows|musl]...     (both when none is named)
+#
+# Each case checks the exit code and the stdout bytes. A missing tool is one `SKIPPED:` line
+# naming its install command, or a failure under POLL_TEST_REQUIRE_TOOLS=1 (as .ci/run sets).
+# Debug builds, once each: the cases test behaviour, not speed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+target=${CARGO_TARGET_DIR:-$repo/target}
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(windows musl)
+
+failed=0
+passed=0
+skipped=0
+pids=()
+work=$(mktemp -d "${TMPDIR:-/tmp}/poll-targets.XXXXXX")
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if [ -n "${WINEPREFIX:-}" ] && [ -x "${wineserver:-}" ]; then "$wineserver" -k 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# need TOOL INSTALL WHAT: true when TOOL is on PATH (or is an executable path).
+need() {
+    if command -v "$1" >/dev/null 2>&1; then return 0; fi
+    if [ "${POLL_TEST_REQUIRE_TOOLS:-}" = 1 ]; then
+        echo "tests/windows.sh: $1 is required (POLL_TEST_REQUIRE_TOOLS=1): $2" >&2
+        exit 1
+    fi
+    echo "SKIPPED: $3: $1 is missing: $2" >&2
+    skipped=$((skipped + 1))
+    return 1
+}
+
+# check NAME WANT_CODE WANT_STDOUT_FILE GOT_CODE GOT_STDOUT_FILE STDERR_FILE
+check() {
+    if [ "$4" = "$2" ] && cmp -s "$3" "$5"; then
+        echo "ok: $1"
+        passed=$((passed + 1))
+    else
+        echo "FAILED: $1: exit $4 (want $2); stdout $(od -c "$5" | head -3 | tr -s ' ') (want $(cat "$3"))" >&2
+        sed 's/^/    stderr: /' "$6" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+# expect NAME CODE STDOUT -- COMMAND...: runs COMMAND (bounded to 60 s) and checks it.
+expect() {
+    local name=$1 code=$2 want=$3
+    shift 4
+    printf '%s' "$want" >"$work/want"
+    local got=0
+    timeout 60 "$@" >"$work/out" 2>"$work/err" </dev/null || got=$?
+    check "$name" "$code" "$work/want" "$got" "$work/out" "$work/err"
+}
+
+# The loopback job server (benches/jobserver.rs), on a free port; sets $base.
+start_jobserver() {
+    local bin=$1 log=$work/jobserver.log
+    "$bin" 0 >"$log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        if grep -q "listening on" "$log"; then break; fi
+        sleep 0.05
+    done
+    base="http://$(grep -m1 -o '127\.0\.0\.1:[0-9]*' "$log")"
+}
+
+get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "$1"; }
+post() {
+    python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(urllib.request.Request(sys.argv[1], b"", method="POST")).read().decode())' "$1"
+}
+
+# The loopback HTTPS server (tests/tls_server.py) with the fixture certificate (its own CA); sets $tls_url.
+start_tls_server() {
+    python3 tests/tls_server.py tests/fixtures/cert.pem tests/fixtures/key.pem >"$work/tls.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        if [ -s "$work/tls.log" ]; then break; fi
+        sleep 0.05
+    done
+    tls_url="https://127.0.0.1:$(head -1 "$work/tls.log")/"
+}
+
+windows() {
+    need x86_64-w64-mingw32-gcc "apt-get install mingw-w64" "poll.exe under Wine" || return 0
+    wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
+    wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+    need "$wine" "apt-get install wine64" "poll.exe under Wine" || return 0
+    if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu; then
+        need rustup-target-x86_64-pc-windows-gnu "rustup target add x86_64-pc-windows-gnu" "poll.exe under Wine" || return 0
+    fi
+    cargo build --locked --quiet --target x86_64-pc-windows-gnu --bin poll
+    cargo build --locked --quiet --example jobserver
+    local exe=$target/x86_64-pc-windows-gnu/debug/poll.exe
+    echo "poll.exe: $(stat -c %s "$exe") bytes (debug)"
+
+    # A Wine prefix of our own, with the stand-in for bcryptprimitives.dll (tests/wine/).
+    export WINEPREFIX=$target/wine WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+    if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
+        timeout 300 "$wine" cmd /c exit >/dev/null 2>&1 </dev/null || true
+        x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
+            tests/wine/bcryptprimitives.c tests/wine/bcryptprimitives.def -ladvapi32
+    fi
+    start_jobserver "$target/debug/examples/jobserver"
+    local w="$wine $exe"
+    : >"$work/empty"
+    winpath() { printf 'Z:%s' "${1//\//\\}"; }
+
+    get "$base/reset?n=3" >/dev/null
+    expect "windows: polls until the condition holds" 0 '{"status":"done","n":3}' -- \
+        $w --until '.status=="done"' -i 50ms "$base/job"
+
+    get "$base/reset?n=1" >/dev/null
+    local started=$SECONDS
+    expect "windows: a 503 with Retry-After waits as told" 0 '{"status":"done","n":2}' -- $w "$base/busy"
+    if [ $((SECONDS - started)) -lt 1 ]; then
+        echo "FAILED: windows: the retry came before Retry-After's second" >&2
+        failed=$((failed + 1))
+    fi
+
+    expect "windows: --submit polls the job it started" 0 \
+        '{"id": 7, "status": "succeeded", "artifact": "https://cdn.example.com/build-7.tar.gz"}' -- \
+        $w --submit --json '{"name":"build"}' --status-url '"/jobs/\(.id)"' -i 50ms "$base/jobs"
+
+    expect "windows: -o writes the body to a file, not stdout" 0 '' -- $w -o "$(winpath "$work/body.json")" "$base/ok"
+    printf '%s' '{"status":"done","n":1}' >"$work/want-body"
+    check "windows: -o's file holds the body" 0 "$work/want-body" 0 "$work/body.json" "$work/err"
+
+    expect "windows: a filter that does not compile is a usage error" 2 '' -- $w --until '.status==' "$base/job"
+
+    get "$base/reset?n=1000000" >/dev/null
+    expect "windows: the deadline ends the run" 1 '' -- $w --until '.status=="done"' -i 100ms --timeout 1s "$base/job"
+
+    # Three processes, one --state file, one request a second between them: the last waits two.
+    local state
+    state=$(winpath "$work/api.state")
+    started=$(date +%s%N)
+    local runs=()
+    for i in 1 2 3; do
+        timeout 60 $w --state "$state" --rate 1/s "$base/ok" >"$work/state-$i.out" 2>"$work/state-$i.err" </dev/null &
+        runs+=($!)
+    done
+    printf '%s' '{"status":"done","n":1}' >"$work/want-ok"
+    for i in 1 2 3; do
+        local code=0
+        wait "${runs[$((i - 1))]}" || code=$?
+        check "windows: --state FILE shared by three processes ($i)" 0 "$work/want-ok" "$code" "$work/state-$i.out" "$work/state-$i.err"
+    done
+    local waited=$((($(date +%s%N) - started) / 1000000))
+    if [ "$waited" -lt 1800 ] || ! python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/api.state"; then
+        echo "FAILED: windows: --state: three runs at 1/s took ${waited} ms (want >= 2 s), or the file is no JSON" >&2
+        failed=$((failed + 1))
+    else
+        echo "ok: windows: --state spaced the three runs (${waited} ms) and holds JSON"
+        passed=$((passed + 1))
+    fi
+
+    # --auth-cmd through cmd /C: cmd's own syntax (`if ... ( )`), the token as Bearer.
+    get "$base/reset?n=1" >/dev/null
+    local token
+    token=$(post "$base/app/installations/1/access_tokens" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+    expect "windows: --auth-cmd runs through cmd /C" 0 '{"status":"done","n":1}' -- \
+        $w --auth-cmd "if 1==1 (echo $token)" "$base/private/job"
+    started=$SECONDS
+    expect "windows: --auth-cmd still running at the deadline is killed" 1 '' -- \
+        $w --auth-cmd "ping -n 45 127.0.0.1 >nul" --timeout 2s "$base/private/job"
+    if [ $((SECONDS - started)) -gt 15 ]; then
+        echo "FAILED: windows: --auth-cmd's kill took $((SECONDS - started)) s" >&2
+        failed=$((failed + 1))
+    fi
+    # Wine's taskkill has no /T, so the ping that cmd started outlives it there (not on Windows).
+    pkill -f -x '.*ping -n 45 127\.0\.0\.1' 2>/dev/null || true
+
+    expect "windows: --unix-socket is a usage error" 2 '' -- $w --unix-socket 'C:\docker.sock' http://localhost/
+    if ! grep -q "needs a Unix-like system" "$work/err"; then
+        echo "FAILED: windows: --unix-socket's error does not say why" >&2
+        failed=$((failed + 1))
+    fi
+
+    # https://, the server's CA only in SSL_CERT_FILE (Wine passes the environment on).
+    start_tls_server
+    expect "windows: https:// trusts a CA in SSL_CERT_FILE" 0 '{"status":"done","n":1}' -- \
+        env SSL_CERT_FILE="$(winpath "$repo/tests/fixtures/cert.pem")" SSL_CERT_DIR= $w "$tls_url"
+    expect "windows: https:// with an empty store fails at once" 3 '' -- \
+        env SSL_CERT_FILE="$(winpath "$work/empty")" SSL_CERT_DIR= $w "$tls_url"
+
+    # Ctrl-C: Wine turns SIGINT to its process into the console's CTRL_C_EVENT.
+    get "$base/reset?n=1000000" >/dev/null
+    $w --until '.status=="done"' -i 100ms "$base/job" >"$work/ctrlc.out" 2>"$work/ctrlc.err" </dev/null &
+    local pid=$!
+    pids+=("$pid")
+    sleep 2
+    kill -INT "$pid"
+    local code=0
+    wait "$pid" || code=$?
+    unset 'pids[-1]'
+    check "windows: Ctrl-C ends the run with 130" 130 "$work/empty" "$code" "$work/ctrlc.out" "$work/ctrlc.err"
+}
+
+musl() {
+    need musl-gcc "apt-get install musl-tools" "the static musl build" || return 0
+    if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl; then
+        need rustup-target-x86_64-unknown-linux-musl "rustup target add x86_64-unknown-linux-musl" "the static musl build" || return 0
+    fi
+    cargo build --locked --quiet --target x86_64-unknown-linux-musl --bin poll
+    cargo build --locked --quiet --example jobserver
+    local bin=$target/x86_64-unknown-linux-musl/debug/poll
+    echo "musl poll: $(stat -c %s "$bin") bytes (debug)"
+    local linked=0
+    ldd "$bin" >"$work/ldd" 2>&1 || linked=$?
+    if grep -Eq "not a dynamic executable|statically linked" "$work/ldd"; then
+        echo "ok: musl: ldd: $(tr -d '\t' <"$work/ldd")"
+        passed=$((passed + 1))
+    else
+        echo "FAILED: musl: ldd finds dynamic dependencies (exit $linked): $(cat "$work/ldd")" >&2
+        failed=$((failed + 1))
+    fi
+    start_jobserver "$target/debug/examples/jobserver"
+    get "$base/reset?n=2" >/dev/null
+    expect "musl: polls until the condition holds" 0 '{"status":"done","n":2}' -- \
+        "$bin" --until '.status=="done"' -i 50ms "$base/job"
+
+    # In an empty root (as in a `scratch` image) no store is found: the Mozilla roots serve, -v
+    # says so, and the test server's own CA is not among them. Needs root, or user namespaces.
+    local root=$work/scratch chroot=()
+    mkdir -p "$root"
+    cp "$bin" "$root/poll"
+    if [ "$(id -u)" = 0 ]; then chroot=(chroot "$root"); elif unshare -r true 2>/dev/null; then chroot=(unshare -r chroot "$root"); fi
+    if [ ${#chroot[@]} -eq 0 ] || ! need python3 "apt-get install python3" "the musl build in an empty root"; then
+        echo "SKIPPED: musl in an empty root: neither root nor user namespaces here" >&2
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    start_tls_server
+    expect "musl: in an empty root, the Mozilla roots (which lack the test CA)" 3 '' -- \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${chroot[@]}" /poll -v --retries 0 "$tls_url"
+    if ! grep -q "trusted roots: no system store found; the [0-9]* built-in Mozilla roots serve instead" "$work/err"; then
+        echo "FAILED: musl: -v does not say that the Mozilla roots serve: $(cat "$work/err")" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+for part in "${parts[@]}"; do
+    case $part in
+        windows) windows ;;
+        musl) musl ;;
+        *) echo "tests/windows.sh: no part named $part (windows, musl)" >&2; exit 2 ;;
+    esac
+done
+echo "tests/windows.sh: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
