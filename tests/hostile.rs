@@ -462,3 +462,110 @@ fn an_endless_redis_error_line_fails_the_step_after_a_mebibyte() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(fake.written() < 16 << 20, "{} bytes were read before poll gave up", fake.written());
 }
+
+// --auth-cmd's processes, credentials that cannot be sent, headers from a FIFO.
+
+/// Processes whose command line is `marker` (`sleep 31234`; not poll itself, whose arguments hold it).
+fn running(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").trim_end() == marker)
+        .count()
+}
+
+#[test]
+fn a_signal_ends_auth_cmds_whole_process_group() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let marker = format!("sleep 3{}", std::process::id() % 1000 + 1000);
+    let mut child = support::poll_std()
+        .args(["--auth-cmd", &marker, &server.url("/")])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while running(&marker) == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(running(&marker), 1, "the command runs");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
+}
+
+#[test]
+fn a_background_child_holding_stdout_is_not_waited_for() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let marker = format!("sleep 4{}", std::process::id() % 1000 + 1000);
+    let started = Instant::now();
+    let out = poll().args(["--auth-cmd", &format!("echo TOK3N; {marker} &"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOK3N"));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
+}
+
+#[test]
+fn a_token_no_header_can_carry_is_a_failure_of_the_command_and_nothing_is_sent() {
+    let folder = Folder::new("token");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    // Five runs with a shared state: none reaches the server, so no breaker opens for it.
+    for _ in 0..5 {
+        let out = poll()
+            .args([
+                "--auth-cmd",
+                "echo tökén",
+                "--retries",
+                "0",
+                "--state",
+                &folder.text("state.json"),
+                &server.url("/"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("--auth-cmd printed a token with a character that is not ASCII"), "{err}");
+        assert!(!err.contains("tökén"), "{err}");
+    }
+}
+
+#[test]
+fn a_cookie_too_large_to_send_back_is_exit_3_never_sent_nor_counted_by_the_breaker() {
+    let folder = Folder::new("cookie");
+    let big = format!("session={}; Path=/", "x".repeat(20_000));
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#).header("Set-Cookie", &big)]);
+    for _ in 0..6 {
+        let out = poll()
+            .args(["--until", ".done", "-i", "10ms", "--retries", "0", "--state", &folder.text("state.json")])
+            .arg(server.url("/"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("too large to send back (`session` alone is 20008 bytes)"), "{err}");
+    }
+    // One request a run: the cookie never went, and the breaker never opened (a sixth run still asked).
+    assert_eq!(server.hits(), 6);
+}
+
+#[test]
+fn headers_from_a_fifo_that_never_writes_cannot_outlast_the_timeout() {
+    let folder = Folder::new("header-fifo");
+    let fifo = folder.path("headers");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let started = Instant::now();
+    let out =
+        poll().args(["-H", &format!("@{}", fifo.display()), "--timeout", "1s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing came before the deadline"), "{}", stderr(&out));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+}

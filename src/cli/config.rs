@@ -126,7 +126,7 @@ impl Config {
         if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
             return Err(usage("--auth-cmd", "the command is empty"));
         }
-        let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone())?);
+        let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone(), until)?);
         let body = match (cli.data.take(), cli.json.take()) {
             (Some(data), _) => {
                 let body = read_body("--data", &data, stdin, until)?;

@@ -70,8 +70,12 @@ pub(crate) struct Authorised {
 impl Credentials {
     /// Reads every `-H @FILE` once (a file that cannot be read or parsed is
     /// a usage error); `command` is run later, before the first request.
-    pub(crate) fn new(files: &[PathBuf], command: Option<String>) -> Result<Credentials, Error> {
-        let files = files.iter().map(|path| HeaderFile::open(path)).collect::<Result<Vec<_>, _>>()?;
+    pub(crate) fn new(
+        files: &[PathBuf],
+        command: Option<String>,
+        until: Option<Instant>,
+    ) -> Result<Credentials, Error> {
+        let files = files.iter().map(|path| HeaderFile::open(path, until)).collect::<Result<Vec<_>, _>>()?;
         if command.is_some()
             && let Some(file) = files.iter().find(|file| file.current().iter().any(|(n, _)| is_authorization(n)))
         {
@@ -155,10 +159,10 @@ struct FileState {
 }
 
 impl HeaderFile {
-    fn open(path: &Path) -> Result<HeaderFile, Error> {
+    fn open(path: &Path, until: Option<Instant>) -> Result<HeaderFile, Error> {
         let usage = |why: String| Error::Usage(format!("--header @{}: {why}", path.display()));
         let seen = std::fs::metadata(path).map(|m| stamp(&m)).map_err(|e| usage(format!("cannot read it: {e}")))?;
-        let headers = read_headers(path).map_err(usage)?;
+        let headers = read_headers(path, until).map_err(usage)?;
         let state = FileState { seen: Some(seen), headers, warned: false };
         Ok(HeaderFile { path: path.to_path_buf(), state: Mutex::new(state) })
     }
@@ -175,7 +179,7 @@ impl HeaderFile {
         let read = std::fs::metadata(&self.path).map(|m| stamp(&m)).map_err(|e| format!("cannot read it: {e}"));
         let read = match read {
             Ok(seen) if state.seen == Some(seen) => return state.headers.clone(),
-            Ok(seen) => read_headers(&self.path).map(|headers| (seen, headers)),
+            Ok(seen) => read_headers(&self.path, hooks.deadline).map(|headers| (seen, headers)),
             Err(why) => Err(why),
         };
         match read {
@@ -203,8 +207,9 @@ fn stamp(metadata: &std::fs::Metadata) -> (SystemTime, u64, u64, u64) {
 /// curl's `-H @FILE`: one `Name: value` a line, CR and LF both end a line,
 /// empty lines are skipped. A line that is no header is named by its number
 /// only: it may hold a secret.
-fn read_headers(path: &Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+fn read_headers(path: &Path, until: Option<Instant>) -> Result<Vec<(String, String)>, String> {
+    // At most 16 MiB, and from a FIFO no longer than the run's deadline.
+    let text = file::read_bounded(path, until).map_err(|e| format!("cannot read it: {e}"))?;
     let text = String::from_utf8(text).map_err(|_| "it is not UTF-8 text".to_string())?;
     let mut headers = Vec::new();
     for (number, line) in text.split('\n').enumerate() {
@@ -370,6 +375,10 @@ fn parse_output(stdout: &[u8]) -> Result<(String, Option<SystemTime>), String> {
     };
     if parse::check_header_value("Authorization", &token).is_err() || token.contains(' ') {
         return Err("printed more than one token (a space or a control character in it)".into());
+    }
+    // A header carries ASCII alone: such a token could never be sent, so it is not tried.
+    if !token.is_ascii() {
+        return Err("printed a token with a character that is not ASCII, which no header can carry".into());
     }
     Ok((token, expires))
 }

@@ -116,6 +116,23 @@ const MAX_RESPONSE_HEAD: usize = 32 << 10;
 /// The smallest output buffer: request heads and the body, in chunks, go through it.
 const MIN_OUTPUT_BUFFER: usize = 16 << 10;
 
+/// The largest `Cookie` header sent back: servers refuse longer header lines
+/// (nginx's default is 8 KiB), and the request head must fit its buffer.
+const MAX_COOKIE_HEADER: usize = 8 << 10;
+
+/// The failure of the cookies a server set when they are too large to send back, naming the largest.
+fn too_large(cookies: &str) -> Fault {
+    let largest = cookies.split("; ").max_by_key(|cookie| cookie.len()).unwrap_or_default();
+    let name = largest.split('=').next().unwrap_or_default();
+    let detail = format!(
+        "the cookies the server set are {} bytes, too large to send back (`{}` alone is {} bytes)",
+        cookies.len(),
+        crate::util::text::printable(&crate::util::text::cut(name)),
+        largest.len()
+    );
+    Fault::new(Failure::Credential, detail)
+}
+
 /// How much of a redirect's own body is read, so its connection can be reused.
 const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 
@@ -188,6 +205,9 @@ impl Client {
                 return Err(Fault::new(Failure::Timeout, "request timed out"));
             }
             let cookies = self.jar.header(&url);
+            if let Some(cookies) = cookies.as_deref().filter(|cookies| cookies.len() > MAX_COOKIE_HEADER) {
+                return Err(too_large(cookies));
+            }
             let mut response = self.send(&method, &url, &headers, cookies.as_deref(), body, left)?;
             let set_cookies = response.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok());
             self.jar.store(&url, set_cookies);

@@ -253,6 +253,7 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
                     | Failure::BodyTooLarge
                     | Failure::ProxyRefused
                     | Failure::NotASocket
+                    | Failure::Credential
             )
         }
     }

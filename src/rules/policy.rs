@@ -77,6 +77,9 @@ pub enum Failure {
     ProxyRefused,
     /// `--unix-socket` names something that is no socket (a file, a folder).
     NotASocket,
+    /// A credential that cannot be sent (a cookie too large to send back):
+    /// nothing was sent, so nothing is retried and the server is not blamed.
+    Credential,
 }
 
 /// Which request an attempt sent.
@@ -133,6 +136,7 @@ impl Failure {
                 | Failure::BodyTooLarge
                 | Failure::ProxyRefused
                 | Failure::NotASocket
+                | Failure::Credential
         )
     }
 
@@ -150,6 +154,7 @@ impl Failure {
             Failure::BodyTooLarge => "body_too_large",
             Failure::ProxyRefused => "proxy",
             Failure::NotASocket => "connect",
+            Failure::Credential => "credential",
         }
     }
 }
@@ -170,6 +175,7 @@ impl fmt::Display for Failure {
             Failure::BodyTooLarge => "body larger than --max-body",
             Failure::ProxyRefused => "the proxy refused the connection",
             Failure::NotASocket => "not a socket",
+            Failure::Credential => "a credential that cannot be sent",
         })
     }
 }

@@ -22,8 +22,8 @@ use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::error::{Error, Signal};
 use crate::util::exec::Command;
-use crate::util::signals;
 use crate::util::wait::Cancel;
+use crate::util::{child, signals};
 use crate::util::{file, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
@@ -201,8 +201,10 @@ pub fn run(config: Config) -> Ending {
             return stopped_early(&common.reporter, &Error::Permanent(why));
         }
     };
-    // Loops still running stop at their next wait; one in a request ends with the process.
+    // Loops still running stop at their next wait; one in a request ends with the process, and
+    // an --auth-cmd still running is ended with what it started.
     common.cancel.cancel();
+    child::end_all();
     let loops = Loops { targets: &targets, ends: &ends };
     finish(&common, &loops, over, output_file.as_deref(), &limits.fallback, command)
 }

@@ -499,8 +499,9 @@ impl Loop<'_> {
             (Some(url), Ok(reply)) => Some((url.as_str(), reply.body.as_slice())),
             _ => None,
         };
-        // A service not up yet has answered nothing the breaker could weigh.
-        if matches!(record.action, Action::Poll { reason: WaitReason::NotUpYet, .. }) {
+        // A service not up yet has answered nothing the breaker could weigh, nor a credential that was not sent.
+        let unsent = matches!(&record.reply, Err(Fault { failure: Failure::Credential, .. }));
+        if unsent || matches!(record.action, Action::Poll { reason: WaitReason::NotUpYet, .. }) {
             return Ok(None);
         }
         // A status the user listed is an answer they expected.
@@ -587,6 +588,7 @@ impl Loop<'_> {
                         | Failure::BadRedirect
                         | Failure::ProxyRefused
                         | Failure::NotASocket
+                        | Failure::Credential
                 ) =>
             {
                 Some(fault.detail.as_str())

@@ -14,6 +14,36 @@ use crate::util::wait::{Cancel, Cancelled};
 /// The most of a command's stdout (or stderr) that is read.
 const MAX_OUTPUT: u64 = 1 << 20;
 
+/// How long after the command exited its output is still read from what it left running.
+const DRAIN: Duration = Duration::from_millis(100);
+
+/// The commands running now, by their process id (on Unix, their process group's).
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// A command known to [`end_all`] while it runs.
+struct Running(u32);
+
+impl Running {
+    fn register(id: u32) -> Running {
+        lock(&RUNNING).push(id);
+        Running(id)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        lock(&RUNNING).retain(|id| *id != self.0);
+    }
+}
+
+/// The run is over (a signal, the deadline, an ending): every command still
+/// running is ended with everything it started, so none outlives `poll`.
+pub(crate) fn end_all() {
+    for id in lock(&RUNNING).drain(..) {
+        platform::kill_id(id);
+    }
+}
+
 /// What a finished command left.
 pub(crate) struct Output {
     /// "exit status 0" and the like.
@@ -50,7 +80,10 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
         shell.env(name, value);
     }
     let mut child = shell.spawn().map_err(|e| Stopped::Failed(format!("cannot run {}: {e}", platform::SHELL)))?;
+    // Known to the run's ending until it is over, which kills it (and its group) should the run end first.
+    let _running = Running::register(child.id());
     let started = Instant::now();
+    let mut exited_at = None;
     let (closed_tx, closed) = mpsc::channel();
     let stdout = read_all(child.stdout.take(), closed_tx.clone());
     let stderr = read_all(child.stderr.take(), closed_tx);
@@ -72,6 +105,12 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
         if status.is_none() {
             let waited = child.try_wait();
             status = waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))?;
+        }
+        // The command is over: what a child it left in the background (`TOKEN; sleep 300 &`) holds open is
+        // not waited for, beyond a moment for the output already written to be read.
+        if status.is_some() && open > 0 && exited_at.get_or_insert_with(Instant::now).elapsed() >= DRAIN {
+            platform::kill(&mut child);
+            break None;
         }
         if open > 0 {
             // Each stream says when it is closed; the step bounds how late a cancel or the limit is seen.
@@ -161,6 +200,13 @@ mod platform {
         }
     }
 
+    /// Kills the process group of the command whose process is `id` (its group's id too).
+    pub(super) fn kill_id(id: u32) {
+        if let Some(group) = i32::try_from(id).ok().and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+
     pub(super) fn signal(status: &ExitStatus) -> Option<i32> {
         status.signal()
     }
@@ -191,15 +237,23 @@ mod platform {
     /// (`TerminateProcess`), should taskkill be missing or fail. A Job object
     /// would do both in one, but takes unsafe code or the `windows` crate.
     pub(super) fn kill(child: &mut Child) {
-        let taskkill = std::env::var_os("SystemRoot")
-            .map_or_else(|| "taskkill.exe".into(), |root| std::path::Path::new(&root).join(r"System32\taskkill.exe"));
-        let _ = Command::new(taskkill)
-            .args(["/T", "/F", "/PID", &child.id().to_string()])
+        kill_id(child.id());
+        let _ = child.kill();
+    }
+
+    fn taskkill() -> std::path::PathBuf {
+        std::env::var_os("SystemRoot")
+            .map_or_else(|| "taskkill.exe".into(), |root| std::path::Path::new(&root).join(r"System32\taskkill.exe"))
+    }
+
+    /// Ends the command whose process is `id` and what it started.
+    pub(super) fn kill_id(id: u32) {
+        let _ = Command::new(taskkill())
+            .args(["/T", "/F", "/PID", &id.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let _ = child.kill();
     }
 
     pub(super) fn signal(_: &ExitStatus) -> Option<i32> {
