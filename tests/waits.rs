@@ -126,6 +126,55 @@ fn several_urls_name_the_one_never_reached() {
     );
 }
 
+#[test]
+fn runs_that_never_reach_a_url_tell_the_breaker_nothing() {
+    let folder = Folder::new("unreached-breaker");
+    let state = folder.path("state.json");
+    let state = state.to_str().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    // Five failures in the window would open the breaker (under 60% success): the sixth run would exit 6.
+    for run in 1..=6 {
+        let out = poll().args(["--state", state, "--timeout", "300ms", "-i", "50ms", &url]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "run {run}: {}", stderr(&out));
+        assert!(stderr(&out).contains("; never reached: connection refused"), "run {run}: {}", stderr(&out));
+    }
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+    let breaker = &value["origins"][format!("http://127.0.0.1:{port}")]["breaker"];
+    assert_eq!(breaker["window"].as_array().map_or(0, Vec::len), 0, "{value}");
+    assert_eq!(breaker["state"].as_str().unwrap_or("closed"), "closed", "{value}");
+}
+
+#[test]
+fn a_deadline_before_the_rate_slot_says_the_url_was_never_reached() {
+    let url = format!("http://127.0.0.1:{}/healthz", free_port());
+    let started = Instant::now();
+    let out = poll().args(["--rate", "1/10s", "--timeout", "2s", "-i", "50ms", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "stops at once, not at the slot: {:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("(--rate) but only "), "{err}");
+    assert!(err.contains("; never reached: connection refused"), "{err}");
+    assert!(!err.contains("last: connection refused"), "{err}");
+}
+
+#[test]
+fn several_urls_name_a_jq_error_as_one_url_does() {
+    let replies = (0..40).map(|n| Reply::json(200, &format!(r#"{{"name":{n}}}"#))).collect();
+    let a = Server::start(replies).expect_hits_between(2, 40);
+    let b = Server::start(vec![Reply::json(200, r#"{"name":"x"}"#)]);
+    let until = r#".name | ascii_downcase == "x""#;
+    let out =
+        poll().args(["--until", until, "-i", "100ms", "--timeout", "1s", &a.url("/a"), &b.url("/b")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap();
+    let named = format!("1 of 2 URLs still pending: {} (last: --until failed on the body: cannot use", a.url("/a"));
+    assert!(last.contains(&named), "{last}");
+    assert!(!last.contains("200 pending"), "{last}");
+}
+
 // Statuses as conditions.
 
 #[test]

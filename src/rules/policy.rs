@@ -180,6 +180,16 @@ impl fmt::Display for Failure {
     }
 }
 
+impl Outcome {
+    /// Whether this outcome says the service is not up yet: a connection
+    /// failure before the URL's first reply. Such an attempt spends no
+    /// `--retries`, is no outcome for the circuit breaker, and a deadline
+    /// says the URL was never reached. The one place that says so.
+    pub fn not_up_yet(&self, attempt: &Attempt) -> bool {
+        matches!(self, Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet())
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -373,6 +383,20 @@ impl fmt::Display for WaitReason {
 /// How a deadline names the failure of a URL that never answered at all.
 const NEVER_REACHED: &str = "never reached";
 
+/// A deadline's cause for a URL not up yet: `never reached: connection refused`.
+pub fn never_reached(failure: &Failure) -> String {
+    format!("{NEVER_REACHED}: {failure}")
+}
+
+/// A deadline's cause as its line says it: `last: 200 pending`, and a cause
+/// made by [`never_reached`] as it is, since it says itself what came last.
+pub fn last_words(cause: &str) -> String {
+    match cause.starts_with(NEVER_REACHED) {
+        true => cause.to_string(),
+        false => format!("last: {cause}"),
+    }
+}
+
 /// Why a run ends without its condition met; each maps to one exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
@@ -415,11 +439,7 @@ impl Stop {
                 format!("{}: the server asked to wait {} ({reason}); giving up", with_detail(cause), human(*wait))
             }
             Stop::Deadline { wait, reason, remaining, cause } => {
-                // "never reached: ..." says itself what the last outcome was.
-                let last = cause.as_deref().map(|cause| match cause.starts_with(NEVER_REACHED) {
-                    true => format!("; {}", with_detail(cause)),
-                    false => format!("; last: {}", with_detail(cause)),
-                });
+                let last = cause.as_deref().map(|cause| format!("; {}", last_words(&with_detail(cause))));
                 let last = last.unwrap_or_default();
                 if remaining.is_zero() {
                     format!("deadline reached{last} (raise --timeout to wait longer)")
@@ -529,10 +549,7 @@ impl Policy {
         }
 
         // Before the first reply the service is not up yet: polled at the interval, no retry spent.
-        if let Outcome::Failed(failure) = outcome
-            && attempt.unreached
-            && failure.means_not_up_yet()
-        {
+        if outcome.not_up_yet(attempt) {
             let (after, reason) = (self.grown_interval(attempt.not_yet), WaitReason::NotUpYet);
             return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
         }
@@ -679,9 +696,7 @@ impl Policy {
                 Some(listed) => Some(format!("HTTP {code} ({})", listed.flag())),
                 None => Some(outcome.to_string()),
             },
-            Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet() => {
-                Some(format!("{NEVER_REACHED}: {failure}"))
-            }
+            Outcome::Failed(failure) if outcome.not_up_yet(attempt) => Some(never_reached(failure)),
             other => Some(other.to_string()),
         };
         match attempt.remaining {
