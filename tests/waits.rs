@@ -208,6 +208,23 @@ fn done_on_waits_until_a_resource_is_deleted() {
 }
 
 #[test]
+fn with_done_on_a_2xx_is_done_by_until_and_the_log_says_not_met_without_it() {
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":false}"#), Reply::json(200, r#"{"ready":true}"#)]);
+    let out = poll().args(["--done-on", "404", "--until", ".ready", "-i", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"ready":true}"#);
+    assert_eq!(server.hits(), 2);
+
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":true}"#), Reply::status(404)]);
+    let out =
+        poll().args(["--done-on", "404", "-i", "10ms", "--log-format", "json", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = events(&out);
+    assert_eq!((events[0]["condition"].as_str(), events[0]["action"].as_str()), (Some("not_met"), Some("poll")));
+    assert_eq!((events[1]["status"].as_u64(), events[1]["action"].as_str()), (Some(404), Some("done")));
+}
+
+#[test]
 fn done_on_ends_with_an_empty_body_and_print_reads_the_status() {
     let server = Server::start(vec![Reply::json(200, "{}"), Reply::status(404)]);
     let out = poll().args(["--done-on", "404", "-i", "10ms", "--print", "$status", &server.url("/")]).output().unwrap();

@@ -2,6 +2,7 @@
 //! attempt produced into what to do next. No sockets, no clock, no sleeping:
 //! time arrives as durations and randomness through an injected source.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -259,6 +260,10 @@ pub struct Policy {
     pub pending_on: Vec<u16>,
     /// `--fail-on`: statuses that end the run with exit 4.
     pub fail_on: Vec<u16>,
+    /// Neither `--until` nor `--submit`'s built-in test says when a 2xx is
+    /// done: with `--done-on`, which names the statuses that are, a 2xx is
+    /// then "not yet". False by default, where no `--done-on` makes it matter.
+    pub no_until: bool,
 }
 
 /// Which status list a status is in: an answer the user expected.
@@ -304,6 +309,7 @@ impl Default for Policy {
             done_on: Vec::new(),
             pending_on: Vec::new(),
             fail_on: Vec::new(),
+            no_until: false,
         }
     }
 }
@@ -473,6 +479,13 @@ impl fmt::Display for Stop {
     }
 }
 
+/// Whether the status lists judge the replies of `phase`: the requests the
+/// user polls and a `--submit`'s status polls, not the submit's own reply nor
+/// the final GET of what it made.
+fn lists_judge(phase: Phase) -> bool {
+    matches!(phase, Phase::Poll | Phase::Wait)
+}
+
 /// A 429, or a 403 whose remaining quota is 0 with a reset or `Retry-After`:
 /// GitHub's API (and others) answer an exhausted quota with 403, and it means
 /// exactly what 429 means: come back after the reset.
@@ -484,6 +497,7 @@ pub fn is_rate_limited(code: u16, advice: &Advice) -> bool {
 impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
+        let outcome = &*self.read(outcome, attempt.phase);
         let submit = attempt.phase == Phase::Submit;
         if let Outcome::Status { code, advice } = outcome
             && let Some(listed) = self.listed(*code, attempt.phase)
@@ -580,7 +594,7 @@ impl Policy {
     /// user polls (and a `--submit`'s status polls), not a submit's own reply
     /// nor the final GET of what it made.
     pub fn listed(&self, code: u16, phase: Phase) -> Option<Listed> {
-        if !matches!(phase, Phase::Poll | Phase::Wait) {
+        if !lists_judge(phase) {
             return None;
         }
         [(&self.fail_on, Listed::Fail), (&self.done_on, Listed::Done), (&self.pending_on, Listed::Pending)]
@@ -588,10 +602,26 @@ impl Policy {
             .find_map(|(codes, listed)| codes.contains(&code).then_some(listed))
     }
 
+    /// What `outcome` means under these flags, as [`Policy::decide`] reads it
+    /// (the loop records this reading, so that `-v` and the log say what was
+    /// decided on). With `--done-on` a status ends the run, so a 2xx is done
+    /// only when `--until` holds on it: without `--until` ([`Policy::no_until`]),
+    /// the filters' "met" (nothing objected) is "not yet".
+    pub fn read<'a>(&self, outcome: &'a Outcome, phase: Phase) -> Cow<'a, Outcome> {
+        match outcome {
+            Outcome::Success { verdict: Verdict::Met, advice }
+                if self.no_until && !self.done_on.is_empty() && lists_judge(phase) =>
+            {
+                Cow::Owned(Outcome::Success { verdict: Verdict::NotMet, advice: *advice })
+            }
+            _ => Cow::Borrowed(outcome),
+        }
+    }
+
     /// Whether `outcome` met what the run waits for (counted by `--stable`):
     /// the condition held on a 2xx, or a status in `--done-on` came.
     pub fn holds(&self, outcome: &Outcome, phase: Phase) -> bool {
-        match outcome {
+        match &*self.read(outcome, phase) {
             Outcome::Success { verdict: Verdict::Met, .. } => true,
             Outcome::Status { code, .. } => self.listed(*code, phase) == Some(Listed::Done),
             _ => false,

@@ -175,6 +175,8 @@ impl Loop<'_> {
             };
             let (judgement, found) = self.judge(&reply, status, answer);
             let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+            // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
+            let outcome = common.policy.read(&outcome, self.phase).into_owned();
             let unreached = !self.replied;
             self.replied |= reply.is_ok();
             let remaining = self.left();
