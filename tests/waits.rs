@@ -405,6 +405,18 @@ fn env_arg_and_argjson_are_bound_in_every_filter() {
 }
 
 #[test]
+fn arg_and_argjson_values_may_start_with_a_hyphen_as_in_jq() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll()
+        .args(["--arg", "x", "-foo", "--argjson", "n", "-1", "--arg", "dashes", "--until"])
+        .args(["--until", r#"$x == "-foo" and $n == -1"#, "--print", "$x, $n, $dashes", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-foo\n-1\n--until\n");
+}
+
+#[test]
 fn bad_args_are_usage_errors_and_nothing_is_sent() {
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
     let url = server.url("/");

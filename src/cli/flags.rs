@@ -201,11 +201,12 @@ pub struct Cli {
     pub(crate) fail_on: Vec<u16>,
 
     /// Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable
-    #[arg(long = "arg", value_names = ["NAME", "VALUE"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    // Values are taken as they come, as jq takes them: `--arg x -foo`, `--argjson n -1`.
+    #[arg(long = "arg", value_names = ["NAME", "VALUE"], num_args = 2, allow_hyphen_values = true, action = ArgAction::Append, help_heading = CONDITION)]
     pub(crate) args: Vec<String>,
 
     /// Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable
-    #[arg(long = "argjson", value_names = ["NAME", "JSON"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    #[arg(long = "argjson", value_names = ["NAME", "JSON"], num_args = 2, allow_hyphen_values = true, action = ArgAction::Append, help_heading = CONDITION)]
     pub(crate) argjson: Vec<String>,
 
     /// Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart
