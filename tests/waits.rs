@@ -258,6 +258,70 @@ fn pending_on_waits_until_it_exists_spending_no_retries_and_server_advice_wins()
 }
 
 #[test]
+fn a_pending_on_status_resets_the_retries_count() {
+    // --retries 1: one 503 is tolerated, two in a row are not. Each 404 between them starts the count again.
+    let replies = vec![
+        Reply::status(503),
+        Reply::status(404),
+        Reply::status(503),
+        Reply::status(404),
+        Reply::status(503),
+        Reply::status(404),
+        Reply::json(200, r#"{"ok":true}"#),
+    ];
+    let server = Server::start(replies);
+    let out = poll()
+        .args(["--pending-on", "404", "--retries", "1", "--backoff", "10ms", "--jitter", "none", "-i", "10ms"])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"ok":true}"#);
+    assert_eq!(server.hits(), 7);
+
+    // Without the 404s between them, the second 503 in a row spends the budget.
+    let server = Server::start(vec![Reply::status(503), Reply::status(503)]);
+    let out =
+        poll().args(["--pending-on", "404", "--retries", "1", "--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
+fn stable_counts_done_on_as_met_and_pending_on_as_unmet() {
+    // 404 met, 409 breaks the streak, then two 404s in a row: done on the fourth reply.
+    let replies = vec![
+        Reply::json(404, r#"{"n":1}"#),
+        Reply::json(409, r#"{"n":2}"#),
+        Reply::json(404, r#"{"n":3}"#),
+        Reply::json(404, r#"{"n":4}"#),
+    ];
+    let server = Server::start(replies);
+    let out = poll()
+        .args(["--stable", "2", "--done-on", "404", "--pending-on", "409", "-i", "100ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"n":4}"#);
+    assert_eq!(server.hits(), 4);
+    let requests = server.requests();
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(100), "polled --interval apart: {gap:?}");
+    }
+
+    // A 2xx the condition holds on and a --done-on status count in one streak.
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":true}"#), Reply::json(410, r#"{"n":2}"#)]);
+    let out = poll()
+        .args(["--stable", "2", "--done-on", "410", "--until", ".ready", "-i", "10ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"n":2}"#);
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
 fn fail_on_exits_4_with_that_replys_body() {
     let expired = r#"{"error":"job expired"}"#;
     let server = Server::start(vec![Reply::json(200, r#"{"status":"running"}"#), Reply::json(410, expired)]);
