@@ -567,3 +567,68 @@ fn a_command_not_found_is_127_and_one_that_cannot_run_126_before_anything_is_sen
     assert_eq!(out.status.code(), Some(126));
     assert_eq!(stderr(&out), format!("poll: error: cannot run `{manifest}`: it is not an executable file\n"));
 }
+
+/// `dir` put first on `PATH`, for a command found there.
+#[cfg(unix)]
+fn path_with(dir: &std::path::Path) -> std::ffi::OsString {
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// Writes `bytes` to `path` with `mode`.
+#[cfg(unix)]
+fn file_with_mode(path: &std::path::Path, bytes: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, bytes).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_bare_name_on_path_that_is_no_executable_file_is_126_as_in_shells() {
+    let folder = Folder::new("not-executable");
+    file_with_mode(&folder.path("poll-test-plain"), b"echo hi\n", 0o644);
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let out =
+        poll().env("PATH", path_with(&folder.0)).args([&server.url("/"), "--", "poll-test-plain"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    let found = folder.path("poll-test-plain");
+    let line = format!("poll: error: cannot run `poll-test-plain`: {} is not an executable file\n", found.display());
+    assert_eq!(stderr(&out), line);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_executable_file_that_exec_refuses_is_126_with_one_line_and_no_shell_runs_it() {
+    let folder = Folder::new("enoexec");
+    let marker = folder.path("ran");
+    file_with_mode(&folder.path("poll-test-garbage"), b"\x00\x01\x02garbage\xff\n", 0o755);
+    // Without a #! line only a shell would run it; -- CMD runs none.
+    file_with_mode(&folder.path("poll-test-script"), format!("touch {}\n", marker.display()).as_bytes(), 0o755);
+    for name in ["poll-test-garbage", "poll-test-script"] {
+        let server = Server::start(vec![Reply::status(200)]);
+        let out =
+            poll().env("PATH", path_with(&folder.0)).args([&server.url("/"), "--", name, "an-arg"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(126), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.starts_with(&format!("poll: error: cannot run `{name}`: ")), "{name}: {err}");
+        assert!(err.contains("exec format error"), "{name}: {err}");
+        assert_eq!(out.stdout, b"", "{name}");
+        assert!(!marker.exists(), "{name}: a shell ran it");
+    }
+}
+
+#[test]
+fn help_and_the_man_page_show_a_pending_on_and_a_command_example() {
+    let out = poll().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: poll [OPTIONS] <URL>... [-- CMD [ARGS]...]"), "{help}");
+    assert!(help.contains("    poll --pending-on 404 "), "{help}");
+    assert!(help.contains(" http://db:8080/healthz -- /app/start --port 80"), "{help}");
+    let man = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/poll.1")).unwrap();
+    assert!(man.contains(".SH SYNOPSIS\n\\fBpoll\\fR [OPTIONS] <URL>... [\\-\\- CMD [ARGS]...]\n"), "{man}");
+    assert!(man.contains("poll \\-\\-pending\\-on 404 "), "{man}");
+}
