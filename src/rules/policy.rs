@@ -809,6 +809,24 @@ mod tests {
     }
 
     #[test]
+    fn the_guide_lists_every_error_kind_of_the_json_log() {
+        // The crate as packaged carries no docs/.
+        let Ok(guide) = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/output.md")) else {
+            return;
+        };
+        let row = guide.lines().find(|line| line.starts_with("| `error`, `error_kind` |")).unwrap_or_default();
+        use Failure::*;
+        #[rustfmt::skip] // One list, not a column.
+        let every = [
+            Refused, Dns, ConnectTimeout, Timeout, Reset, Truncated, Malformed, Tls, TooManyRedirects, BadRedirect,
+            BodyTooLarge, ProxyRefused, NotASocket, Credential,
+        ];
+        for kind in every.map(Failure::kind).into_iter().chain(["not_json"]) {
+            assert!(row.contains(&format!("`{kind}`")), "`{kind}` is missing: {row}");
+        }
+    }
+
+    #[test]
     fn pacing_spreads_the_quota_over_the_reset() {
         let ok = |remaining, reset| Outcome::Success {
             verdict: Verdict::NotMet,
