@@ -956,6 +956,54 @@ fn statuses_in_the_lists_are_answers_the_user_expected() {
     assert!(policy.holds(&ok(Met), Phase::Poll) && !policy.holds(&ok(NotMet), Phase::Poll));
 }
 
+/// `--done-on` without `--until`.
+fn done_on_alone(p: &mut Policy) {
+    listed(p);
+    p.no_until = true;
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn with_done_on_a_2xx_is_done_only_by_until() {
+    check(&[
+        ("without --until a 2xx is not yet", done_on_alone, ok(Met), after(0), poll(secs(1), Interval)),
+        ("and spends no retry", done_on_alone, ok(Met), after(6), poll(secs(1), Interval)),
+        ("its wait grows with --interval-max", |p| { done_on_alone(p); growing(p) }, ok(Met), not_yet(2), poll(ms(4500), Interval)),
+        ("its Retry-After wins", done_on_alone, ok_advised(Met, retry_after(secs(5))), after(0), poll(secs(5), RetryAfter)),
+        ("past the deadline it is not met yet", done_on_alone, ok(Met), left(ms(500)), deadline(secs(1), Interval, ms(500), "condition not met yet")),
+        ("--fail-when still judges it", done_on_alone, ok(FailWhen), after(0), Action::FailWhen),
+        ("a body that is not JSON is still transient", done_on_alone, ok(NotJson), after(0), backoff(1)),
+        ("with --until holding it is done", listed, ok(Met), after(0), Action::Done),
+        ("with --until not holding it is not yet", listed, ok(NotMet), after(0), poll(secs(1), Interval)),
+        ("without --done-on any 2xx is done", |p| p.no_until = true, ok(Met), after(0), Action::Done),
+        ("the listed statuses still decide", done_on_alone, status(404), after(0), Action::Done),
+    ]);
+    let alone = Policy { done_on: vec![404], no_until: true, ..base() };
+    assert!(!alone.holds(&ok(Met), Phase::Poll), "not counted by --stable");
+    assert_eq!(alone.read(&ok(Met), Phase::Poll).into_owned(), ok(NotMet), "what -v and the log say");
+    let until = Policy { done_on: vec![404], ..base() };
+    assert!(until.holds(&ok(Met), Phase::Poll));
+    assert_eq!(until.read(&ok(Met), Phase::Poll).into_owned(), ok(Met));
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn not_up_yet_is_a_connection_failure_before_the_first_reply() {
+    let rows = [
+        (failed(Refused), unreached(0), true),
+        (failed(Reset), unreached(0), true),
+        (failed(Dns), unreached(0), true),
+        (failed(ConnectTimeout), unreached(0), true),
+        (failed(Timeout), unreached(0), false),
+        (failed(Tls), unreached(0), false),
+        (status(503), unreached(0), false),
+        (failed(Refused), after(0), false),
+    ];
+    for (outcome, attempt, want) in rows {
+        assert_eq!(outcome.not_up_yet(&attempt), want, "{outcome:?} {attempt:?}");
+    }
+}
+
 #[test]
 fn the_new_wait_reasons_have_stable_names() {
     assert_eq!((WaitReason::PendingOn.name(), WaitReason::NotUpYet.name()), ("pending_on", "not_up_yet"));

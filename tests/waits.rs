@@ -126,6 +126,55 @@ fn several_urls_name_the_one_never_reached() {
     );
 }
 
+#[test]
+fn runs_that_never_reach_a_url_tell_the_breaker_nothing() {
+    let folder = Folder::new("unreached-breaker");
+    let state = folder.path("state.json");
+    let state = state.to_str().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    // Five failures in the window would open the breaker (under 60% success): the sixth run would exit 6.
+    for run in 1..=6 {
+        let out = poll().args(["--state", state, "--timeout", "300ms", "-i", "50ms", &url]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "run {run}: {}", stderr(&out));
+        assert!(stderr(&out).contains("; never reached: connection refused"), "run {run}: {}", stderr(&out));
+    }
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
+    let breaker = &value["origins"][format!("http://127.0.0.1:{port}")]["breaker"];
+    assert_eq!(breaker["window"].as_array().map_or(0, Vec::len), 0, "{value}");
+    assert_eq!(breaker["state"].as_str().unwrap_or("closed"), "closed", "{value}");
+}
+
+#[test]
+fn a_deadline_before_the_rate_slot_says_the_url_was_never_reached() {
+    let url = format!("http://127.0.0.1:{}/healthz", free_port());
+    let started = Instant::now();
+    let out = poll().args(["--rate", "1/10s", "--timeout", "2s", "-i", "50ms", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "stops at once, not at the slot: {:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("(--rate) but only "), "{err}");
+    assert!(err.contains("; never reached: connection refused"), "{err}");
+    assert!(!err.contains("last: connection refused"), "{err}");
+}
+
+#[test]
+fn several_urls_name_a_jq_error_as_one_url_does() {
+    let replies = (0..40).map(|n| Reply::json(200, &format!(r#"{{"name":{n}}}"#))).collect();
+    let a = Server::start(replies).expect_hits_between(2, 40);
+    let b = Server::start(vec![Reply::json(200, r#"{"name":"x"}"#)]);
+    let until = r#".name | ascii_downcase == "x""#;
+    let out =
+        poll().args(["--until", until, "-i", "100ms", "--timeout", "1s", &a.url("/a"), &b.url("/b")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap();
+    let named = format!("1 of 2 URLs still pending: {} (last: --until failed on the body: cannot use", a.url("/a"));
+    assert!(last.contains(&named), "{last}");
+    assert!(!last.contains("200 pending"), "{last}");
+}
+
 // Statuses as conditions.
 
 #[test]
@@ -159,6 +208,23 @@ fn done_on_waits_until_a_resource_is_deleted() {
 }
 
 #[test]
+fn with_done_on_a_2xx_is_done_by_until_and_the_log_says_not_met_without_it() {
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":false}"#), Reply::json(200, r#"{"ready":true}"#)]);
+    let out = poll().args(["--done-on", "404", "--until", ".ready", "-i", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"ready":true}"#);
+    assert_eq!(server.hits(), 2);
+
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":true}"#), Reply::status(404)]);
+    let out =
+        poll().args(["--done-on", "404", "-i", "10ms", "--log-format", "json", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = events(&out);
+    assert_eq!((events[0]["condition"].as_str(), events[0]["action"].as_str()), (Some("not_met"), Some("poll")));
+    assert_eq!((events[1]["status"].as_u64(), events[1]["action"].as_str()), (Some(404), Some("done")));
+}
+
+#[test]
 fn done_on_ends_with_an_empty_body_and_print_reads_the_status() {
     let server = Server::start(vec![Reply::json(200, "{}"), Reply::status(404)]);
     let out = poll().args(["--done-on", "404", "-i", "10ms", "--print", "$status", &server.url("/")]).output().unwrap();
@@ -189,6 +255,70 @@ fn pending_on_waits_until_it_exists_spending_no_retries_and_server_advice_wins()
     let err = stderr(&out);
     assert!(err.contains("attempt 1: 404 in ") && err.contains("-> poll again in 100ms (--pending-on)"), "{err}");
     assert!(err.contains("-> poll again in 1.0s (Retry-After)"), "{err}");
+}
+
+#[test]
+fn a_pending_on_status_resets_the_retries_count() {
+    // --retries 1: one 503 is tolerated, two in a row are not. Each 404 between them starts the count again.
+    let replies = vec![
+        Reply::status(503),
+        Reply::status(404),
+        Reply::status(503),
+        Reply::status(404),
+        Reply::status(503),
+        Reply::status(404),
+        Reply::json(200, r#"{"ok":true}"#),
+    ];
+    let server = Server::start(replies);
+    let out = poll()
+        .args(["--pending-on", "404", "--retries", "1", "--backoff", "10ms", "--jitter", "none", "-i", "10ms"])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"ok":true}"#);
+    assert_eq!(server.hits(), 7);
+
+    // Without the 404s between them, the second 503 in a row spends the budget.
+    let server = Server::start(vec![Reply::status(503), Reply::status(503)]);
+    let out =
+        poll().args(["--pending-on", "404", "--retries", "1", "--backoff", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(server.hits(), 2);
+}
+
+#[test]
+fn stable_counts_done_on_as_met_and_pending_on_as_unmet() {
+    // 404 met, 409 breaks the streak, then two 404s in a row: done on the fourth reply.
+    let replies = vec![
+        Reply::json(404, r#"{"n":1}"#),
+        Reply::json(409, r#"{"n":2}"#),
+        Reply::json(404, r#"{"n":3}"#),
+        Reply::json(404, r#"{"n":4}"#),
+    ];
+    let server = Server::start(replies);
+    let out = poll()
+        .args(["--stable", "2", "--done-on", "404", "--pending-on", "409", "-i", "100ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"n":4}"#);
+    assert_eq!(server.hits(), 4);
+    let requests = server.requests();
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(100), "polled --interval apart: {gap:?}");
+    }
+
+    // A 2xx the condition holds on and a --done-on status count in one streak.
+    let server = Server::start(vec![Reply::json(200, r#"{"ready":true}"#), Reply::json(410, r#"{"n":2}"#)]);
+    let out = poll()
+        .args(["--stable", "2", "--done-on", "410", "--until", ".ready", "-i", "10ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"n":2}"#);
+    assert_eq!(server.hits(), 2);
 }
 
 #[test]
@@ -339,6 +469,18 @@ fn env_arg_and_argjson_are_bound_in_every_filter() {
 }
 
 #[test]
+fn arg_and_argjson_values_may_start_with_a_hyphen_as_in_jq() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll()
+        .args(["--arg", "x", "-foo", "--argjson", "n", "-1", "--arg", "dashes", "--until"])
+        .args(["--until", r#"$x == "-foo" and $n == -1"#, "--print", "$x, $n, $dashes", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-foo\n-1\n--until\n");
+}
+
+#[test]
 fn bad_args_are_usage_errors_and_nothing_is_sent() {
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
     let url = server.url("/");
@@ -424,4 +566,69 @@ fn a_command_not_found_is_127_and_one_that_cannot_run_126_before_anything_is_sen
     let out = poll().args([&server.url("/"), "--", manifest]).output().unwrap();
     assert_eq!(out.status.code(), Some(126));
     assert_eq!(stderr(&out), format!("poll: error: cannot run `{manifest}`: it is not an executable file\n"));
+}
+
+/// `dir` put first on `PATH`, for a command found there.
+#[cfg(unix)]
+fn path_with(dir: &std::path::Path) -> std::ffi::OsString {
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// Writes `bytes` to `path` with `mode`.
+#[cfg(unix)]
+fn file_with_mode(path: &std::path::Path, bytes: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, bytes).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_bare_name_on_path_that_is_no_executable_file_is_126_as_in_shells() {
+    let folder = Folder::new("not-executable");
+    file_with_mode(&folder.path("poll-test-plain"), b"echo hi\n", 0o644);
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let out =
+        poll().env("PATH", path_with(&folder.0)).args([&server.url("/"), "--", "poll-test-plain"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    let found = folder.path("poll-test-plain");
+    let line = format!("poll: error: cannot run `poll-test-plain`: {} is not an executable file\n", found.display());
+    assert_eq!(stderr(&out), line);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_executable_file_that_exec_refuses_is_126_with_one_line_and_no_shell_runs_it() {
+    let folder = Folder::new("enoexec");
+    let marker = folder.path("ran");
+    file_with_mode(&folder.path("poll-test-garbage"), b"\x00\x01\x02garbage\xff\n", 0o755);
+    // Without a #! line only a shell would run it; -- CMD runs none.
+    file_with_mode(&folder.path("poll-test-script"), format!("touch {}\n", marker.display()).as_bytes(), 0o755);
+    for name in ["poll-test-garbage", "poll-test-script"] {
+        let server = Server::start(vec![Reply::status(200)]);
+        let out =
+            poll().env("PATH", path_with(&folder.0)).args([&server.url("/"), "--", name, "an-arg"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(126), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.starts_with(&format!("poll: error: cannot run `{name}`: ")), "{name}: {err}");
+        assert!(err.contains("exec format error"), "{name}: {err}");
+        assert_eq!(out.stdout, b"", "{name}");
+        assert!(!marker.exists(), "{name}: a shell ran it");
+    }
+}
+
+#[test]
+fn help_and_the_man_page_show_a_pending_on_and_a_command_example() {
+    let out = poll().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: poll [OPTIONS] <URL>... [-- CMD [ARGS]...]"), "{help}");
+    assert!(help.contains("    poll --pending-on 404 "), "{help}");
+    assert!(help.contains(" http://db:8080/healthz -- /app/start --port 80"), "{help}");
+    let man = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/poll.1")).unwrap();
+    assert!(man.contains(".SH SYNOPSIS\n\\fBpoll\\fR [OPTIONS] <URL>... [\\-\\- CMD [ARGS]...]\n"), "{man}");
+    assert!(man.contains("poll \\-\\-pending\\-on 404 "), "{man}");
 }

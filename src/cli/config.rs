@@ -278,7 +278,7 @@ fn conditions(cli: &Cli, args: &Args) -> Result<Conditions, Error> {
     let builtin = cli.submit.then(Builtin::new);
     let builtin = builtin.transpose().map_err(|e| Error::Usage(format!("the built-in conditions: {e}")))?;
     let show = given("--show", &cli.show)?;
-    Ok(Conditions { until, fail_when, show, builtin, done_elsewhere: !cli.done_on.is_empty() })
+    Ok(Conditions { until, fail_when, show, builtin })
 }
 
 /// `--arg NAME VALUE` and `--argjson NAME JSON`, bound in every filter.
@@ -345,6 +345,8 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
         done_on: cli.done_on.clone(),
         pending_on: cli.pending_on.clone(),
         fail_on: cli.fail_on.clone(),
+        // With --submit the built-in test stands in for --until.
+        no_until: cli.until.is_none() && !cli.submit,
     })
 }
 

@@ -20,7 +20,7 @@ const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
 
 /// Examples: what each does, then the command lines; in `--help` and the man page.
-pub(crate) const EXAMPLES: [(&str, &str); 6] = [
+pub(crate) const EXAMPLES: [(&str, &str); 8] = [
     (
         "Wait for a job, stop early if it fails, give up after ten minutes:",
         r#"poll --until '.status=="done"' --fail-when '.status=="failed"' --timeout 10m "$JOB_URL""#,
@@ -28,6 +28,14 @@ pub(crate) const EXAMPLES: [(&str, &str); 6] = [
     (
         "Wait until a freshly deployed service answers its health check:",
         "poll --timeout 2m --interval 2s https://staging.example.com/healthz",
+    ),
+    (
+        "Wait until a package version is published (404 until then):",
+        "poll --pending-on 404 --timeout 10m https://registry.npmjs.org/left-pad/1.4.0",
+    ),
+    (
+        "Start the app in poll's place once its database answers (a container's entry point):",
+        "poll --timeout 2m http://db:8080/healthz -- /app/start --port 80",
     ),
     (
         "Wait for three services at once, each healthy on three polls in a row:",
@@ -87,6 +95,8 @@ pub(crate) fn after_long_help() -> String {
         retried with exponential backoff and jitter; the server's Retry-After and rate-limit headers win \
         over the backoff. Several URLs are polled at once, with one deadline. The final body goes to \
         stdout; the exit code tells what happened.",
+    // clap would say `[-- <CMD>...]`, as if every word after `--` were a command; the man page's synopsis says this too.
+    override_usage = "poll [OPTIONS] <URL>... [-- CMD [ARGS]...]",
     after_help = "Use --help for examples, the built-in conditions of --submit and the exit codes.",
     after_long_help = after_long_help(),
     max_term_width = 100
@@ -201,11 +211,12 @@ pub struct Cli {
     pub(crate) fail_on: Vec<u16>,
 
     /// Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable
-    #[arg(long = "arg", value_names = ["NAME", "VALUE"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    // Values are taken as they come, as jq takes them: `--arg x -foo`, `--argjson n -1`.
+    #[arg(long = "arg", value_names = ["NAME", "VALUE"], num_args = 2, allow_hyphen_values = true, action = ArgAction::Append, help_heading = CONDITION)]
     pub(crate) args: Vec<String>,
 
     /// Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable
-    #[arg(long = "argjson", value_names = ["NAME", "JSON"], num_args = 2, action = ArgAction::Append, help_heading = CONDITION)]
+    #[arg(long = "argjson", value_names = ["NAME", "JSON"], num_args = 2, allow_hyphen_values = true, action = ArgAction::Append, help_heading = CONDITION)]
     pub(crate) argjson: Vec<String>,
 
     /// Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart

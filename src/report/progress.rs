@@ -3,7 +3,7 @@
 //! when it ended. The run's ending reads these facts here (a loop still in
 //! flight when the run ends returns nothing), and the reporter only shows them.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -20,8 +20,6 @@ struct Loop {
     /// The attempt in flight or last made.
     attempts: AtomicU32,
     last: Mutex<Seen>,
-    /// A reply (of any status) has come: the URL was reached.
-    reached: AtomicBool,
     /// `--submit`: where the operation is watched, once known.
     operation: Mutex<Option<String>>,
     /// When the loop ended, from the start of the run.
@@ -49,9 +47,6 @@ impl Progress {
     pub(crate) fn made(&self, t: usize, record: &Record) {
         if let Some(one) = self.loops.get(t) {
             *lock(&one.last) = record.seen();
-            if record.reply.is_ok() {
-                one.reached.store(true, Ordering::SeqCst);
-            }
         }
     }
 
@@ -84,9 +79,9 @@ impl Progress {
         self.loops.get(t).map(|one| lock(&one.last).words()).filter(|last| !last.is_empty())
     }
 
-    /// Whether any reply has come to loop `t`.
-    pub(crate) fn reached(&self, t: usize) -> bool {
-        self.loops.get(t).is_some_and(|one| one.reached.load(Ordering::SeqCst))
+    /// The last outcome of loop `t` as a deadline names it ([`Seen::cause`]), if it made an attempt.
+    pub(crate) fn cause(&self, t: usize) -> Option<String> {
+        self.loops.get(t).and_then(|one| lock(&one.last).cause()).filter(|cause| !cause.is_empty())
     }
 
     /// `--submit`: the status URL loop `t` watches, once known.

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use crate::http::request::{Fault, Reply};
 use crate::rules::advice::Advice;
-use crate::rules::condition::Judgement;
-use crate::rules::policy::{Action, Outcome, Phase, Verdict};
+use crate::rules::condition::{JqError, Judgement};
+use crate::rules::policy::{self, Action, Outcome, Phase, Verdict};
 
 /// One attempt of one URL's loop.
 #[derive(Debug)]
@@ -22,6 +22,9 @@ pub(crate) struct Record {
     pub judgement: Option<Judgement>,
     /// The plain-data view of all this that the policy decided on.
     pub outcome: Outcome,
+    /// A connection failure before the URL's first reply ([`Outcome::not_up_yet`]):
+    /// no `--retries` spent, nothing told to the breaker, "never reached" at the deadline.
+    pub not_up_yet: bool,
     pub action: Action,
 }
 
@@ -64,7 +67,8 @@ impl Record {
     /// tight polling pays for no formatting that nobody reads.
     pub(crate) fn seen(&self) -> Seen {
         let shown = self.judgement.as_ref().and_then(|j| j.shown.clone());
-        Seen { outcome: Some(self.outcome.clone()), status: self.status(), shown }
+        let failed = self.judgement.as_ref().and_then(|j| j.errors.last().cloned());
+        Seen { outcome: Some(self.outcome.clone()), status: self.status(), shown, not_up_yet: self.not_up_yet, failed }
     }
 
     /// The body of the final response, for stdout.
@@ -80,9 +84,25 @@ pub(crate) struct Seen {
     outcome: Option<Outcome>,
     status: Option<u16>,
     shown: Option<String>,
+    /// See [`Record::not_up_yet`].
+    not_up_yet: bool,
+    /// The jq error that kept the filters from holding on the body, if any.
+    failed: Option<JqError>,
 }
 
 impl Seen {
+    /// The outcome as a deadline names it, as a single URL's ending does:
+    /// `never reached: connection refused` for a URL not up yet, the jq error
+    /// on the last body (`--until failed on the body: ...`), else
+    /// [`Seen::words`]. `None` before the first attempt.
+    pub(crate) fn cause(&self) -> Option<String> {
+        Some(match (self.outcome.as_ref()?, &self.failed) {
+            (Outcome::Failed(failure), _) if self.not_up_yet => policy::never_reached(failure),
+            (_, Some(failed)) => failed.as_cause(),
+            _ => self.words(),
+        })
+    }
+
     /// `200 pending · progress 42`; empty before the first attempt.
     pub(crate) fn words(&self) -> String {
         let Some(outcome) = &self.outcome else { return String::new() };

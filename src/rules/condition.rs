@@ -489,8 +489,6 @@ pub struct Conditions {
     pub show: Option<Filter>,
     /// `--submit`'s built-ins, which stand for whichever of `until` and `fail_when` is `None`.
     pub builtin: Option<Builtin>,
-    /// `--done-on`: a status ends the run, so a 2xx is done only by `--until`.
-    pub done_elsewhere: bool,
 }
 
 /// What the filters said of one 2xx body.
@@ -588,10 +586,9 @@ impl Conditions {
     fn judge_input(&self, input: Option<Input>) -> Judgement {
         let mut errors = Vec::new();
         let shown = self.shown(input.as_ref(), &mut errors);
-        // With --done-on a status is what ends the run: a 2xx is done only by --until.
-        let bare = if self.done_elsewhere { Verdict::NotMet } else { Verdict::Met };
+        // Without --until nothing objects to any 2xx: whether that is done is the policy's to say (--done-on).
         if self.until.is_none() && self.fail_when.is_none() {
-            return Judgement { verdict: bare, errors, shown };
+            return Judgement { verdict: Verdict::Met, errors, shown };
         }
         let Some(input) = input else {
             return Judgement { verdict: Verdict::NotJson, errors, shown };
@@ -601,7 +598,7 @@ impl Conditions {
             Verdict::FailWhen
         } else {
             match test(&self.until) {
-                None => bare,
+                None => Verdict::Met,
                 Some(true) => Verdict::Met,
                 Some(false) => Verdict::NotMet,
             }

@@ -2,6 +2,7 @@
 //! attempt produced into what to do next. No sockets, no clock, no sleeping:
 //! time arrives as durations and randomness through an injected source.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -180,6 +181,16 @@ impl fmt::Display for Failure {
     }
 }
 
+impl Outcome {
+    /// Whether this outcome says the service is not up yet: a connection
+    /// failure before the URL's first reply. Such an attempt spends no
+    /// `--retries`, is no outcome for the circuit breaker, and a deadline
+    /// says the URL was never reached. The one place that says so.
+    pub fn not_up_yet(&self, attempt: &Attempt) -> bool {
+        matches!(self, Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet())
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -249,6 +260,10 @@ pub struct Policy {
     pub pending_on: Vec<u16>,
     /// `--fail-on`: statuses that end the run with exit 4.
     pub fail_on: Vec<u16>,
+    /// Neither `--until` nor `--submit`'s built-in test says when a 2xx is
+    /// done: with `--done-on`, which names the statuses that are, a 2xx is
+    /// then "not yet". False by default, where no `--done-on` makes it matter.
+    pub no_until: bool,
 }
 
 /// Which status list a status is in: an answer the user expected.
@@ -294,6 +309,7 @@ impl Default for Policy {
             done_on: Vec::new(),
             pending_on: Vec::new(),
             fail_on: Vec::new(),
+            no_until: false,
         }
     }
 }
@@ -373,6 +389,20 @@ impl fmt::Display for WaitReason {
 /// How a deadline names the failure of a URL that never answered at all.
 const NEVER_REACHED: &str = "never reached";
 
+/// A deadline's cause for a URL not up yet: `never reached: connection refused`.
+pub fn never_reached(failure: &Failure) -> String {
+    format!("{NEVER_REACHED}: {failure}")
+}
+
+/// A deadline's cause as its line says it: `last: 200 pending`, and a cause
+/// made by [`never_reached`] as it is, since it says itself what came last.
+pub fn last_words(cause: &str) -> String {
+    match cause.starts_with(NEVER_REACHED) {
+        true => cause.to_string(),
+        false => format!("last: {cause}"),
+    }
+}
+
 /// Why a run ends without its condition met; each maps to one exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
@@ -415,11 +445,7 @@ impl Stop {
                 format!("{}: the server asked to wait {} ({reason}); giving up", with_detail(cause), human(*wait))
             }
             Stop::Deadline { wait, reason, remaining, cause } => {
-                // "never reached: ..." says itself what the last outcome was.
-                let last = cause.as_deref().map(|cause| match cause.starts_with(NEVER_REACHED) {
-                    true => format!("; {}", with_detail(cause)),
-                    false => format!("; last: {}", with_detail(cause)),
-                });
+                let last = cause.as_deref().map(|cause| format!("; {}", last_words(&with_detail(cause))));
                 let last = last.unwrap_or_default();
                 if remaining.is_zero() {
                     format!("deadline reached{last} (raise --timeout to wait longer)")
@@ -453,6 +479,13 @@ impl fmt::Display for Stop {
     }
 }
 
+/// Whether the status lists judge the replies of `phase`: the requests the
+/// user polls and a `--submit`'s status polls, not the submit's own reply nor
+/// the final GET of what it made.
+fn lists_judge(phase: Phase) -> bool {
+    matches!(phase, Phase::Poll | Phase::Wait)
+}
+
 /// A 429, or a 403 whose remaining quota is 0 with a reset or `Retry-After`:
 /// GitHub's API (and others) answer an exhausted quota with 403, and it means
 /// exactly what 429 means: come back after the reset.
@@ -464,6 +497,7 @@ pub fn is_rate_limited(code: u16, advice: &Advice) -> bool {
 impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
+        let outcome = &*self.read(outcome, attempt.phase);
         let submit = attempt.phase == Phase::Submit;
         if let Outcome::Status { code, advice } = outcome
             && let Some(listed) = self.listed(*code, attempt.phase)
@@ -529,10 +563,7 @@ impl Policy {
         }
 
         // Before the first reply the service is not up yet: polled at the interval, no retry spent.
-        if let Outcome::Failed(failure) = outcome
-            && attempt.unreached
-            && failure.means_not_up_yet()
-        {
+        if outcome.not_up_yet(attempt) {
             let (after, reason) = (self.grown_interval(attempt.not_yet), WaitReason::NotUpYet);
             return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
         }
@@ -563,7 +594,7 @@ impl Policy {
     /// user polls (and a `--submit`'s status polls), not a submit's own reply
     /// nor the final GET of what it made.
     pub fn listed(&self, code: u16, phase: Phase) -> Option<Listed> {
-        if !matches!(phase, Phase::Poll | Phase::Wait) {
+        if !lists_judge(phase) {
             return None;
         }
         [(&self.fail_on, Listed::Fail), (&self.done_on, Listed::Done), (&self.pending_on, Listed::Pending)]
@@ -571,10 +602,26 @@ impl Policy {
             .find_map(|(codes, listed)| codes.contains(&code).then_some(listed))
     }
 
+    /// What `outcome` means under these flags, as [`Policy::decide`] reads it
+    /// (the loop records this reading, so that `-v` and the log say what was
+    /// decided on). With `--done-on` a status ends the run, so a 2xx is done
+    /// only when `--until` holds on it: without `--until` ([`Policy::no_until`]),
+    /// the filters' "met" (nothing objected) is "not yet".
+    pub fn read<'a>(&self, outcome: &'a Outcome, phase: Phase) -> Cow<'a, Outcome> {
+        match outcome {
+            Outcome::Success { verdict: Verdict::Met, advice }
+                if self.no_until && !self.done_on.is_empty() && lists_judge(phase) =>
+            {
+                Cow::Owned(Outcome::Success { verdict: Verdict::NotMet, advice: *advice })
+            }
+            _ => Cow::Borrowed(outcome),
+        }
+    }
+
     /// Whether `outcome` met what the run waits for (counted by `--stable`):
     /// the condition held on a 2xx, or a status in `--done-on` came.
     pub fn holds(&self, outcome: &Outcome, phase: Phase) -> bool {
-        match outcome {
+        match &*self.read(outcome, phase) {
             Outcome::Success { verdict: Verdict::Met, .. } => true,
             Outcome::Status { code, .. } => self.listed(*code, phase) == Some(Listed::Done),
             _ => false,
@@ -679,9 +726,7 @@ impl Policy {
                 Some(listed) => Some(format!("HTTP {code} ({})", listed.flag())),
                 None => Some(outcome.to_string()),
             },
-            Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet() => {
-                Some(format!("{NEVER_REACHED}: {failure}"))
-            }
+            Outcome::Failed(failure) if outcome.not_up_yet(attempt) => Some(never_reached(failure)),
             other => Some(other.to_string()),
         };
         match attempt.remaining {
@@ -761,6 +806,24 @@ mod tests {
         let (wait, remaining) = (secs(30), secs(10));
         let late = Stop::Deadline { wait, reason: RateLimitReset, remaining, cause: Some(cause) };
         assert_eq!(decide(get, &limited, &first(Some(10))), Action::Stop(late), "a reset past the deadline");
+    }
+
+    #[test]
+    fn the_guide_lists_every_error_kind_of_the_json_log() {
+        // The crate as packaged carries no docs/.
+        let Ok(guide) = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/output.md")) else {
+            return;
+        };
+        let row = guide.lines().find(|line| line.starts_with("| `error`, `error_kind` |")).unwrap_or_default();
+        use Failure::*;
+        #[rustfmt::skip] // One list, not a column.
+        let every = [
+            Refused, Dns, ConnectTimeout, Timeout, Reset, Truncated, Malformed, Tls, TooManyRedirects, BadRedirect,
+            BodyTooLarge, ProxyRefused, NotASocket, Credential,
+        ];
+        for kind in every.map(Failure::kind).into_iter().chain(["not_json"]) {
+            assert!(row.contains(&format!("`{kind}`")), "`{kind}` is missing: {row}");
+        }
     }
 
     #[test]

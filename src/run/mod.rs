@@ -18,6 +18,7 @@ use crate::report::output::{Reporter, Summary, TargetSummary, Voice};
 use crate::report::progress::Progress;
 use crate::report::summary;
 use crate::rules::condition::Message;
+use crate::rules::policy::last_words;
 use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::error::{Error, Signal};
@@ -524,9 +525,8 @@ fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
         .each()
         .filter(|(_, _, end)| end.is_none_or(|end| end.result.is_err()))
         .map(|(t, target, _)| {
-            let last = match (progress.last(t), progress.attempts_of(t)) {
-                (Some(last), _) if !progress.reached(t) => format!("never reached: {last}"),
-                (Some(last), _) => format!("last: {last}"),
+            let last = match (progress.cause(t), progress.attempts_of(t)) {
+                (Some(cause), _) => last_words(&cause),
                 (None, 0) => "no attempt yet".to_string(),
                 // Its first request is unanswered (or its body still being judged).
                 (None, n) => format!("attempt {n} still running"),

@@ -20,7 +20,7 @@ use crate::report::record::{self, Record};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Conditions, Filter, Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict, WaitReason};
+use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
 use crate::state::{Admission, Refusal, Shared};
 use crate::util::clock;
 use crate::util::error::Error;
@@ -175,10 +175,13 @@ impl Loop<'_> {
             };
             let (judgement, found) = self.judge(&reply, status, answer);
             let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+            // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
+            let outcome = common.policy.read(&outcome, self.phase).into_owned();
             let unreached = !self.replied;
             self.replied |= reply.is_ok();
             let remaining = self.left();
             let attempt = Attempt { number, failures, remaining, phase: self.phase, streak, not_yet, unreached };
+            let not_up_yet = outcome.not_up_yet(&attempt);
             let action = match &reply {
                 // The command's newest token was refused: no retry helps (whatever --retry-on says).
                 Ok(reply) if self.reauthenticated && reply.status == 401 => {
@@ -186,7 +189,7 @@ impl Loop<'_> {
                 }
                 _ => common.policy.decide(&outcome, &attempt, &mut rng),
             };
-            let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, action };
+            let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, not_up_yet, action };
             common.progress.made(self.t, &record);
             common.reporter.attempt(self.t, &self.request, &record);
             // Known from here on, even when this attempt ends the run: the ending names it.
@@ -342,7 +345,7 @@ impl Loop<'_> {
                     wait: Duration::from_millis(wait),
                     reason: why,
                     remaining: left.unwrap_or_default(),
-                    cause: common.progress.last(self.t),
+                    cause: common.progress.cause(self.t),
                 };
                 Ok(Err(Error::Deadline(self.message(&stop, None, ""))))
             }
@@ -501,7 +504,7 @@ impl Loop<'_> {
         };
         // A service not up yet has answered nothing the breaker could weigh, nor a credential that was not sent.
         let unsent = matches!(&record.reply, Err(Fault { failure: Failure::Credential, .. }));
-        if unsent || matches!(record.action, Action::Poll { reason: WaitReason::NotUpYet, .. }) {
+        if unsent || record.not_up_yet {
             return Ok(None);
         }
         // A status the user listed is an answer they expected.
@@ -598,10 +601,9 @@ impl Loop<'_> {
             }
             _ => None,
         };
-        let never_reached = matches!(stop, Stop::Deadline { .. }) && !self.replied;
         let hint = match (&record.reply, stop) {
             // A URL never reached gets the hint of its failure, whatever ended the run.
-            (Err(_), Stop::Deadline { .. }) if never_reached => self.refusal_hint(record),
+            (Err(_), Stop::Deadline { .. }) if record.not_up_yet => self.refusal_hint(record),
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
                 "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"

@@ -195,6 +195,22 @@ mod tests {
         }
     }
 
+    /// The guide's row of `reason` values, or `None` for the crate as packaged, which carries no docs/.
+    fn guide_row(starts: &str) -> Option<String> {
+        let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/output.md")).ok()?;
+        guide.lines().find(|line| line.starts_with(starts)).map(str::to_string)
+    }
+
+    #[test]
+    fn the_guide_lists_every_reason_of_the_json_log() {
+        let Some(row) = guide_row("| `attempts`, `exit_code`, `reason`, `message` |") else { return };
+        for error in every_ending() {
+            let reason = error.reason();
+            assert!(row.contains(&format!("`{reason}`")), "{error:?}: `{reason}` is missing: {row}");
+        }
+        assert!(row.contains("`done`"), "{row}");
+    }
+
     #[test]
     fn interrupted_counts_attempts() {
         let e = Error::Interrupted { signal: Signal::Interrupt, attempts: 1 };

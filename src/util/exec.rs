@@ -3,10 +3,10 @@
 //! run is configured, so a typo is exit 127 before anything is sent; after
 //! exit 0 it takes poll's place: on Unix by exec (the same pid, its own exit
 //! status and signals), on Windows, which has no exec, as a child whose
-//! exit status becomes poll's.
+//! exit status becomes poll's. No shell is involved, ever.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 use crate::util::error::Error;
 use crate::util::text::printable;
@@ -29,16 +29,7 @@ impl Command {
         let Some((name, args)) = argv.split_first() else {
             return Err(Error::Usage("--: give the command to run after the URLs".into()));
         };
-        let shown = shown(name);
-        let program = which::which(name).map_err(|_| {
-            // `which` skips what it cannot run: a file that exists at a path given is one.
-            let path = std::path::Path::new(name);
-            if path.components().count() > 1 && path.exists() {
-                Error::CommandCannotRun(format!("cannot run `{shown}`: it is not an executable file"))
-            } else {
-                Error::CommandNotFound(format!("`{shown}` not found (the command after --)"))
-            }
-        })?;
+        let program = which::which(name).map_err(|_| unfound(name))?;
         Ok(Command { name: name.clone(), program, args: args.to_vec() })
     }
 
@@ -55,18 +46,74 @@ impl Command {
     }
 }
 
-fn shown(name: &std::ffi::OsStr) -> String {
+fn shown(name: &OsStr) -> String {
     printable(&name.to_string_lossy())
+}
+
+/// Why `which` found no program, as a shell says it: a file that is there
+/// but cannot be run is exit 126, nothing at all 127. `which` skips what it
+/// cannot run, so that file is looked for here: at the path given, or for a
+/// bare name on Unix the first regular file of that name on `PATH` (sh and
+/// bash fall back to it when no program of that name comes later).
+fn unfound(name: &OsStr) -> Error {
+    let shown = shown(name);
+    let path = Path::new(name);
+    if path.components().count() > 1 {
+        return match path.exists() {
+            true => Error::CommandCannotRun(format!("cannot run `{shown}`: it is not an executable file")),
+            false => Error::CommandNotFound(format!("`{shown}` not found (the command after --)")),
+        };
+    }
+    let on_path = std::env::var_os("PATH").filter(|_| cfg!(unix));
+    let file = on_path.and_then(|dirs| std::env::split_paths(&dirs).map(|dir| dir.join(name)).find(|f| f.is_file()));
+    match file {
+        Some(file) => Error::CommandCannotRun(format!(
+            "cannot run `{shown}`: {} is not an executable file",
+            printable(&file.to_string_lossy())
+        )),
+        None => Error::CommandNotFound(format!("`{shown}` not found (the command after --)")),
+    }
 }
 
 #[cfg(unix)]
 mod imp {
-    use std::os::unix::process::CommandExt as _;
+    use std::ffi::{CString, OsStr};
+    use std::io;
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
 
-    /// exec: poll's pid, stdio and environment are the command's now.
-    pub(super) fn hand_over(command: &super::Command) -> std::io::Result<i32> {
-        let error = std::process::Command::new(&command.program).arg0(&command.name).args(&command.args).exec();
-        Err(error)
+    use nix::errno::Errno;
+    use nix::sys::signal::SigSet;
+
+    /// exec: poll's pid, stdio and environment are the command's now. By
+    /// execv, not std's exec: that is execvp, which on glibc hands a file the
+    /// kernel refuses (ENOEXEC: garbage, a script without `#!`) to /bin/sh.
+    pub(super) fn hand_over(command: &super::Command) -> io::Result<i32> {
+        let program = c_string(command.program.as_os_str())?;
+        let argv = std::iter::once(command.name.as_os_str())
+            .chain(command.args.iter().map(|arg| arg.as_os_str()))
+            .map(c_string)
+            .collect::<io::Result<Vec<CString>>>()?;
+        // The command starts with the signal state std's exec gives it. Rust
+        // ignores SIGPIPE, and an ignored signal stays ignored across exec while
+        // a caught one is reset to its default: catching it (safely, with
+        // signal-hook) is how it is reset. No signal is blocked either.
+        signal_hook::flag::register(signal_hook::consts::SIGPIPE, Arc::new(AtomicBool::new(false)))?;
+        SigSet::empty().thread_set_mask()?;
+        let errno = match nix::unistd::execv(&program, &argv) {
+            Ok(never) => match never {},
+            Err(errno) => errno,
+        };
+        Err(match errno {
+            // The kernel's words, and what to do: shells would run such a script themselves, `--` runs none.
+            Errno::ENOEXEC => io::Error::other("exec format error (no shell runs it: a script needs a #! line)"),
+            errno => errno.into(),
+        })
+    }
+
+    fn c_string(text: &OsStr) -> io::Result<CString> {
+        CString::new(text.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in it"))
     }
 }
 
