@@ -178,6 +178,24 @@ fn o_writes_a_device_or_a_link_to_one_in_place_and_a_link_to_a_file_stays_a_link
     assert_eq!(std::fs::read(folder.path("target.json")).unwrap(), DONE.as_bytes());
 }
 
+/// `-o` naming poll's own stdout while stdout is a file the shell appends to
+/// (`poll -o /dev/stdout URL >> log`): the body is appended, as stdout
+/// appends, and the log is never replaced.
+#[test]
+fn o_naming_its_own_stdout_writes_to_stdout_and_never_replaces_the_file_behind_it() {
+    let folder = Folder::new("own-stdout");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(3);
+    let log = folder.path("log");
+    std::fs::write(&log, b"earlier\n").unwrap();
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let appended = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let out = support::poll_std().args(["-o", name, &server.url("/")]).stdout(appended).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert!(!std::fs::symlink_metadata(&log).unwrap().file_type().is_symlink());
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("earlier\n{DONE}{DONE}{DONE}"));
+}
+
 #[test]
 fn a_device_made_with_mknod_stays_a_device() {
     if !support::have_root("mknod") {

@@ -296,7 +296,9 @@ fn finish(
         1 => single_stdout(common, loops, error.as_ref(), fallback),
         _ => (several_stdout(loops), false),
     };
-    let stdout = match output_file {
+    // `-o /dev/stdout` is stdout itself: `main` writes it through the stdout handle, as without `-o`.
+    let to_stdout = output_file.is_some_and(file::names_stdout);
+    let stdout = match output_file.filter(|_| !to_stdout) {
         Some(path) => {
             write_output(reporter, path, stdout, &mut error, fell_back);
             Vec::new()
@@ -307,8 +309,11 @@ fn finish(
     let error_line = reporter.finish(&summary);
     let voice = (!reporter.is_json()).then(|| reporter.voice());
     match command.filter(|_| summary.code == 0) {
-        // The command's own output is what follows: the body is not printed.
-        Some(command) => Ending { stdout: Vec::new(), error_line, code: 0, voice, then: Some(Box::new(command)) },
+        // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too).
+        Some(command) => {
+            let stdout = if to_stdout { stdout } else { Vec::new() };
+            Ending { stdout, error_line, code: 0, voice, then: Some(Box::new(command)) }
+        }
         None => Ending { stdout, error_line, code: summary.code, voice, then: None },
     }
 }

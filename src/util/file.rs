@@ -138,6 +138,15 @@ pub(crate) fn read_at_most(reader: impl Read) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether `path` names this process's own stdout (`/dev/stdout`,
+/// `/dev/fd/1`, `/proc/self/fd/1`, or a link to one): such a path is
+/// stdout itself, written through the stdout handle (appending where the
+/// shell's `>>` made it append), never opened again nor replaced, which
+/// would wipe a log that `poll -o /dev/stdout URL >> log` appends to.
+pub(crate) fn names_stdout(path: &Path) -> bool {
+    imp::names_stdout(path)
+}
+
 /// Opens (creating it, owner-only) the lock file beside a state file, never through a link.
 pub(crate) fn open_lock(path: &Path) -> io::Result<File> {
     let mut options = File::options();
@@ -155,9 +164,10 @@ pub(crate) fn others_may_write(path: &Path) -> Option<String> {
 
 #[cfg(unix)]
 mod imp {
+    use std::ffi::OsStr;
     use std::fs::{OpenOptions, Permissions};
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     pub(super) fn new_file_mode(access: super::Access) -> Option<Permissions> {
         Some(Permissions::from_mode(match access {
@@ -173,6 +183,29 @@ mod imp {
 
     pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
         (metadata.dev(), metadata.ino())
+    }
+
+    /// `PATH` is `1` in the folder of this process's descriptors (`/dev/fd`,
+    /// `/proc/self/fd`, wherever they lead: `/proc/PID/fd` on Linux), or a
+    /// link that leads there (`/dev/stdout` -> `/proc/self/fd/1`).
+    pub(super) fn names_stdout(path: &Path) -> bool {
+        let own: Vec<PathBuf> =
+            ["/dev/fd", "/proc/self/fd"].iter().filter_map(|f| std::fs::canonicalize(f).ok()).collect();
+        let mut path = path.to_path_buf();
+        for _ in 0..super::MAX_LINKS {
+            let folder = super::folder_of(&path);
+            if path.file_name() == Some(OsStr::new("1"))
+                && std::fs::canonicalize(folder).is_ok_and(|folder| own.contains(&folder))
+            {
+                return true;
+            }
+            // The descriptor's own link (`/proc/PID/fd/1` -> the log) is never read: it was matched above.
+            match std::fs::read_link(&path) {
+                Ok(target) => path = folder.join(target),
+                Err(_) => return false,
+            }
+        }
+        false
     }
 
     pub(super) fn others_may_write(path: &Path) -> Option<String> {
@@ -220,6 +253,11 @@ mod imp {
 
     pub(super) fn identity(_: &std::fs::Metadata) -> (u64, u64) {
         (0, 0)
+    }
+
+    /// Windows has no path for a process's own stdout (`CON` is the console, not stdout).
+    pub(super) fn names_stdout(_: &Path) -> bool {
+        false
     }
 }
 
