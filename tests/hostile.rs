@@ -197,6 +197,37 @@ fn o_naming_its_own_stdout_writes_to_stdout_and_never_replaces_the_file_behind_i
 }
 
 #[test]
+fn o_to_a_fifo_without_a_reader_ends_at_the_deadline_with_exit_3() {
+    let folder = Folder::new("o-fifo");
+    let fifo = folder.path("out");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    let started = Instant::now();
+    let out = poll()
+        .args(["-o", &folder.text("out"), "--timeout", "1s", &server.url("/")])
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let shown = fifo.display();
+    assert_eq!(stderr(&out), format!("poll: error: cannot write `{shown}`: no reader opened it before the deadline\n"));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
+    // A reader that comes within the deadline gets the body.
+    let reader = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            std::fs::read(&fifo).unwrap()
+        }
+    });
+    let out = poll().args(["-o", &folder.text("out"), "--timeout", "5s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(reader.join().unwrap(), DONE.as_bytes());
+}
+
+#[test]
 fn a_device_made_with_mknod_stays_a_device() {
     if !support::have_root("mknod") {
         return;

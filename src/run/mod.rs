@@ -300,7 +300,7 @@ fn finish(
     let to_stdout = output_file.is_some_and(file::names_stdout);
     let stdout = match output_file.filter(|_| !to_stdout) {
         Some(path) => {
-            write_output(reporter, path, stdout, &mut error, fell_back);
+            write_output(reporter, path, stdout, &mut error, fell_back, common.deadline);
             Vec::new()
         }
         None => stdout,
@@ -403,19 +403,21 @@ fn single_stdout(
     (stdout, true)
 }
 
-/// `-o FILE`: what would go to stdout, written atomically; a failure is the
-/// run's error, except that a run that printed its `--fallback` keeps its code.
+/// `-o FILE`: what would go to stdout, written atomically (a FIFO by the
+/// run's `deadline`); a failure is the run's error, except that a run that
+/// printed its `--fallback` keeps its code.
 fn write_output(
     reporter: &Reporter,
     path: &std::path::Path,
     stdout: Vec<u8>,
     error: &mut Option<Error>,
     fell_back: bool,
+    deadline: Option<Instant>,
 ) {
     if stdout.is_empty() && error.as_ref().is_some_and(|e| !e.keeps_body()) {
         return;
     }
-    if let Err(e) = file::replace(path, &stdout, true, file::Access::Umask) {
+    if let Err(e) = file::replace(path, &stdout, true, file::Access::Umask, deadline) {
         let why = format!("cannot write `{}`: {e}", path.display());
         if fell_back {
             reporter.warn(&format!("--fallback: {why}"));

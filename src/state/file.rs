@@ -151,7 +151,7 @@ impl FileStore {
             None => state == State::default(),
         };
         if !unchanged {
-            let written = file::replace(&self.path, &fresh, false, file::Access::Owner);
+            let written = file::replace(&self.path, &fresh, false, file::Access::Owner, Some(Instant::now() + timeout));
             written.map_err(|e| format!("cannot write it: {e}"))?;
         }
         // Closing the lock file releases the lock.

@@ -10,7 +10,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The largest file read: a header file, a body, a CA bundle, a state file.
 pub(crate) const MAX_READ: u64 = 16 << 20;
@@ -51,8 +51,8 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
 enum Destination {
     /// A regular file (or a new one) at this path, links resolved: replaced atomically.
     File(PathBuf),
-    /// A device, a FIFO or a socket, or a link to one (`/dev/null`, `/dev/stdout`): written as it is.
-    InPlace,
+    /// A device, a FIFO or a socket, or a link to one (`/dev/null`): written as it is.
+    InPlace { fifo: bool },
 }
 
 fn destination(path: &Path) -> io::Result<Destination> {
@@ -60,7 +60,7 @@ fn destination(path: &Path) -> io::Result<Destination> {
         // The link's target is what is replaced; the link stays.
         Ok(meta) if meta.is_file() => fs::canonicalize(path).map(Destination::File),
         Ok(meta) if meta.is_dir() => Err(io::Error::other("it is a folder")),
-        Ok(_) => Ok(Destination::InPlace),
+        Ok(meta) => Ok(Destination::InPlace { fifo: imp::is_fifo(&meta) }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => dangling(path).map(Destination::File),
         Err(e) => Err(e),
     }
@@ -82,10 +82,16 @@ fn dangling(path: &Path) -> io::Result<PathBuf> {
 /// file in its folder, then a rename, so a process killed at any moment leaves
 /// the old file or the new one. `durable` adds an fsync before the rename
 /// (for `-o`, which a pipeline reads next); the state file does without, to
-/// keep its lock short.
-pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool, access: Access) -> io::Result<()> {
+/// keep its lock short. A device or a FIFO is written as it is, by `until`.
+pub(crate) fn replace(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    access: Access,
+    until: Option<Instant>,
+) -> io::Result<()> {
     let target = match destination(path)? {
-        Destination::InPlace => return File::options().write(true).open(path)?.write_all(bytes),
+        Destination::InPlace { fifo } => return write_in_place(path, bytes, fifo, until),
         Destination::File(target) => target,
     };
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -106,6 +112,40 @@ pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool, access: Access) 
         temp.as_file().sync_all()?;
     }
     temp.persist(&target).map(drop).map_err(|e| e.error)
+}
+
+/// How often a FIFO with no reader yet, or a full one, is tried again.
+const IN_PLACE_RETRY: Duration = Duration::from_millis(10);
+
+/// Writes `bytes` to a device or a FIFO as it is, never blocking past
+/// `until`: it is opened and written without blocking, and a FIFO that no
+/// one reads yet (or whose reader is slow) is tried again until `until`.
+/// Without a deadline a FIFO is waited for as `cat > FIFO` would.
+fn write_in_place(path: &Path, mut bytes: &[u8], fifo: bool, until: Option<Instant>) -> io::Result<()> {
+    let time_left = || until.is_none_or(|until| Instant::now() < until);
+    let mut file = loop {
+        match imp::open_without_blocking(path) {
+            Ok(file) => break file,
+            Err(e) if fifo && imp::no_reader(&e) && time_left() => std::thread::sleep(IN_PLACE_RETRY),
+            Err(e) if fifo && imp::no_reader(&e) => {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no reader opened it before the deadline"));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    while !bytes.is_empty() {
+        match file.write(bytes) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && time_left() => std::thread::sleep(IN_PLACE_RETRY),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "its reader took no more before the deadline"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Reads at most [`MAX_READ`] bytes of `path`. A regular file is read at
@@ -181,6 +221,20 @@ mod imp {
         options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
 
+    pub(super) fn is_fifo(metadata: &std::fs::Metadata) -> bool {
+        std::os::unix::fs::FileTypeExt::is_fifo(&metadata.file_type())
+    }
+
+    /// For writing, with O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of waiting for one.
+    pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path)
+    }
+
+    /// What opening a FIFO without blocking says while no one reads it.
+    pub(super) fn no_reader(e: &std::io::Error) -> bool {
+        e.raw_os_error() == Some(libc::ENXIO)
+    }
+
     pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
         (metadata.dev(), metadata.ino())
     }
@@ -247,6 +301,19 @@ mod imp {
 
     pub(super) fn no_link_owner_only(_: &mut OpenOptions) {}
 
+    /// Windows has no FIFOs in its file system (named pipes live under `\\.\pipe\`).
+    pub(super) fn is_fifo(_: &std::fs::Metadata) -> bool {
+        false
+    }
+
+    pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).open(path)
+    }
+
+    pub(super) fn no_reader(_: &std::io::Error) -> bool {
+        false
+    }
+
     pub(super) fn others_may_write(_: &Path) -> Option<String> {
         None
     }
@@ -292,8 +359,8 @@ mod tests {
     fn replacing_leaves_no_temp_file() {
         let folder = folder("replace");
         let path = folder.join("out.json");
-        replace(&path, b"one", true, Access::Umask).expect("first write");
-        replace(&path, b"two", false, Access::Owner).expect("second write");
+        replace(&path, b"one", true, Access::Umask, None).expect("first write");
+        replace(&path, b"two", false, Access::Owner, None).expect("second write");
         assert_eq!(fs::read(&path).ok(), Some(b"two".to_vec()));
         assert_eq!(fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1));
         let _ = fs::remove_dir_all(&folder);
@@ -306,12 +373,12 @@ mod tests {
         let (target, link) = (folder.join("target.json"), folder.join("link.json"));
         fs::write(&target, b"old").expect("target");
         std::os::unix::fs::symlink("target.json", &link).expect("link");
-        replace(&link, b"new", false, Access::Umask).expect("write through the link");
+        replace(&link, b"new", false, Access::Umask, None).expect("write through the link");
         assert!(fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
         assert_eq!(fs::read(&target).ok(), Some(b"new".to_vec()));
         // A dangling link gets its target made.
         std::os::unix::fs::symlink("made.json", folder.join("dangling.json")).expect("link");
-        replace(&folder.join("dangling.json"), b"made", false, Access::Owner).expect("write");
+        replace(&folder.join("dangling.json"), b"made", false, Access::Owner, None).expect("write");
         assert_eq!(fs::read(folder.join("made.json")).ok(), Some(b"made".to_vec()));
         let _ = fs::remove_dir_all(&folder);
     }
