@@ -156,6 +156,103 @@ fn a_state_file_or_link_of_another_user_is_refused_before_any_request() {
     assert_eq!(std::fs::read(&ours).unwrap(), b"mine");
 }
 
+/// A run that polls every 500 ms with `--state-fail closed`, and the folder
+/// `change` swaps something in, between its first attempt and its second,
+/// as a neighbour in a shared folder could. What the run printed on stderr,
+/// its exit code and how long it took.
+fn swapped_mid_run(folder: &Folder, change: impl FnOnce()) -> (Option<i32>, String, Duration) {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#)]).expect_hits(1);
+    let started = Instant::now();
+    let child = support::poll_std()
+        .args(["--state", &folder.text("state.json"), "--state-fail", "closed", "--until", ".done", "-i", "500ms"])
+        .args(["--timeout", "10s", &server.url("/")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while server.hits() == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The first attempt's outcome is written by now; the second is 500 ms away.
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(folder.path("state.json").is_file(), "the first attempt was recorded");
+    change();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stderr(&out), started.elapsed())
+}
+
+#[test]
+fn a_link_another_user_plants_at_the_state_name_mid_run_is_never_written_through() {
+    if !support::have_root("chown a link to another user") {
+        return;
+    }
+    let folder = Folder::new("swap-link");
+    // A state file of ours elsewhere (another tool's), which poll could read and would replace.
+    let victim = folder.path("victim.json");
+    let precious = br#"{"version":1,"origins":{}}"#;
+    std::fs::write(&victim, precious).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let state = folder.path("state.json");
+    let (code, err, _) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&state).unwrap();
+        std::os::unix::fs::symlink(&victim, &state).unwrap();
+        std::os::unix::fs::lchown(&state, Some(65534), None).unwrap();
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("`{}` belongs to user 65534, not to you", state.display())), "{err}");
+    assert!(err.contains("(--state-fail closed)"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), precious, "written through the link");
+    assert!(std::fs::symlink_metadata(&state).unwrap().file_type().is_symlink(), "the link was replaced");
+}
+
+#[test]
+fn a_fifo_planted_at_the_state_name_mid_run_fails_the_step_at_once() {
+    let folder = Folder::new("swap-fifo");
+    let state = folder.path("state.json");
+    let (code, err, took) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&state).unwrap();
+        assert!(Command::new("mkfifo").arg(&state).status().unwrap().success());
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("`{}` is not a regular file", state.display())), "{err}");
+    // Read with no bound while the lock was held, it hung the run to its 10 s deadline.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(std::fs::metadata(&state).unwrap().file_type().is_fifo(), "the FIFO stays");
+}
+
+#[test]
+fn a_link_planted_at_the_locks_name_mid_run_is_never_followed() {
+    let folder = Folder::new("swap-lock");
+    let lock = folder.path("state.json.lock");
+    let victim = folder.path("made-through-the-link");
+    let (code, err, _) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("cannot open `{}`", lock.display())), "{err}");
+    assert!(!victim.exists(), "the lock was opened (and made) through the link");
+}
+
+#[test]
+fn a_state_file_named_through_a_link_of_ours_stays_a_link_and_its_target_gets_the_state() {
+    let folder = Folder::new("state-link");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    std::fs::create_dir(folder.path("real")).unwrap();
+    std::os::unix::fs::symlink("real/state.json", folder.path("state.json")).unwrap();
+    for _ in 0..2 {
+        let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "");
+    }
+    assert!(std::fs::symlink_metadata(folder.path("state.json")).unwrap().file_type().is_symlink());
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.path("real/state.json")).unwrap()).unwrap();
+    let window = kept["origins"][&server.origin()]["breaker"]["window"].as_array().unwrap();
+    assert_eq!(window.len(), 2, "both runs' outcomes, read and written through the link");
+    assert_eq!(mode(&folder.path("real/state.json")), 0o600);
+}
+
 // Devices, FIFOs and links as -o and --state.
 
 #[test]

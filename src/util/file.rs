@@ -187,19 +187,106 @@ pub(crate) fn names_stdout(path: &Path) -> bool {
     imp::names_stdout(path)
 }
 
-/// Opens (creating it, owner-only) the lock file beside a state file, never through a link.
-pub(crate) fn open_lock(path: &Path) -> io::Result<File> {
+/// Whether `path` (the state file, or its lock) is one only this user can
+/// change, so that what it keeps is this user's and writing it harms no one
+/// else's file: the name and every link on the way belong to this user (or
+/// root), and what they lead to, if it exists, is this user's and group and
+/// others may not write it. The one check of a private file, made before the
+/// first request (a failure is a usage error, exit 2) and again at every
+/// read and before every replace of the state file (a failure is the step's,
+/// as for a store that cannot be written): a neighbour in a shared,
+/// non-sticky folder may swap the name for a link or a FIFO mid-run. Ok for
+/// a path that does not exist yet.
+pub(crate) fn check_private(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let mut at = path.to_path_buf();
+    for links in 0..MAX_LINKS {
+        let meta = match fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("cannot look at `{shown}`: {e}")),
+        };
+        if !meta.file_type().is_symlink() {
+            return owned(path, &meta, links > 0);
+        }
+        // A link another user planted is refused whatever it points to.
+        if let Some(uid) = imp::owner_not_me(&meta).filter(|uid| *uid != 0) {
+            return Err(match links {
+                0 => format!(
+                    "`{shown}` belongs to user {uid}, not to you: ask them to remove it, or use a file of your own"
+                ),
+                _ => format!("`{shown}` leads through a link of user {uid}; use a file of your own"),
+            });
+        }
+        let target = fs::read_link(&at).map_err(|e| format!("cannot read the link `{shown}`: {e}"))?;
+        at = folder_of(&at).join(target);
+    }
+    Err(format!("`{shown}`: too many levels of links"))
+}
+
+/// The end of [`check_private`]: the file `path` leads to (`via_link`), as
+/// its `meta` (from the name, or from the open file) says.
+fn owned(path: &Path, meta: &fs::Metadata, via_link: bool) -> Result<(), String> {
+    let shown = path.display();
+    match (imp::owner_not_me(meta), via_link) {
+        (Some(uid), false) => Err(format!(
+            "`{shown}` belongs to user {uid}, not to you: ask them to remove it, or use a file of your own"
+        )),
+        (Some(uid), true) => Err(format!("`{shown}` leads to a file of user {uid}, not yours; use a file of your own")),
+        (None, _) => match imp::others_may_write(meta) {
+            Some(mode) => Err(format!(
+                "`{shown}` may be written by others (mode {mode:o}); make it yours alone: chmod 600 {shown}"
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
+/// What is said of a state file that is a device, a FIFO or a socket.
+pub(crate) fn not_regular(path: &Path) -> String {
+    format!("`{}` is not a regular file (a device, a FIFO?); name a file", path.display())
+}
+
+/// Why the state file was not read.
+#[derive(Debug)]
+pub(crate) enum Unread {
+    /// It is not private ([`check_private`]): nothing is read, written or moved.
+    Refused(String),
+    /// It could not be read, or is over [`MAX_READ`]: no state file poll wrote.
+    Failed(io::Error),
+}
+
+/// The state file `path`, checked as [`check_private`] says and read whole
+/// (at most [`MAX_READ`]); `None` when there is none. It is opened without
+/// blocking (a FIFO planted at its name has no writer to wait for) and read
+/// only when the open file itself is a regular file and private, so that what
+/// is read is what was checked, whatever is swapped in between.
+pub(crate) fn read_private(path: &Path) -> Result<Option<Vec<u8>>, Unread> {
+    check_private(path).map_err(Unread::Refused)?;
+    let file = match imp::open_to_read_without_blocking(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Unread::Failed(e)),
+    };
+    let meta = file.metadata().map_err(Unread::Failed)?;
+    if !meta.is_file() {
+        return Err(Unread::Refused(not_regular(path)));
+    }
+    let via_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    owned(path, &meta, via_link).map_err(Unread::Refused)?;
+    read_at_most(file).map(Some).map_err(Unread::Failed)
+}
+
+/// Opens (creating it, owner-only) the lock file beside a state file, never
+/// through a link, and only when the open file is private ([`check_private`]).
+pub(crate) fn open_lock(path: &Path) -> Result<File, String> {
     let mut options = File::options();
     options.read(true).write(true).create(true).truncate(false);
     imp::no_link_owner_only(&mut options);
-    options.open(path)
-}
-
-/// Why another user could change `path` (a state file or its lock), if they
-/// can: it, or the link at its name, belongs to someone else, or its group or
-/// everyone may write it. `None` for a path that does not exist yet.
-pub(crate) fn others_may_write(path: &Path) -> Option<String> {
-    imp::others_may_write(path)
+    let file = options.open(path).map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    owned(path, &meta, false)?;
+    Ok(file)
 }
 
 #[cfg(unix)]
@@ -262,30 +349,20 @@ mod imp {
         false
     }
 
-    pub(super) fn others_may_write(path: &Path) -> Option<String> {
+    /// The owner of a file or link, when it is not the user `poll` runs as.
+    pub(super) fn owner_not_me(meta: &std::fs::Metadata) -> Option<u32> {
         let me = rustix::process::geteuid().as_raw();
-        let shown = path.display();
-        // The name itself first: a link another user planted is refused whatever it points to.
-        let link = std::fs::symlink_metadata(path).ok()?;
-        if link.uid() != me {
-            return Some(format!(
-                "`{shown}` belongs to user {}, not to you: ask them to remove it, or use a file of your own",
-                link.uid()
-            ));
-        }
-        let meta = std::fs::metadata(path).ok()?;
-        if meta.uid() != me {
-            return Some(format!(
-                "`{shown}` leads to a file of user {}, not yours; use a file of your own",
-                meta.uid()
-            ));
-        }
-        (meta.mode() & 0o022 != 0).then(|| {
-            format!(
-                "`{shown}` may be written by others (mode {:o}); make it yours alone: chmod 600 {shown}",
-                meta.mode() & 0o777
-            )
-        })
+        (meta.uid() != me).then_some(meta.uid())
+    }
+
+    /// A file's mode, when group or others may write it.
+    pub(super) fn others_may_write(meta: &std::fs::Metadata) -> Option<u32> {
+        (meta.mode() & 0o022 != 0).then_some(meta.mode() & 0o777)
+    }
+
+    /// For reading, with O_NONBLOCK: a FIFO opens at once, with no writer to wait for.
+    pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
     }
 }
 
@@ -314,8 +391,16 @@ mod imp {
         false
     }
 
-    pub(super) fn others_may_write(_: &Path) -> Option<String> {
+    pub(super) fn owner_not_me(_: &std::fs::Metadata) -> Option<u32> {
         None
+    }
+
+    pub(super) fn others_may_write(_: &std::fs::Metadata) -> Option<u32> {
+        None
+    }
+
+    pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        std::fs::File::open(path)
     }
 
     pub(super) fn identity(_: &std::fs::Metadata) -> (u64, u64) {
