@@ -416,6 +416,34 @@ fn a_state_file_with_times_past_the_cap_is_treated_as_absent_once_and_never_cras
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// A negative time is absent, as the contract says, and only that value:
+/// the file is not set aside, and what else it keeps stays.
+#[test]
+fn a_negative_time_in_a_state_file_is_absent_and_the_rest_of_the_file_is_kept() {
+    let folder = Folder::new("negative");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    let state = folder.path("state.json");
+    let key = server.origin();
+    let text = format!(
+        r#"{{"version":1,"origins":{{"{key}":{{"not_before_ms":-5,"next_slot_ms":-1,
+        "breaker":{{"state":"open","until_ms":-1000,"cooldown_ms":-3,"window":[]}}}},
+        "other":{{"last_good":{{"http://other/x":{{"at_ms":-7,"text":"kept"}}}}}}}}}}"#
+    );
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let started = Instant::now();
+    let out = poll().args(["--state", &folder.text("state.json"), "--rate", "1/s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "said once: {err}");
+    assert!(err.contains("that is negative or more than 24 h away; treated as absent"), "{err}");
+    assert!(!folder.path("state.json.corrupt").exists(), "the whole file was set aside: {err}");
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(kept["origins"]["other"]["last_good"]["http://other/x"]["text"], "kept");
+    assert_eq!(kept["origins"][&key]["breaker"]["state"], "closed");
+}
+
 #[test]
 fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside() {
     let folder = Folder::new("huge");
@@ -581,6 +609,52 @@ fn a_breaker_of_year_9999_from_redis_is_absent_not_a_crash() {
     let out = poll().args(["--state", &redis.url(), "--state-key", "k1", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("treated as absent"), "{}", stderr(&out));
+}
+
+/// One SET on a shared Redis key must not fail every step of the fleet:
+/// what poll's scripts did not write (not JSON, a field of the wrong type, a
+/// number no Redis integer holds, a time negative or more than a day away,
+/// a probe lease without an expiry) is treated as absent, said once, and the
+/// run goes on as with a fresh state, even under `--state-fail closed`.
+#[test]
+fn odd_values_in_redis_are_absent_said_once_and_never_fail_a_step() {
+    let Some(redis) = support::redis::Redis::start() else { return };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let cases: &[&[(&str, &str)]] = &[
+        &[("breaker", "not json at all")],
+        &[("breaker", r#"{"state":"closed","window":"x"}"#)],
+        &[("breaker", r#"{"state":"open","until_ms":0,"cooldown_ms":9300000000000000000,"window":[],"reason":"x"}"#)],
+        &[("breaker", r#"{"state":"open","until_ms":-5,"cooldown_ms":1000,"window":[1,"x",null]}"#)],
+        &[("breaker", r#"{"state":"half_open","until_ms":1,"prober":{"a":1},"reason":["x"],"window":{"a":1}}"#)],
+        &[("breaker", r#"{"state":"ajar"}"#)],
+        &[("breaker", "[1,2,3]")],
+        &[("rate", "1e400")],
+        &[("rate", "-7")],
+        &[("advice", "nan")],
+        // A breaker whose cool-down is over, and a probe "lease" that never expires: the fleet would be turned away forever.
+        &[("breaker", r#"{"state":"open","until_ms":1,"cooldown_ms":1000,"window":[]}"#), ("probe", "forever")],
+    ];
+    for (i, sets) in cases.iter().enumerate() {
+        let key = format!("odd{i}");
+        for (part, value) in *sets {
+            let _: () = redis.query(&["SET", &support::redis::state_key(&key, part), value]);
+        }
+        let out = poll()
+            .args(["--state", &redis.url(), "--state-key", &key, "--state-fail", "closed", "--rate", "10/s"])
+            .arg(server.url("/"))
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{sets:?}: {err}");
+        assert_eq!(out.stdout, DONE.as_bytes());
+        assert_eq!(err.lines().count(), 1, "{sets:?}: said once: {err}");
+        let odd = support::redis::state_key(&key, sets[sets.len() - 1].0);
+        assert!(
+            err.contains(&format!("`{odd}` holds a value poll did not write")) && err.contains("; treated as absent"),
+            "{sets:?}: {err}"
+        );
+    }
+    assert_eq!(server.hits(), cases.len());
 }
 
 #[test]

@@ -186,10 +186,7 @@ impl FileStore {
         let changed: Vec<&str> = state.origins.values_mut().filter_map(|origin| origin.checked(now)).collect();
         if let (Some(what), false) = (changed.first(), self.checked) {
             self.checked = true;
-            self.notes.push(format!(
-                "--state: `{}` holds {what}; treated as absent (is something else writing it?)",
-                self.path.display()
-            ));
+            self.notes.push(format!("--state: `{}` holds {what} (is something else writing it?)", self.path.display()));
         }
     }
 
@@ -337,7 +334,7 @@ mod tests {
             (r#"{"version":2,"origins":{}}"#, "unknown version 2"),
             (r#"{"version":"1","origins":{}}"#, "unknown version \"1\""),
             (r#"{"version":1}"#, "no `origins`"),
-            (r#"{"version":1,"origins":{"o":{"next_slot_ms":-1}}}"#, "o: invalid value: integer `-1`"),
+            (r#"{"version":1,"origins":{"o":{"next_slot_ms":"soon"}}}"#, "o: invalid type: string \"soon\""),
             (r#"{"version":1,"origins":{"o":{"breaker":{"state":"ajar"}}}}"#, "unknown variant `ajar`"),
             (r#"{"version":1,"origins":{"o":{"breaker":{"state":"open"}}}}"#, "missing field `until_ms`"),
         ];

@@ -76,8 +76,9 @@ pub(crate) fn when(now_ms: u64, in_ms: u64) -> String {
     }
 }
 
-/// 10000-01-01T00:00:00Z in epoch milliseconds.
-const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
+/// 10000-01-01T00:00:00Z in epoch milliseconds: the end of the times RFC 3339
+/// can write, and the bound of every number Redis's scripts read.
+pub(crate) const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
 
 #[cfg(test)]
 mod tests {
