@@ -633,6 +633,8 @@ fn odd_values_in_redis_are_absent_said_once_and_never_fail_a_step() {
         &[("advice", "nan")],
         // A breaker whose cool-down is over, and a probe "lease" that never expires: the fleet would be turned away forever.
         &[("breaker", r#"{"state":"open","until_ms":1,"cooldown_ms":1000,"window":[]}"#), ("probe", "forever")],
+        // Hashes where poll keeps the last good bodies (--fallback last), as strings.
+        &[("last_at", "not a hash")],
     ];
     for (i, sets) in cases.iter().enumerate() {
         let key = format!("odd{i}");
@@ -641,7 +643,7 @@ fn odd_values_in_redis_are_absent_said_once_and_never_fail_a_step() {
         }
         let out = poll()
             .args(["--state", &redis.url(), "--state-key", &key, "--state-fail", "closed", "--rate", "10/s"])
-            .arg(server.url("/"))
+            .args(["--fallback", "last", &server.url("/")])
             .output()
             .unwrap();
         let err = stderr(&out);
