@@ -733,6 +733,35 @@ fn a_background_child_holding_stdout_is_not_waited_for() {
     assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
 }
 
+/// `--auth-cmd`'s output is bounded as local reads are (16 MiB, one reader
+/// for both): 2 MiB of it is read whole, more than 16 MiB is the command's
+/// failure, named in one line that never quotes what it printed.
+#[test]
+fn auth_cmds_output_is_read_whole_up_to_16_mib_and_more_is_its_failure() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    // An ExecCredential after 2 MiB of spaces: cut at 1 MiB, it was no token at all.
+    let padded = r#"head -c 2097152 /dev/zero | tr '\0' ' '; printf '{"status":{"token":"TOK3N"}}'"#;
+    let out = poll().args(["--auth-cmd", padded, &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOK3N"));
+    for (stream, command) in [
+        ("stdout", "head -c 17000000 /dev/zero | tr '\\0' x"),
+        ("stderr", "head -c 17000000 /dev/zero | tr '\\0' x >&2; echo TOK3N"),
+    ] {
+        let started = Instant::now();
+        let out = poll().args(["--auth-cmd", command, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{stream}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "poll: error: --auth-cmd printed more than 16 MiB on {stream}; it was ended [{}]\n",
+                server.url("/")
+            ),
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{stream}: {:?}", started.elapsed());
+    }
+}
+
 #[test]
 fn a_token_no_header_can_carry_is_a_failure_of_the_command_and_nothing_is_sent() {
     let folder = Folder::new("token");

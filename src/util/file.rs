@@ -171,11 +171,36 @@ pub(crate) fn read_bounded(path: &Path, until: Option<Instant>) -> io::Result<Ve
 /// All of `reader`, refused when it holds more than [`MAX_READ`] bytes.
 pub(crate) fn read_at_most(reader: impl Read) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    reader.take(MAX_READ + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_READ {
-        return Err(io::Error::other(format!("it is larger than {} MiB", MAX_READ >> 20)));
-    }
+    AtMost::new(reader).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// `reader` bounded to [`MAX_READ`] bytes: the one bounded reader of every
+/// local input, files ([`read_at_most`]) and `--auth-cmd`'s output alike
+/// (`util/child.rs`, which reads it as it comes). A read past the bound is
+/// an error of kind `FileTooLarge` ("it is larger than 16 MiB"), never a
+/// silent cut.
+pub(crate) struct AtMost<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> AtMost<R> {
+    pub(crate) fn new(inner: R) -> AtMost<R> {
+        AtMost { inner, left: MAX_READ }
+    }
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // One byte more than is left, to see whether there is more.
+        let room = usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX).min(buf.len());
+        let n = self.inner.read(&mut buf[..room])?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::FileTooLarge, format!("it is larger than {} MiB", MAX_READ >> 20))
+        })?;
+        Ok(n)
+    }
 }
 
 /// Whether `path` names this process's own stdout (`/dev/stdout`,
@@ -475,6 +500,8 @@ mod tests {
         fs::write(&path, vec![b'x'; (MAX_READ + 1) as usize]).expect("big file");
         let error = read_bounded(&path, None).err().map(|e| e.to_string());
         assert_eq!(error.as_deref(), Some("it is larger than 16 MiB"));
+        fs::write(&path, vec![b'x'; MAX_READ as usize]).expect("a file of 16 MiB");
+        assert_eq!(read_bounded(&path, None).map(|bytes| bytes.len()).ok(), Some(MAX_READ as usize));
         fs::write(&path, b"small").expect("small file");
         assert_eq!(read_bounded(&path, None).ok(), Some(b"small".to_vec()));
         let _ = fs::remove_dir_all(&folder);
