@@ -540,6 +540,45 @@ fn invisible_characters_from_a_server_are_escaped_and_the_step_summary_escapes_m
     assert!(!row.contains('\u{202e}') && row.contains(r"\\u{202e}"), "{row}");
 }
 
+/// The five invisible characters that change how a line reads, from a
+/// server's body (through `--show`, a jq warning and the final error line)
+/// and a header (`-vv`): escaped on stderr in text mode, with `-vv`, and in
+/// the JSON log, where they are written `\uXXXX` (still JSON, the same text
+/// once decoded).
+#[test]
+fn invisible_characters_are_escaped_in_text_with_vv_and_in_the_json_log() {
+    const FIVE: [(char, &str); 5] =
+        [('\u{202e}', "202e"), ('\u{2066}', "2066"), ('\u{200b}', "200b"), ('\u{feff}', "feff"), ('\u{2028}', "2028")];
+    let note: String = FIVE.iter().map(|(c, _)| format!("<{c}>")).collect();
+    let body = serde_json::json!({ "status": "pending", "note": note }).to_string();
+    let server = Server::start(vec![Reply::json(200, &body).header("X-Note", &note)]);
+    // `.note + 1` fails on every body, quoting the note: a warning, then the final error line.
+    let flags = ["--show", ".note", "--until", "(.note + 1) > 0", "--timeout", "400ms", "-i", "100ms"];
+    for mode in [&[][..], &["-vv"][..], &["--log-format", "json"][..]] {
+        let out = poll().args(mode).args(flags).arg(server.url("/")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        for (c, hex) in FIVE {
+            assert!(!err.contains(c), "{mode:?}: U+{hex} reached stderr raw: {err:?}");
+            let escaped = if mode.contains(&"json") { format!("\\u{hex}") } else { format!("\\u{{{hex}}}") };
+            assert!(err.contains(&escaped), "{mode:?}: {escaped} is not in {err}");
+        }
+        if mode == ["-vv"] {
+            let header = err.lines().find(|line| line.starts_with("< x-note: ")).unwrap_or_default();
+            assert!(header.contains("<\\u{202e}>"), "-vv shows the header escaped: {err}");
+        }
+        if mode.contains(&"json") {
+            // Every line is JSON, and decodes to the server's own text.
+            let events: Vec<serde_json::Value> = err.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+            assert!(events.iter().any(|event| event["show"].as_str().is_some_and(|s| s.contains(&note))), "{err}");
+            let warned = events.iter().filter_map(|event| event["warnings"].as_array()).flatten();
+            assert!(warned.filter_map(|w| w.as_str()).any(|w| w.contains(&note)), "{err}");
+            let done = events.last().unwrap();
+            assert!(done["message"].as_str().unwrap().contains(&note), "{err}");
+        }
+    }
+}
+
 // Secret headers across origins.
 
 #[test]
