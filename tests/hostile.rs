@@ -462,6 +462,15 @@ fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside(
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     let window = kept["origins"][&key]["breaker"]["window"].as_array().unwrap();
     assert!(window.len() <= 1000, "{}", window.len());
+    // Cut when read (the breaker would trim it to --breaker-window later anyway), and said so, once.
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: warning: --state: `{}` holds a breaker window of more than 1000 outcomes; cut to its newest 1000 \
+             (is something else writing it?)\n",
+            state.display()
+        )
+    );
 
     // 200,000 keys: set aside at once, not read and written on every attempt.
     let keys: Vec<String> = (0..200_000).map(|n| format!(r#""k{n}":{{}}"#)).collect();
