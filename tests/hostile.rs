@@ -369,8 +369,12 @@ fn a_fifo_that_never_writes_cannot_outlast_the_timeout() {
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{flag:?}: {took:?}");
     }
+    let started = Instant::now();
     let out = poll().args(["--cacert", &folder.text("fifo"), "--timeout", "1s", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing came before the deadline"), "{}", stderr(&out));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "--cacert: {took:?}");
 }
 
 #[test]
@@ -442,6 +446,45 @@ fn a_negative_time_in_a_state_file_is_absent_and_the_rest_of_the_file_is_kept() 
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     assert_eq!(kept["origins"]["other"]["last_good"]["http://other/x"]["text"], "kept");
     assert_eq!(kept["origins"][&key]["breaker"]["state"], "closed");
+}
+
+/// Row 8: server advice kept in `--state` for the last day of year 9999 is
+/// past the 24 h cap a live `Retry-After` is held to: absent, said once, and
+/// the run sends at once instead of sleeping (or giving up as too late).
+#[test]
+fn advice_kept_for_year_9999_is_absent_and_never_slept_on() {
+    let last_day_of_9999 = "253402214400000";
+    let folder = Folder::new("advice-9999");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    let state = folder.path("state.json");
+    let text = format!(r#"{{"version":1,"origins":{{"{}":{{"not_before_ms":{last_day_of_9999}}}}}}}"#, server.origin());
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let started = Instant::now();
+    let out =
+        poll().args(["--state", &folder.text("state.json"), "--timeout", "5s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: warning: --state: `{}` holds a wait that is negative or more than 24 h away; treated as absent \
+             (is something else writing it?)\n",
+            state.display()
+        )
+    );
+    // The same advice in Redis.
+    let Some(redis) = support::redis::Redis::start() else { return };
+    let _: () = redis.query(&["SET", &support::redis::state_key("far", "advice"), last_day_of_9999]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--state", &redis.url(), "--state-key", "far", "--timeout", "5s", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(stderr(&out).contains("`poll:{far}:advice` holds a value poll did not write"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
 
 #[test]
@@ -705,6 +748,32 @@ fn odd_values_in_redis_are_absent_said_once_and_never_fail_a_step() {
         );
     }
     assert_eq!(server.hits(), cases.len());
+}
+
+/// A script's answer of `total` bytes in all: a `go` whose reason fills the rest.
+fn answer_of(total: usize) -> Vec<u8> {
+    let head = "*5\r\n$2\r\ngo\r\n:0\r\n:0\r\n$0\r\n\r\n";
+    // `$N\r\n`, N bytes, `\r\n`: the length's own digits count too.
+    let reason = (0..total).rev().find(|n| head.len() + n.to_string().len() + 5 + n == total).unwrap();
+    let mut bytes = format!("{head}${reason}\r\n").into_bytes();
+    bytes.extend(std::iter::repeat_n(b'x', reason));
+    bytes.extend_from_slice(b"\r\n");
+    assert_eq!(bytes.len(), total);
+    bytes
+}
+
+#[test]
+fn a_redis_reply_of_1_mib_is_read_and_one_byte_more_fails_the_step() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    for (total, code) in [(1 << 20, 0), ((1 << 20) + 1, 6)] {
+        let fake = single_node(move || support::resp::Answer::Now(answer_of(total)));
+        let out = poll().args(["--state", &fake.url(), "--state-fail", "closed", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{total} bytes: {}", stderr(&out));
+        match code {
+            0 => assert_eq!(stderr(&out), ""),
+            _ => assert!(stderr(&out).contains("a reply larger than 1 MiB"), "{}", stderr(&out)),
+        }
+    }
 }
 
 #[test]

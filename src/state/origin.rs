@@ -15,8 +15,10 @@ use crate::util::clock;
 use crate::util::text::LAST_RFC3339_MS;
 
 /// Larger bodies are not kept for `--fallback last`: the file is read and
-/// written around every attempt, so it must stay small.
-pub(crate) const MAX_KEPT_BODY: usize = 1 << 20;
+/// written around every attempt, so it must stay small. Under 1 MiB (1 KiB
+/// less), so that a body Redis keeps comes back in one reply of at most
+/// 1 MiB, its framing included (`redis/node.rs`); both stores keep the same.
+pub(crate) const MAX_KEPT_BODY: usize = (1 << 20) - 1024;
 
 /// Last good bodies kept per key; the oldest goes first.
 pub(crate) const MAX_KEPT_BODIES: usize = 16;

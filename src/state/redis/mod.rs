@@ -115,6 +115,9 @@ fn script(parts: &[&str]) -> Script {
     Script::new(&[bounds.as_str()].iter().chain(parts).copied().collect::<String>())
 }
 
+// A kept body comes back as one reply (`$LEN\r\nBODY\r\n`): it must fit in what a step reads.
+const _: () = assert!(MAX_KEPT_BODY + 64 <= node::MAX_REPLY);
+
 /// The parts of a state key, as the scripts name them when they find one odd.
 const PARTS: [&str; 6] = ["rate", "advice", "breaker", "probe", "last", "last_at"];
 
