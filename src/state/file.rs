@@ -153,8 +153,12 @@ impl FileStore {
             None => state == State::default(),
         };
         if !unchanged {
-            // What sits at the name now, just before it is replaced (or its link's target is).
+            // What sits at the name now, just before it is replaced (or its link's target is): the state is
+            // never written in place into a FIFO or a device swapped in since it was read.
             file::check_private(&self.path)?;
+            if fs::metadata(&self.path).is_ok_and(|meta| !meta.is_file()) {
+                return Err(file::not_regular(&self.path));
+            }
             let written = file::replace(&self.path, &fresh, false, file::Access::Owner, Some(Instant::now() + timeout));
             written.map_err(|e| format!("cannot write it: {e}"))?;
         }
