@@ -140,6 +140,23 @@ mod tests {
         }
     }
 
+    /// The hostile state seeds (times near u64::MAX, negative ones, a window
+    /// over 1,000 outcomes) parse, so that their values reach the checks and
+    /// the steps rather than stopping at the parser.
+    #[test]
+    fn the_hostile_state_seeds_parse() {
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/state");
+        let mut count = 0;
+        for seed in std::fs::read_dir(seeds).expect("a seed folder").flatten() {
+            if seed.file_name().to_string_lossy().starts_with("hostile-") {
+                let parsed = crate::state::State::from_json(&std::fs::read(seed.path()).expect("a seed"));
+                assert!(parsed.is_ok(), "{:?}: {parsed:?}", seed.file_name());
+                count += 1;
+            }
+        }
+        assert!(count >= 4, "{count} hostile seeds");
+    }
+
     /// The longest filter there is, nested as deep as one can be (a chain of
     /// 2,000 `-`), overflows a test thread's stack: it must go to the worker.
     /// (Not a seed: libFuzzer would then make inputs of 4 KiB from the start.)

@@ -156,6 +156,103 @@ fn a_state_file_or_link_of_another_user_is_refused_before_any_request() {
     assert_eq!(std::fs::read(&ours).unwrap(), b"mine");
 }
 
+/// A run that polls every 500 ms with `--state-fail closed`, and the folder
+/// `change` swaps something in, between its first attempt and its second,
+/// as a neighbour in a shared folder could. What the run printed on stderr,
+/// its exit code and how long it took.
+fn swapped_mid_run(folder: &Folder, change: impl FnOnce()) -> (Option<i32>, String, Duration) {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#)]).expect_hits(1);
+    let started = Instant::now();
+    let child = support::poll_std()
+        .args(["--state", &folder.text("state.json"), "--state-fail", "closed", "--until", ".done", "-i", "500ms"])
+        .args(["--timeout", "10s", &server.url("/")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while server.hits() == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The first attempt's outcome is written by now; the second is 500 ms away.
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(folder.path("state.json").is_file(), "the first attempt was recorded");
+    change();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stderr(&out), started.elapsed())
+}
+
+#[test]
+fn a_link_another_user_plants_at_the_state_name_mid_run_is_never_written_through() {
+    if !support::have_root("chown a link to another user") {
+        return;
+    }
+    let folder = Folder::new("swap-link");
+    // A state file of ours elsewhere (another tool's), which poll could read and would replace.
+    let victim = folder.path("victim.json");
+    let precious = br#"{"version":1,"origins":{}}"#;
+    std::fs::write(&victim, precious).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let state = folder.path("state.json");
+    let (code, err, _) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&state).unwrap();
+        std::os::unix::fs::symlink(&victim, &state).unwrap();
+        std::os::unix::fs::lchown(&state, Some(65534), None).unwrap();
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("`{}` belongs to user 65534, not to you", state.display())), "{err}");
+    assert!(err.contains("(--state-fail closed)"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), precious, "written through the link");
+    assert!(std::fs::symlink_metadata(&state).unwrap().file_type().is_symlink(), "the link was replaced");
+}
+
+#[test]
+fn a_fifo_planted_at_the_state_name_mid_run_fails_the_step_at_once() {
+    let folder = Folder::new("swap-fifo");
+    let state = folder.path("state.json");
+    let (code, err, took) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&state).unwrap();
+        assert!(Command::new("mkfifo").arg(&state).status().unwrap().success());
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("`{}` is not a regular file", state.display())), "{err}");
+    // Read with no bound while the lock was held, it hung the run to its 10 s deadline.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(std::fs::metadata(&state).unwrap().file_type().is_fifo(), "the FIFO stays");
+}
+
+#[test]
+fn a_link_planted_at_the_locks_name_mid_run_is_never_followed() {
+    let folder = Folder::new("swap-lock");
+    let lock = folder.path("state.json.lock");
+    let victim = folder.path("made-through-the-link");
+    let (code, err, _) = swapped_mid_run(&folder, || {
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    });
+    assert_eq!(code, Some(6), "{err}");
+    assert!(err.contains(&format!("cannot open `{}`", lock.display())), "{err}");
+    assert!(!victim.exists(), "the lock was opened (and made) through the link");
+}
+
+#[test]
+fn a_state_file_named_through_a_link_of_ours_stays_a_link_and_its_target_gets_the_state() {
+    let folder = Folder::new("state-link");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    std::fs::create_dir(folder.path("real")).unwrap();
+    std::os::unix::fs::symlink("real/state.json", folder.path("state.json")).unwrap();
+    for _ in 0..2 {
+        let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "");
+    }
+    assert!(std::fs::symlink_metadata(folder.path("state.json")).unwrap().file_type().is_symlink());
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.path("real/state.json")).unwrap()).unwrap();
+    let window = kept["origins"][&server.origin()]["breaker"]["window"].as_array().unwrap();
+    assert_eq!(window.len(), 2, "both runs' outcomes, read and written through the link");
+    assert_eq!(mode(&folder.path("real/state.json")), 0o600);
+}
+
 // Devices, FIFOs and links as -o and --state.
 
 #[test]
@@ -176,6 +273,55 @@ fn o_writes_a_device_or_a_link_to_one_in_place_and_a_link_to_a_file_stays_a_link
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(std::fs::symlink_metadata(folder.path("link.json")).unwrap().file_type().is_symlink());
     assert_eq!(std::fs::read(folder.path("target.json")).unwrap(), DONE.as_bytes());
+}
+
+/// `-o` naming poll's own stdout while stdout is a file the shell appends to
+/// (`poll -o /dev/stdout URL >> log`): the body is appended, as stdout
+/// appends, and the log is never replaced.
+#[test]
+fn o_naming_its_own_stdout_writes_to_stdout_and_never_replaces_the_file_behind_it() {
+    let folder = Folder::new("own-stdout");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(3);
+    let log = folder.path("log");
+    std::fs::write(&log, b"earlier\n").unwrap();
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let appended = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let out = support::poll_std().args(["-o", name, &server.url("/")]).stdout(appended).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert!(!std::fs::symlink_metadata(&log).unwrap().file_type().is_symlink());
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("earlier\n{DONE}{DONE}{DONE}"));
+}
+
+#[test]
+fn o_to_a_fifo_without_a_reader_ends_at_the_deadline_with_exit_3() {
+    let folder = Folder::new("o-fifo");
+    let fifo = folder.path("out");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    let started = Instant::now();
+    let out = poll()
+        .args(["-o", &folder.text("out"), "--timeout", "1s", &server.url("/")])
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let shown = fifo.display();
+    assert_eq!(stderr(&out), format!("poll: error: cannot write `{shown}`: no reader opened it before the deadline\n"));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
+    // A reader that comes within the deadline gets the body.
+    let reader = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            std::fs::read(&fifo).unwrap()
+        }
+    });
+    let out = poll().args(["-o", &folder.text("out"), "--timeout", "5s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(reader.join().unwrap(), DONE.as_bytes());
 }
 
 #[test]
@@ -223,8 +369,12 @@ fn a_fifo_that_never_writes_cannot_outlast_the_timeout() {
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{flag:?}: {took:?}");
     }
+    let started = Instant::now();
     let out = poll().args(["--cacert", &folder.text("fifo"), "--timeout", "1s", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing came before the deadline"), "{}", stderr(&out));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "--cacert: {took:?}");
 }
 
 #[test]
@@ -270,6 +420,73 @@ fn a_state_file_with_times_past_the_cap_is_treated_as_absent_once_and_never_cras
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// A negative time is absent, as the contract says, and only that value:
+/// the file is not set aside, and what else it keeps stays.
+#[test]
+fn a_negative_time_in_a_state_file_is_absent_and_the_rest_of_the_file_is_kept() {
+    let folder = Folder::new("negative");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    let state = folder.path("state.json");
+    let key = server.origin();
+    let text = format!(
+        r#"{{"version":1,"origins":{{"{key}":{{"not_before_ms":-5,"next_slot_ms":-1,
+        "breaker":{{"state":"open","until_ms":-1000,"cooldown_ms":-3,"window":[]}}}},
+        "other":{{"last_good":{{"http://other/x":{{"at_ms":-7,"text":"kept"}}}}}}}}}}"#
+    );
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let started = Instant::now();
+    let out = poll().args(["--state", &folder.text("state.json"), "--rate", "1/s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "said once: {err}");
+    assert!(err.contains("that is negative or more than 24 h away; treated as absent"), "{err}");
+    assert!(!folder.path("state.json.corrupt").exists(), "the whole file was set aside: {err}");
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(kept["origins"]["other"]["last_good"]["http://other/x"]["text"], "kept");
+    assert_eq!(kept["origins"][&key]["breaker"]["state"], "closed");
+}
+
+/// Row 8: server advice kept in `--state` for the last day of year 9999 is
+/// past the 24 h cap a live `Retry-After` is held to: absent, said once, and
+/// the run sends at once instead of sleeping (or giving up as too late).
+#[test]
+fn advice_kept_for_year_9999_is_absent_and_never_slept_on() {
+    let last_day_of_9999 = "253402214400000";
+    let folder = Folder::new("advice-9999");
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(2);
+    let state = folder.path("state.json");
+    let text = format!(r#"{{"version":1,"origins":{{"{}":{{"not_before_ms":{last_day_of_9999}}}}}}}"#, server.origin());
+    std::fs::write(&state, text).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let started = Instant::now();
+    let out =
+        poll().args(["--state", &folder.text("state.json"), "--timeout", "5s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: warning: --state: `{}` holds a wait that is negative or more than 24 h away; treated as absent \
+             (is something else writing it?)\n",
+            state.display()
+        )
+    );
+    // The same advice in Redis.
+    let Some(redis) = support::redis::Redis::start() else { return };
+    let _: () = redis.query(&["SET", &support::redis::state_key("far", "advice"), last_day_of_9999]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--state", &redis.url(), "--state-key", "far", "--timeout", "5s", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(stderr(&out).contains("`poll:{far}:advice` holds a value poll did not write"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
 #[test]
 fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside() {
     let folder = Folder::new("huge");
@@ -288,6 +505,15 @@ fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside(
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     let window = kept["origins"][&key]["breaker"]["window"].as_array().unwrap();
     assert!(window.len() <= 1000, "{}", window.len());
+    // Cut when read (the breaker would trim it to --breaker-window later anyway), and said so, once.
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: warning: --state: `{}` holds a breaker window of more than 1000 outcomes; cut to its newest 1000 \
+             (is something else writing it?)\n",
+            state.display()
+        )
+    );
 
     // 200,000 keys: set aside at once, not read and written on every attempt.
     let keys: Vec<String> = (0..200_000).map(|n| format!(r#""k{n}":{{}}"#)).collect();
@@ -366,6 +592,45 @@ fn invisible_characters_from_a_server_are_escaped_and_the_step_summary_escapes_m
     assert!(!row.contains('\u{202e}') && row.contains(r"\\u{202e}"), "{row}");
 }
 
+/// The five invisible characters that change how a line reads, from a
+/// server's body (through `--show`, a jq warning and the final error line)
+/// and a header (`-vv`): escaped on stderr in text mode, with `-vv`, and in
+/// the JSON log, where they are written `\uXXXX` (still JSON, the same text
+/// once decoded).
+#[test]
+fn invisible_characters_are_escaped_in_text_with_vv_and_in_the_json_log() {
+    const FIVE: [(char, &str); 5] =
+        [('\u{202e}', "202e"), ('\u{2066}', "2066"), ('\u{200b}', "200b"), ('\u{feff}', "feff"), ('\u{2028}', "2028")];
+    let note: String = FIVE.iter().map(|(c, _)| format!("<{c}>")).collect();
+    let body = serde_json::json!({ "status": "pending", "note": note }).to_string();
+    let server = Server::start(vec![Reply::json(200, &body).header("X-Note", &note)]);
+    // `.note + 1` fails on every body, quoting the note: a warning, then the final error line.
+    let flags = ["--show", ".note", "--until", "(.note + 1) > 0", "--timeout", "400ms", "-i", "100ms"];
+    for mode in [&[][..], &["-vv"][..], &["--log-format", "json"][..]] {
+        let out = poll().args(mode).args(flags).arg(server.url("/")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        for (c, hex) in FIVE {
+            assert!(!err.contains(c), "{mode:?}: U+{hex} reached stderr raw: {err:?}");
+            let escaped = if mode.contains(&"json") { format!("\\u{hex}") } else { format!("\\u{{{hex}}}") };
+            assert!(err.contains(&escaped), "{mode:?}: {escaped} is not in {err}");
+        }
+        if mode == ["-vv"] {
+            let header = err.lines().find(|line| line.starts_with("< x-note: ")).unwrap_or_default();
+            assert!(header.contains("<\\u{202e}>"), "-vv shows the header escaped: {err}");
+        }
+        if mode.contains(&"json") {
+            // Every line is JSON, and decodes to the server's own text.
+            let events: Vec<serde_json::Value> = err.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+            assert!(events.iter().any(|event| event["show"].as_str().is_some_and(|s| s.contains(&note))), "{err}");
+            let warned = events.iter().filter_map(|event| event["warnings"].as_array()).flatten();
+            assert!(warned.filter_map(|w| w.as_str()).any(|w| w.contains(&note)), "{err}");
+            let done = events.last().unwrap();
+            assert!(done["message"].as_str().unwrap().contains(&note), "{err}");
+        }
+    }
+}
+
 // Secret headers across origins.
 
 #[test]
@@ -435,6 +700,80 @@ fn a_breaker_of_year_9999_from_redis_is_absent_not_a_crash() {
     let out = poll().args(["--state", &redis.url(), "--state-key", "k1", &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("treated as absent"), "{}", stderr(&out));
+}
+
+/// One SET on a shared Redis key must not fail every step of the fleet:
+/// what poll's scripts did not write (not JSON, a field of the wrong type, a
+/// number no Redis integer holds, a time negative or more than a day away,
+/// a probe lease without an expiry) is treated as absent, said once, and the
+/// run goes on as with a fresh state, even under `--state-fail closed`.
+#[test]
+fn odd_values_in_redis_are_absent_said_once_and_never_fail_a_step() {
+    let Some(redis) = support::redis::Redis::start() else { return };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let cases: &[&[(&str, &str)]] = &[
+        &[("breaker", "not json at all")],
+        &[("breaker", r#"{"state":"closed","window":"x"}"#)],
+        &[("breaker", r#"{"state":"open","until_ms":0,"cooldown_ms":9300000000000000000,"window":[],"reason":"x"}"#)],
+        &[("breaker", r#"{"state":"open","until_ms":-5,"cooldown_ms":1000,"window":[1,"x",null]}"#)],
+        &[("breaker", r#"{"state":"half_open","until_ms":1,"prober":{"a":1},"reason":["x"],"window":{"a":1}}"#)],
+        &[("breaker", r#"{"state":"ajar"}"#)],
+        &[("breaker", "[1,2,3]")],
+        &[("rate", "1e400")],
+        &[("rate", "-7")],
+        &[("advice", "nan")],
+        // A breaker whose cool-down is over, and a probe "lease" that never expires: the fleet would be turned away forever.
+        &[("breaker", r#"{"state":"open","until_ms":1,"cooldown_ms":1000,"window":[]}"#), ("probe", "forever")],
+        // Hashes where poll keeps the last good bodies (--fallback last), as strings.
+        &[("last_at", "not a hash")],
+    ];
+    for (i, sets) in cases.iter().enumerate() {
+        let key = format!("odd{i}");
+        for (part, value) in *sets {
+            let _: () = redis.query(&["SET", &support::redis::state_key(&key, part), value]);
+        }
+        let out = poll()
+            .args(["--state", &redis.url(), "--state-key", &key, "--state-fail", "closed", "--rate", "10/s"])
+            .args(["--fallback", "last", &server.url("/")])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{sets:?}: {err}");
+        assert_eq!(out.stdout, DONE.as_bytes());
+        assert_eq!(err.lines().count(), 1, "{sets:?}: said once: {err}");
+        let odd = support::redis::state_key(&key, sets[sets.len() - 1].0);
+        assert!(
+            err.contains(&format!("`{odd}` holds a value poll did not write")) && err.contains("; treated as absent"),
+            "{sets:?}: {err}"
+        );
+    }
+    assert_eq!(server.hits(), cases.len());
+}
+
+/// A script's answer of `total` bytes in all: a `go` whose reason fills the rest.
+fn answer_of(total: usize) -> Vec<u8> {
+    let head = "*5\r\n$2\r\ngo\r\n:0\r\n:0\r\n$0\r\n\r\n";
+    // `$N\r\n`, N bytes, `\r\n`: the length's own digits count too.
+    let reason = (0..total).rev().find(|n| head.len() + n.to_string().len() + 5 + n == total).unwrap();
+    let mut bytes = format!("{head}${reason}\r\n").into_bytes();
+    bytes.extend(std::iter::repeat_n(b'x', reason));
+    bytes.extend_from_slice(b"\r\n");
+    assert_eq!(bytes.len(), total);
+    bytes
+}
+
+#[test]
+fn a_redis_reply_of_1_mib_is_read_and_one_byte_more_fails_the_step() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    for (total, code) in [(1 << 20, 0), ((1 << 20) + 1, 6)] {
+        let fake = single_node(move || support::resp::Answer::Now(answer_of(total)));
+        let out = poll().args(["--state", &fake.url(), "--state-fail", "closed", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{total} bytes: {}", stderr(&out));
+        match code {
+            0 => assert_eq!(stderr(&out), ""),
+            _ => assert!(stderr(&out).contains("a reply larger than 1 MiB"), "{}", stderr(&out)),
+        }
+    }
 }
 
 #[test]
@@ -509,6 +848,35 @@ fn a_background_child_holding_stdout_is_not_waited_for() {
     assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOK3N"));
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
+}
+
+/// `--auth-cmd`'s output is bounded as local reads are (16 MiB, one reader
+/// for both): 2 MiB of it is read whole, more than 16 MiB is the command's
+/// failure, named in one line that never quotes what it printed.
+#[test]
+fn auth_cmds_output_is_read_whole_up_to_16_mib_and_more_is_its_failure() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    // An ExecCredential after 2 MiB of spaces: cut at 1 MiB, it was no token at all.
+    let padded = r#"head -c 2097152 /dev/zero | tr '\0' ' '; printf '{"status":{"token":"TOK3N"}}'"#;
+    let out = poll().args(["--auth-cmd", padded, &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOK3N"));
+    for (stream, command) in [
+        ("stdout", "head -c 17000000 /dev/zero | tr '\\0' x"),
+        ("stderr", "head -c 17000000 /dev/zero | tr '\\0' x >&2; echo TOK3N"),
+    ] {
+        let started = Instant::now();
+        let out = poll().args(["--auth-cmd", command, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{stream}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "poll: error: --auth-cmd printed more than 16 MiB on {stream}; it was ended [{}]\n",
+                server.url("/")
+            ),
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{stream}: {:?}", started.elapsed());
+    }
 }
 
 #[test]

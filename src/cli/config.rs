@@ -483,9 +483,10 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read, until: Option<Instant>) -
 }
 
 /// `--state FILE|URL`: a store URL that parses, or a regular file (or a new
-/// one) in a folder that exists, that no other user may change: neither it
-/// nor its lock may belong to someone else or be writable by group or others,
-/// since `--fallback last` prints what it keeps.
+/// one) in a folder that exists, that no other user may change
+/// ([`file::check_private`]): neither it nor its lock may belong to someone
+/// else or be writable by group or others, since `--fallback last` prints
+/// what it keeps.
 fn check_state(value: &str) -> Result<StateSpec, Error> {
     if RedisUrl::is_url(value) {
         return RedisUrl::parse(value).map(StateSpec::Redis).map_err(|e| usage("--state", e));
@@ -493,12 +494,11 @@ fn check_state(value: &str) -> Result<StateSpec, Error> {
     let path = PathBuf::from(value);
     file::check_writable(&path).map_err(|e| usage("--state", e))?;
     if std::fs::metadata(&path).is_ok_and(|meta| !meta.is_file()) {
-        return Err(usage("--state", format!("`{value}` is not a regular file (a device, a FIFO?); name a file")));
+        return Err(usage("--state", file::not_regular(&path)));
     }
+    // The store checks the same again at every step (a name swapped mid-run).
     for part in [path.clone(), crate::state::FileStore::lock_path(&path)] {
-        if let Some(why) = file::others_may_write(&part) {
-            return Err(usage("--state", why));
-        }
+        file::check_private(&part).map_err(|why| usage("--state", why))?;
     }
     Ok(StateSpec::File(path))
 }

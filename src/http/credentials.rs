@@ -293,6 +293,10 @@ impl AuthCommand {
                 COMMAND_LIMIT.as_secs(),
                 last_line(&stderr, &state.known)
             ))),
+            Err(Stopped::TooLarge(stream)) => Err(Error::Permanent(format!(
+                "--auth-cmd printed more than {} MiB on {stream}; it was ended",
+                file::MAX_READ >> 20
+            ))),
             Err(Stopped::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
         };
         let (value, expires) = match made {

@@ -17,7 +17,7 @@ use crate::report::progress::Progress;
 use crate::report::record::Record;
 use crate::rules::condition::JqError;
 use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
-use crate::util::text::{count, human, printable};
+use crate::util::text::{count, human, json_line, printable};
 use crate::util::url;
 
 /// `--color`.
@@ -515,7 +515,8 @@ impl Reporter {
         if !out.pending_warnings.is_empty() {
             value["warnings"] = json!(std::mem::take(&mut out.pending_warnings));
         }
-        let _ = writeln!(io::stderr().lock(), "{value}");
+        // The server's text in it escaped as the text reporter escapes it, in JSON's own way.
+        let _ = writeln!(io::stderr().lock(), "{}", json_line(&value));
     }
 }
 

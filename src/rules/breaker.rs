@@ -56,7 +56,7 @@ impl Default for Settings {
 pub struct Sample {
     pub ok: bool,
     /// Latency in milliseconds.
-    #[serde(rename = "ms")]
+    #[serde(rename = "ms", deserialize_with = "clock::stored_ms")]
     pub latency: u64,
 }
 
@@ -69,7 +69,7 @@ pub enum Phase {
     Closed,
     /// Nothing goes until `until`; then the first caller probes.
     Open {
-        #[serde(rename = "until_ms")]
+        #[serde(rename = "until_ms", deserialize_with = "clock::stored_ms")]
         until: u64,
     },
     /// Process `pid` is probing; nobody else goes until its lease ends
@@ -77,7 +77,7 @@ pub enum Phase {
     HalfOpen {
         #[serde(rename = "probe_pid")]
         pid: u32,
-        #[serde(rename = "lease_until_ms")]
+        #[serde(rename = "lease_until_ms", deserialize_with = "clock::stored_ms")]
         lease_until: u64,
     },
 }
@@ -91,7 +91,7 @@ pub struct Breaker {
     #[serde(default)]
     pub window: VecDeque<Sample>,
     /// The cool-down of the current (or last) opening, in ms; 0 until it first opens.
-    #[serde(rename = "cooldown_ms", default)]
+    #[serde(rename = "cooldown_ms", default, deserialize_with = "clock::stored_ms")]
     pub cooldown: u64,
     /// Why it last opened, for the processes it turns away.
     #[serde(default)]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 #[serde(transparent)]
 pub struct Bucket {
     /// Epoch milliseconds of the next free slot; in the past means "now".
+    #[serde(deserialize_with = "crate::util::clock::stored_ms")]
     pub next_free: u64,
 }
 

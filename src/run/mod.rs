@@ -297,9 +297,11 @@ fn finish(
         1 => single_stdout(common, loops, error.as_ref(), fallback),
         _ => (several_stdout(loops), false),
     };
-    let stdout = match output_file {
+    // `-o /dev/stdout` is stdout itself: `main` writes it through the stdout handle, as without `-o`.
+    let to_stdout = output_file.is_some_and(file::names_stdout);
+    let stdout = match output_file.filter(|_| !to_stdout) {
         Some(path) => {
-            write_output(reporter, path, stdout, &mut error, fell_back);
+            write_output(reporter, path, stdout, &mut error, fell_back, common.deadline);
             Vec::new()
         }
         None => stdout,
@@ -308,8 +310,11 @@ fn finish(
     let error_line = reporter.finish(&summary);
     let voice = (!reporter.is_json()).then(|| reporter.voice());
     match command.filter(|_| summary.code == 0) {
-        // The command's own output is what follows: the body is not printed.
-        Some(command) => Ending { stdout: Vec::new(), error_line, code: 0, voice, then: Some(Box::new(command)) },
+        // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too).
+        Some(command) => {
+            let stdout = if to_stdout { stdout } else { Vec::new() };
+            Ending { stdout, error_line, code: 0, voice, then: Some(Box::new(command)) }
+        }
         None => Ending { stdout, error_line, code: summary.code, voice, then: None },
     }
 }
@@ -399,19 +404,21 @@ fn single_stdout(
     (stdout, true)
 }
 
-/// `-o FILE`: what would go to stdout, written atomically; a failure is the
-/// run's error, except that a run that printed its `--fallback` keeps its code.
+/// `-o FILE`: what would go to stdout, written atomically (a FIFO by the
+/// run's `deadline`); a failure is the run's error, except that a run that
+/// printed its `--fallback` keeps its code.
 fn write_output(
     reporter: &Reporter,
     path: &std::path::Path,
     stdout: Vec<u8>,
     error: &mut Option<Error>,
     fell_back: bool,
+    deadline: Option<Instant>,
 ) {
     if stdout.is_empty() && error.as_ref().is_some_and(|e| !e.keeps_body()) {
         return;
     }
-    if let Err(e) = file::replace(path, &stdout, true, file::Access::Umask) {
+    if let Err(e) = file::replace(path, &stdout, true, file::Access::Umask, deadline) {
         let why = format!("cannot write `{}`: {e}", path.display());
         if fell_back {
             reporter.warn(&format!("--fallback: {why}"));

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::{self, File, TryLockError};
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -133,15 +132,18 @@ impl FileStore {
     /// fresh state is used instead. Waiting for the lock gives up after `timeout`.
     pub(crate) fn update<R>(&mut self, timeout: Duration, change: impl FnOnce(&mut State) -> R) -> Result<R, String> {
         let lock = self.lock(timeout)?;
+        // Checked as before the first request, at every read and write: a name swapped mid-run for another
+        // user's link, or a FIFO, fails the step (--state-fail says what follows) and is never read nor moved.
         // A file over 16 MiB is no state file poll wrote: set aside as corrupt, not read whole.
-        let (mut state, original) = match file::read_bounded(&self.path, None) {
-            Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => (State::default(), None),
-            Ok(bytes) => match State::from_json(&bytes) {
+        let (mut state, original) = match file::read_private(&self.path) {
+            Ok(None) => (State::default(), None),
+            Ok(Some(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => (State::default(), None),
+            Ok(Some(bytes)) => match State::from_json(&bytes) {
                 Ok(state) => (state, Some(bytes)),
                 Err(why) => (self.set_aside(&why)?, None),
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (State::default(), None),
-            Err(e) => (self.set_aside(&format!("cannot be read: {e}"))?, None),
+            Err(file::Unread::Refused(why)) => return Err(why),
+            Err(file::Unread::Failed(e)) => (self.set_aside(&format!("cannot be read: {e}"))?, None),
         };
         self.check(&mut state);
         let result = change(&mut state);
@@ -151,7 +153,13 @@ impl FileStore {
             None => state == State::default(),
         };
         if !unchanged {
-            let written = file::replace(&self.path, &fresh, false, file::Access::Owner);
+            // What sits at the name now, just before it is replaced (or its link's target is): the state is
+            // never written in place into a FIFO or a device swapped in since it was read.
+            file::check_private(&self.path)?;
+            if fs::metadata(&self.path).is_ok_and(|meta| !meta.is_file()) {
+                return Err(file::not_regular(&self.path));
+            }
+            let written = file::replace(&self.path, &fresh, false, file::Access::Owner, Some(Instant::now() + timeout));
             written.map_err(|e| format!("cannot write it: {e}"))?;
         }
         // Closing the lock file releases the lock.
@@ -160,7 +168,7 @@ impl FileStore {
     }
 
     fn lock(&self, timeout: Duration) -> Result<File, String> {
-        let file = file::open_lock(&self.lock).map_err(|e| format!("cannot open `{}`: {e}", self.lock.display()))?;
+        let file = file::open_lock(&self.lock)?;
         let until = Instant::now() + timeout;
         loop {
             match file.try_lock() {
@@ -182,10 +190,7 @@ impl FileStore {
         let changed: Vec<&str> = state.origins.values_mut().filter_map(|origin| origin.checked(now)).collect();
         if let (Some(what), false) = (changed.first(), self.checked) {
             self.checked = true;
-            self.notes.push(format!(
-                "--state: `{}` holds {what}; treated as absent (is something else writing it?)",
-                self.path.display()
-            ));
+            self.notes.push(format!("--state: `{}` holds {what} (is something else writing it?)", self.path.display()));
         }
     }
 
@@ -333,7 +338,7 @@ mod tests {
             (r#"{"version":2,"origins":{}}"#, "unknown version 2"),
             (r#"{"version":"1","origins":{}}"#, "unknown version \"1\""),
             (r#"{"version":1}"#, "no `origins`"),
-            (r#"{"version":1,"origins":{"o":{"next_slot_ms":-1}}}"#, "o: invalid value: integer `-1`"),
+            (r#"{"version":1,"origins":{"o":{"next_slot_ms":"soon"}}}"#, "o: invalid type: string \"soon\""),
             (r#"{"version":1,"origins":{"o":{"breaker":{"state":"ajar"}}}}"#, "unknown variant `ajar`"),
             (r#"{"version":1,"origins":{"o":{"breaker":{"state":"open"}}}}"#, "missing field `until_ms`"),
         ];

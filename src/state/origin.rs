@@ -11,10 +11,14 @@ use super::{Admission, Ask, Refusal, Report};
 use crate::rules::breaker::{Admit, Breaker, Phase};
 use crate::rules::bucket::Bucket;
 use crate::rules::policy::WaitReason;
+use crate::util::clock;
+use crate::util::text::LAST_RFC3339_MS;
 
 /// Larger bodies are not kept for `--fallback last`: the file is read and
-/// written around every attempt, so it must stay small.
-pub(crate) const MAX_KEPT_BODY: usize = 1 << 20;
+/// written around every attempt, so it must stay small. Under 1 MiB (1 KiB
+/// less), so that a body Redis keeps comes back in one reply of at most
+/// 1 MiB, its framing included (`redis/node.rs`); both stores keep the same.
+pub(crate) const MAX_KEPT_BODY: usize = (1 << 20) - 1024;
 
 /// Last good bodies kept per key; the oldest goes first.
 pub(crate) const MAX_KEPT_BODIES: usize = 16;
@@ -26,7 +30,7 @@ pub(crate) struct Origin {
     pub bucket: Bucket,
     /// Epoch ms before which nothing is sent: the server's `Retry-After` or
     /// rate-limit reset that a run honoured, so the next run honours it too.
-    #[serde(rename = "not_before_ms", default)]
+    #[serde(rename = "not_before_ms", default, deserialize_with = "clock::stored_ms")]
     pub not_before: u64,
     #[serde(default)]
     pub breaker: Breaker,
@@ -46,7 +50,7 @@ pub(crate) struct Kept {
 
 #[derive(Serialize, Deserialize)]
 struct KeptBody {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "clock::stored_ms")]
     at_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
@@ -95,34 +99,46 @@ pub(crate) const MAX_WINDOW: usize = 1000;
 
 impl Origin {
     /// This origin as read from a store, made safe to reason with at `now`:
-    /// a time more than [`MAX_AHEAD`] away is absent (the advice forgotten,
-    /// the breaker closed), and a window longer than [`MAX_WINDOW`] keeps its
-    /// newest outcomes. Says what it changed, if anything.
+    /// a time that is negative (read as `u64::MAX`, [`clock::stored_ms`]) or
+    /// more than [`MAX_AHEAD`] away is absent (the advice forgotten, the
+    /// breaker closed, a kept body as old as can be), so is a cool-down or a
+    /// latency that is negative or past year 9999, and a window longer than
+    /// [`MAX_WINDOW`] keeps its newest outcomes. Says what it found first and
+    /// what it did, if anything.
     pub(crate) fn checked(&mut self, now: u64) -> Option<&'static str> {
         let far = |at: u64| at > now.saturating_add(MAX_AHEAD);
-        let mut changed = None;
+        let mut found = Vec::new();
         if far(self.not_before) {
             self.not_before = 0;
-            changed = Some("a wait more than 24 h away");
+            found.push("a wait that is negative or more than 24 h away; treated as absent");
         }
         if far(self.bucket.next_free) {
             self.bucket = Bucket::default();
-            changed = Some("a rate slot more than 24 h away");
+            found.push("a rate slot that is negative or more than 24 h away; treated as absent");
         }
-        let (Phase::Open { until: at } | Phase::HalfOpen { lease_until: at, .. }) = self.breaker.phase else {
-            return self.cut_window().or(changed);
-        };
-        if far(at) {
+        if let Phase::Open { until: at } | Phase::HalfOpen { lease_until: at, .. } = self.breaker.phase
+            && far(at)
+        {
             self.breaker.phase = Phase::Closed;
-            changed = Some("a breaker time more than 24 h away");
+            found.push("a breaker time that is negative or more than 24 h away; treated as absent");
         }
-        self.cut_window().or(changed)
-    }
-
-    fn cut_window(&mut self) -> Option<&'static str> {
-        let extra = self.breaker.window.len().checked_sub(MAX_WINDOW).filter(|extra| *extra > 0)?;
-        self.breaker.window.drain(..extra);
-        Some("a breaker window of more than 1000 outcomes")
+        if self.breaker.cooldown > LAST_RFC3339_MS {
+            self.breaker.cooldown = 0;
+            found.push("a breaker cool-down that is negative or past year 9999; treated as absent");
+        }
+        if self.breaker.window.iter().any(|sample| sample.latency > LAST_RFC3339_MS) {
+            self.breaker.window.clear();
+            found.push("a breaker window with a latency that is negative or past year 9999; treated as absent");
+        }
+        for kept in self.last_good.values_mut().filter(|kept| far(kept.at)) {
+            kept.at = 0;
+            found.push("a last good body kept at a time negative or more than 24 h away; treated as kept long ago");
+        }
+        if let Some(extra) = self.breaker.window.len().checked_sub(MAX_WINDOW).filter(|extra| *extra > 0) {
+            self.breaker.window.drain(..extra);
+            found.push("a breaker window of more than 1000 outcomes; cut to its newest 1000");
+        }
+        found.first().copied()
     }
 
     /// Before an attempt at `now`: the breaker first, then the server's "not
@@ -218,6 +234,13 @@ mod tests {
         assert_eq!((checked.not_before, checked.bucket.next_free, checked.breaker.phase), (0, 0, Phase::Closed));
         assert_eq!(checked.breaker.window.len(), MAX_WINDOW);
         assert_eq!(checked.breaker.window.front().map(|s| s.latency), Some(500), "the newest outcomes are kept");
+        // Negative numbers read as u64::MAX (clock::stored_ms): absent, each value alone.
+        let negative = r#"{"not_before_ms":-1,"breaker":{"state":"closed","cooldown_ms":-2,"window":[{"ok":true,"ms":-3}]},
+            "last_good":{"u":{"at_ms":-4,"text":"kept"}}}"#;
+        let mut origin: Origin = serde_json::from_str(negative).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(origin.checked(NOW), Some("a wait that is negative or more than 24 h away; treated as absent"));
+        assert_eq!((origin.not_before, origin.breaker.cooldown, origin.breaker.window.len()), (0, 0, 0));
+        assert_eq!(origin.last_good.get("u").map(|kept| (kept.at, &kept.body[..])), Some((0, &b"kept"[..])));
         // What is within a day stays as it is.
         let sound = Origin {
             not_before: NOW + 60_000,

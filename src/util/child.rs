@@ -1,7 +1,8 @@
 //! The commands `poll` runs (`--auth-cmd`): through the platform's shell
 //! (`sh -c` on Unix, `cmd /C` on Windows), in a process group of their own,
-//! with no stdin, their output read to its end, bounded in time, and ended
-//! with everything they started when the time is up or the run ends.
+//! with no stdin, their output read to its end, bounded in time and in size
+//! (16 MiB, through the one bounded reader of local inputs), and ended with
+//! everything they started when the time is up or the run ends.
 
 use std::io::Read;
 use std::process::{ExitStatus, Stdio};
@@ -9,10 +10,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::util::file;
 use crate::util::wait::{Cancel, Cancelled};
-
-/// The most of a command's stdout (or stderr) that is read.
-const MAX_OUTPUT: u64 = 1 << 20;
 
 /// How long after the command exited its output is still read from what it left running.
 const DRAIN: Duration = Duration::from_millis(100);
@@ -61,6 +60,9 @@ pub(crate) enum Stopped {
     Deadline,
     /// It ran longer than its `limit`; what it wrote on stderr so far.
     TooLong { stderr: Vec<u8> },
+    /// It printed more than a local read may hold ([`file::MAX_READ`]) on
+    /// this stream (`stdout`, `stderr`); what it printed is never shown.
+    TooLarge(&'static str),
     /// It could not be started or waited for.
     Failed(String),
 }
@@ -102,6 +104,9 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
         if bounds.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             break Some(Stopped::Deadline);
         }
+        if let Some((name, _)) = [("stdout", &stdout), ("stderr", &stderr)].iter().find(|(_, s)| lock(s).too_large) {
+            break Some(Stopped::TooLarge(name));
+        }
         if status.is_none() {
             let waited = child.try_wait();
             status = waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))?;
@@ -125,14 +130,14 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
         platform::kill(&mut child);
         let _ = child.wait();
         return Err(match stopped {
-            Stopped::TooLong { .. } => Stopped::TooLong { stderr: std::mem::take(&mut *lock(&stderr)) },
+            Stopped::TooLong { .. } => Stopped::TooLong { stderr: std::mem::take(&mut lock(&stderr).bytes) },
             other => other,
         });
     }
     let success = status.is_some_and(|status| status.success());
     let status = status.map_or_else(|| "no exit status".to_string(), |status| describe(&status));
-    let stdout = std::mem::take(&mut *lock(&stdout));
-    let stderr = std::mem::take(&mut *lock(&stderr));
+    let stdout = std::mem::take(&mut lock(&stdout).bytes);
+    let stderr = std::mem::take(&mut lock(&stderr).bytes);
     Ok(Output { status, success, stdout, stderr })
 }
 
@@ -149,22 +154,32 @@ fn describe(status: &ExitStatus) -> String {
     }
 }
 
-/// Reads `stream` to its end (at most [`MAX_OUTPUT`]) on a thread of its
-/// own, into the buffer returned; says on `closed` when it is done.
-fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>) -> Arc<Mutex<Vec<u8>>> {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let filled = Arc::clone(&buffer);
+/// What a command printed on one stream so far.
+#[derive(Default)]
+struct Printed {
+    bytes: Vec<u8>,
+    /// More than [`file::MAX_READ`] came: reading stopped there.
+    too_large: bool,
+}
+
+/// Reads `stream` to its end on a thread of its own, into the buffer
+/// returned, through the one bounded reader of local inputs
+/// ([`file::AtMost`]); says on `closed` when it is done.
+fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>) -> Arc<Mutex<Printed>> {
+    let printed = Arc::new(Mutex::new(Printed::default()));
+    let filled = Arc::clone(&printed);
     let reader = move || {
-        if let Some(mut stream) = stream {
+        if let Some(stream) = stream {
+            let mut stream = file::AtMost::new(stream);
             let mut chunk = [0u8; 8192];
             loop {
                 match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut buffer = lock(&filled);
-                        if (buffer.len() as u64) < MAX_OUTPUT {
-                            buffer.extend_from_slice(&chunk[..n]);
-                        }
+                    Ok(0) => break,
+                    Ok(n) => lock(&filled).bytes.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        lock(&filled).too_large = e.kind() == std::io::ErrorKind::FileTooLarge;
+                        break;
                     }
                 }
             }
@@ -174,7 +189,7 @@ fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>
     if std::thread::Builder::new().name("child-output".into()).spawn(reader).is_err() {
         // No thread: nothing is read, and the command's own limit ends it.
     }
-    buffer
+    printed
 }
 
 #[cfg(unix)]

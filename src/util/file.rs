@@ -10,7 +10,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The largest file read: a header file, a body, a CA bundle, a state file.
 pub(crate) const MAX_READ: u64 = 16 << 20;
@@ -51,8 +51,8 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
 enum Destination {
     /// A regular file (or a new one) at this path, links resolved: replaced atomically.
     File(PathBuf),
-    /// A device, a FIFO or a socket, or a link to one (`/dev/null`, `/dev/stdout`): written as it is.
-    InPlace,
+    /// A device, a FIFO or a socket, or a link to one (`/dev/null`): written as it is.
+    InPlace { fifo: bool },
 }
 
 fn destination(path: &Path) -> io::Result<Destination> {
@@ -60,7 +60,7 @@ fn destination(path: &Path) -> io::Result<Destination> {
         // The link's target is what is replaced; the link stays.
         Ok(meta) if meta.is_file() => fs::canonicalize(path).map(Destination::File),
         Ok(meta) if meta.is_dir() => Err(io::Error::other("it is a folder")),
-        Ok(_) => Ok(Destination::InPlace),
+        Ok(meta) => Ok(Destination::InPlace { fifo: imp::is_fifo(&meta) }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => dangling(path).map(Destination::File),
         Err(e) => Err(e),
     }
@@ -82,10 +82,16 @@ fn dangling(path: &Path) -> io::Result<PathBuf> {
 /// file in its folder, then a rename, so a process killed at any moment leaves
 /// the old file or the new one. `durable` adds an fsync before the rename
 /// (for `-o`, which a pipeline reads next); the state file does without, to
-/// keep its lock short.
-pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool, access: Access) -> io::Result<()> {
+/// keep its lock short. A device or a FIFO is written as it is, by `until`.
+pub(crate) fn replace(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    access: Access,
+    until: Option<Instant>,
+) -> io::Result<()> {
     let target = match destination(path)? {
-        Destination::InPlace => return File::options().write(true).open(path)?.write_all(bytes),
+        Destination::InPlace { fifo } => return write_in_place(path, bytes, fifo, until),
         Destination::File(target) => target,
     };
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -106,6 +112,40 @@ pub(crate) fn replace(path: &Path, bytes: &[u8], durable: bool, access: Access) 
         temp.as_file().sync_all()?;
     }
     temp.persist(&target).map(drop).map_err(|e| e.error)
+}
+
+/// How often a FIFO with no reader yet, or a full one, is tried again.
+const IN_PLACE_RETRY: Duration = Duration::from_millis(10);
+
+/// Writes `bytes` to a device or a FIFO as it is, never blocking past
+/// `until`: it is opened and written without blocking, and a FIFO that no
+/// one reads yet (or whose reader is slow) is tried again until `until`.
+/// Without a deadline a FIFO is waited for as `cat > FIFO` would.
+fn write_in_place(path: &Path, mut bytes: &[u8], fifo: bool, until: Option<Instant>) -> io::Result<()> {
+    let time_left = || until.is_none_or(|until| Instant::now() < until);
+    let mut file = loop {
+        match imp::open_without_blocking(path) {
+            Ok(file) => break file,
+            Err(e) if fifo && imp::no_reader(&e) && time_left() => std::thread::sleep(IN_PLACE_RETRY),
+            Err(e) if fifo && imp::no_reader(&e) => {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no reader opened it before the deadline"));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    while !bytes.is_empty() {
+        match file.write(bytes) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && time_left() => std::thread::sleep(IN_PLACE_RETRY),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "its reader took no more before the deadline"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Reads at most [`MAX_READ`] bytes of `path`. A regular file is read at
@@ -131,33 +171,155 @@ pub(crate) fn read_bounded(path: &Path, until: Option<Instant>) -> io::Result<Ve
 /// All of `reader`, refused when it holds more than [`MAX_READ`] bytes.
 pub(crate) fn read_at_most(reader: impl Read) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    reader.take(MAX_READ + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_READ {
-        return Err(io::Error::other(format!("it is larger than {} MiB", MAX_READ >> 20)));
-    }
+    AtMost::new(reader).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
-/// Opens (creating it, owner-only) the lock file beside a state file, never through a link.
-pub(crate) fn open_lock(path: &Path) -> io::Result<File> {
+/// `reader` bounded to [`MAX_READ`] bytes: the one bounded reader of every
+/// local input, files ([`read_at_most`]) and `--auth-cmd`'s output alike
+/// (`util/child.rs`, which reads it as it comes). A read past the bound is
+/// an error of kind `FileTooLarge` ("it is larger than 16 MiB"), never a
+/// silent cut.
+pub(crate) struct AtMost<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> AtMost<R> {
+    pub(crate) fn new(inner: R) -> AtMost<R> {
+        AtMost { inner, left: MAX_READ }
+    }
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // One byte more than is left, to see whether there is more.
+        let room = usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX).min(buf.len());
+        let n = self.inner.read(&mut buf[..room])?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::FileTooLarge, format!("it is larger than {} MiB", MAX_READ >> 20))
+        })?;
+        Ok(n)
+    }
+}
+
+/// Whether `path` names this process's own stdout (`/dev/stdout`,
+/// `/dev/fd/1`, `/proc/self/fd/1`, or a link to one): such a path is
+/// stdout itself, written through the stdout handle (appending where the
+/// shell's `>>` made it append), never opened again nor replaced, which
+/// would wipe a log that `poll -o /dev/stdout URL >> log` appends to.
+pub(crate) fn names_stdout(path: &Path) -> bool {
+    imp::names_stdout(path)
+}
+
+/// Whether `path` (the state file, or its lock) is one only this user can
+/// change, so that what it keeps is this user's and writing it harms no one
+/// else's file: the name and every link on the way belong to this user (or
+/// root), and what they lead to, if it exists, is this user's and group and
+/// others may not write it. The one check of a private file, made before the
+/// first request (a failure is a usage error, exit 2) and again at every
+/// read and before every replace of the state file (a failure is the step's,
+/// as for a store that cannot be written): a neighbour in a shared,
+/// non-sticky folder may swap the name for a link or a FIFO mid-run. Ok for
+/// a path that does not exist yet.
+pub(crate) fn check_private(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let mut at = path.to_path_buf();
+    for links in 0..MAX_LINKS {
+        let meta = match fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("cannot look at `{shown}`: {e}")),
+        };
+        if !meta.file_type().is_symlink() {
+            return owned(path, &meta, links > 0);
+        }
+        // A link another user planted is refused whatever it points to.
+        if let Some(uid) = imp::owner_not_me(&meta).filter(|uid| *uid != 0) {
+            return Err(match links {
+                0 => format!(
+                    "`{shown}` belongs to user {uid}, not to you: ask them to remove it, or use a file of your own"
+                ),
+                _ => format!("`{shown}` leads through a link of user {uid}; use a file of your own"),
+            });
+        }
+        let target = fs::read_link(&at).map_err(|e| format!("cannot read the link `{shown}`: {e}"))?;
+        at = folder_of(&at).join(target);
+    }
+    Err(format!("`{shown}`: too many levels of links"))
+}
+
+/// The end of [`check_private`]: the file `path` leads to (`via_link`), as
+/// its `meta` (from the name, or from the open file) says.
+fn owned(path: &Path, meta: &fs::Metadata, via_link: bool) -> Result<(), String> {
+    let shown = path.display();
+    match (imp::owner_not_me(meta), via_link) {
+        (Some(uid), false) => Err(format!(
+            "`{shown}` belongs to user {uid}, not to you: ask them to remove it, or use a file of your own"
+        )),
+        (Some(uid), true) => Err(format!("`{shown}` leads to a file of user {uid}, not yours; use a file of your own")),
+        (None, _) => match imp::others_may_write(meta) {
+            Some(mode) => Err(format!(
+                "`{shown}` may be written by others (mode {mode:o}); make it yours alone: chmod 600 {shown}"
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
+/// What is said of a state file that is a device, a FIFO or a socket.
+pub(crate) fn not_regular(path: &Path) -> String {
+    format!("`{}` is not a regular file (a device, a FIFO?); name a file", path.display())
+}
+
+/// Why the state file was not read.
+#[derive(Debug)]
+pub(crate) enum Unread {
+    /// It is not private ([`check_private`]): nothing is read, written or moved.
+    Refused(String),
+    /// It could not be read, or is over [`MAX_READ`]: no state file poll wrote.
+    Failed(io::Error),
+}
+
+/// The state file `path`, checked as [`check_private`] says and read whole
+/// (at most [`MAX_READ`]); `None` when there is none. It is opened without
+/// blocking (a FIFO planted at its name has no writer to wait for) and read
+/// only when the open file itself is a regular file and private, so that what
+/// is read is what was checked, whatever is swapped in between.
+pub(crate) fn read_private(path: &Path) -> Result<Option<Vec<u8>>, Unread> {
+    check_private(path).map_err(Unread::Refused)?;
+    let file = match imp::open_to_read_without_blocking(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Unread::Failed(e)),
+    };
+    let meta = file.metadata().map_err(Unread::Failed)?;
+    if !meta.is_file() {
+        return Err(Unread::Refused(not_regular(path)));
+    }
+    let via_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    owned(path, &meta, via_link).map_err(Unread::Refused)?;
+    read_at_most(file).map(Some).map_err(Unread::Failed)
+}
+
+/// Opens (creating it, owner-only) the lock file beside a state file, never
+/// through a link, and only when the open file is private ([`check_private`]).
+pub(crate) fn open_lock(path: &Path) -> Result<File, String> {
     let mut options = File::options();
     options.read(true).write(true).create(true).truncate(false);
     imp::no_link_owner_only(&mut options);
-    options.open(path)
-}
-
-/// Why another user could change `path` (a state file or its lock), if they
-/// can: it, or the link at its name, belongs to someone else, or its group or
-/// everyone may write it. `None` for a path that does not exist yet.
-pub(crate) fn others_may_write(path: &Path) -> Option<String> {
-    imp::others_may_write(path)
+    let file = options.open(path).map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    owned(path, &meta, false)?;
+    Ok(file)
 }
 
 #[cfg(unix)]
 mod imp {
+    use std::ffi::OsStr;
     use std::fs::{OpenOptions, Permissions};
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     pub(super) fn new_file_mode(access: super::Access) -> Option<Permissions> {
         Some(Permissions::from_mode(match access {
@@ -171,34 +333,61 @@ mod imp {
         options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
 
+    pub(super) fn is_fifo(metadata: &std::fs::Metadata) -> bool {
+        std::os::unix::fs::FileTypeExt::is_fifo(&metadata.file_type())
+    }
+
+    /// For writing, with O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of waiting for one.
+    pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path)
+    }
+
+    /// What opening a FIFO without blocking says while no one reads it.
+    pub(super) fn no_reader(e: &std::io::Error) -> bool {
+        e.raw_os_error() == Some(libc::ENXIO)
+    }
+
     pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
         (metadata.dev(), metadata.ino())
     }
 
-    pub(super) fn others_may_write(path: &Path) -> Option<String> {
+    /// `PATH` is `1` in the folder of this process's descriptors (`/dev/fd`,
+    /// `/proc/self/fd`, wherever they lead: `/proc/PID/fd` on Linux), or a
+    /// link that leads there (`/dev/stdout` -> `/proc/self/fd/1`).
+    pub(super) fn names_stdout(path: &Path) -> bool {
+        let own: Vec<PathBuf> =
+            ["/dev/fd", "/proc/self/fd"].iter().filter_map(|f| std::fs::canonicalize(f).ok()).collect();
+        let mut path = path.to_path_buf();
+        for _ in 0..super::MAX_LINKS {
+            let folder = super::folder_of(&path);
+            if path.file_name() == Some(OsStr::new("1"))
+                && std::fs::canonicalize(folder).is_ok_and(|folder| own.contains(&folder))
+            {
+                return true;
+            }
+            // The descriptor's own link (`/proc/PID/fd/1` -> the log) is never read: it was matched above.
+            match std::fs::read_link(&path) {
+                Ok(target) => path = folder.join(target),
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// The owner of a file or link, when it is not the user `poll` runs as.
+    pub(super) fn owner_not_me(meta: &std::fs::Metadata) -> Option<u32> {
         let me = rustix::process::geteuid().as_raw();
-        let shown = path.display();
-        // The name itself first: a link another user planted is refused whatever it points to.
-        let link = std::fs::symlink_metadata(path).ok()?;
-        if link.uid() != me {
-            return Some(format!(
-                "`{shown}` belongs to user {}, not to you: ask them to remove it, or use a file of your own",
-                link.uid()
-            ));
-        }
-        let meta = std::fs::metadata(path).ok()?;
-        if meta.uid() != me {
-            return Some(format!(
-                "`{shown}` leads to a file of user {}, not yours; use a file of your own",
-                meta.uid()
-            ));
-        }
-        (meta.mode() & 0o022 != 0).then(|| {
-            format!(
-                "`{shown}` may be written by others (mode {:o}); make it yours alone: chmod 600 {shown}",
-                meta.mode() & 0o777
-            )
-        })
+        (meta.uid() != me).then_some(meta.uid())
+    }
+
+    /// A file's mode, when group or others may write it.
+    pub(super) fn others_may_write(meta: &std::fs::Metadata) -> Option<u32> {
+        (meta.mode() & 0o022 != 0).then_some(meta.mode() & 0o777)
+    }
+
+    /// For reading, with O_NONBLOCK: a FIFO opens at once, with no writer to wait for.
+    pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
     }
 }
 
@@ -214,12 +403,38 @@ mod imp {
 
     pub(super) fn no_link_owner_only(_: &mut OpenOptions) {}
 
-    pub(super) fn others_may_write(_: &Path) -> Option<String> {
+    /// Windows has no FIFOs in its file system (named pipes live under `\\.\pipe\`).
+    pub(super) fn is_fifo(_: &std::fs::Metadata) -> bool {
+        false
+    }
+
+    pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).open(path)
+    }
+
+    pub(super) fn no_reader(_: &std::io::Error) -> bool {
+        false
+    }
+
+    pub(super) fn owner_not_me(_: &std::fs::Metadata) -> Option<u32> {
         None
+    }
+
+    pub(super) fn others_may_write(_: &std::fs::Metadata) -> Option<u32> {
+        None
+    }
+
+    pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        std::fs::File::open(path)
     }
 
     pub(super) fn identity(_: &std::fs::Metadata) -> (u64, u64) {
         (0, 0)
+    }
+
+    /// Windows has no path for a process's own stdout (`CON` is the console, not stdout).
+    pub(super) fn names_stdout(_: &Path) -> bool {
+        false
     }
 }
 
@@ -254,8 +469,8 @@ mod tests {
     fn replacing_leaves_no_temp_file() {
         let folder = folder("replace");
         let path = folder.join("out.json");
-        replace(&path, b"one", true, Access::Umask).expect("first write");
-        replace(&path, b"two", false, Access::Owner).expect("second write");
+        replace(&path, b"one", true, Access::Umask, None).expect("first write");
+        replace(&path, b"two", false, Access::Owner, None).expect("second write");
         assert_eq!(fs::read(&path).ok(), Some(b"two".to_vec()));
         assert_eq!(fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1));
         let _ = fs::remove_dir_all(&folder);
@@ -268,12 +483,12 @@ mod tests {
         let (target, link) = (folder.join("target.json"), folder.join("link.json"));
         fs::write(&target, b"old").expect("target");
         std::os::unix::fs::symlink("target.json", &link).expect("link");
-        replace(&link, b"new", false, Access::Umask).expect("write through the link");
+        replace(&link, b"new", false, Access::Umask, None).expect("write through the link");
         assert!(fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
         assert_eq!(fs::read(&target).ok(), Some(b"new".to_vec()));
         // A dangling link gets its target made.
         std::os::unix::fs::symlink("made.json", folder.join("dangling.json")).expect("link");
-        replace(&folder.join("dangling.json"), b"made", false, Access::Owner).expect("write");
+        replace(&folder.join("dangling.json"), b"made", false, Access::Owner, None).expect("write");
         assert_eq!(fs::read(folder.join("made.json")).ok(), Some(b"made".to_vec()));
         let _ = fs::remove_dir_all(&folder);
     }
@@ -285,6 +500,8 @@ mod tests {
         fs::write(&path, vec![b'x'; (MAX_READ + 1) as usize]).expect("big file");
         let error = read_bounded(&path, None).err().map(|e| e.to_string());
         assert_eq!(error.as_deref(), Some("it is larger than 16 MiB"));
+        fs::write(&path, vec![b'x'; MAX_READ as usize]).expect("a file of 16 MiB");
+        assert_eq!(read_bounded(&path, None).map(|bytes| bytes.len()).ok(), Some(MAX_READ as usize));
         fs::write(&path, b"small").expect("small file");
         assert_eq!(read_bounded(&path, None).ok(), Some(b"small".to_vec()));
         let _ = fs::remove_dir_all(&folder);

@@ -1,6 +1,7 @@
 //! Text for people: what came from outside made safe for a terminal, long
 //! values shortened, durations and counts in words.
 
+use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Text from outside (a body, a header, a typed flag) with its control
@@ -15,11 +16,40 @@ pub(crate) fn printable(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || is_invisible(c) => out.extend(c.escape_unicode()),
+            c if hidden(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A JSON value as one line of the JSON log (`--log-format json`), with
+/// every character [`printable`] escapes written as JSON's own `\uXXXX`.
+/// serde_json escapes only what JSON must (below U+0020, `"` and `\`); the
+/// rest (DEL, C1 controls, bidirectional and zero-width characters) would
+/// reach the terminal raw. Escaped this way the line is still JSON and
+/// decodes to the very text the server sent, so a consumer (`jq`) reads it
+/// as it was, while a person reading the log sees nothing hidden: the JSON
+/// log's form of [`printable`], which the text reporter uses.
+pub(crate) fn json_line(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    // These characters sit only inside JSON strings: the rest of the line is ASCII.
+    for c in text.chars() {
+        if hidden(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// What no output shows as it is: control characters, and the invisible ones.
+fn hidden(c: char) -> bool {
+    c.is_control() || is_invisible(c)
 }
 
 /// Characters that show nothing yet change how the text around them reads.
@@ -76,8 +106,9 @@ pub(crate) fn when(now_ms: u64, in_ms: u64) -> String {
     }
 }
 
-/// 10000-01-01T00:00:00Z in epoch milliseconds.
-const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
+/// 10000-01-01T00:00:00Z in epoch milliseconds: the end of the times RFC 3339
+/// can write, and the bound of every number Redis's scripts read.
+pub(crate) const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
 
 #[cfg(test)]
 mod tests {
@@ -94,6 +125,16 @@ mod tests {
         let text = "a\u{202e}b\u{2066}c\u{200b}d\u{feff}e\u{2028}f\u{200d}";
         assert_eq!(printable(text), r"a\u{202e}b\u{2066}c\u{200b}d\u{feff}e\u{2028}f\u{200d}");
         assert_eq!(printable("é ü 日本 🙂"), "é ü 日本 🙂");
+    }
+
+    #[test]
+    fn json_lines_escape_what_printable_escapes_and_decode_to_the_same_text() {
+        let text = "a\u{202e}b\u{2066}c\u{200b}d\u{feff}e\u{2028}f\u{7f}g\u{9b}h\u{1b}i\né 日本 🙂\"\\";
+        let line = json_line(&serde_json::json!({ "note": text }));
+        assert_eq!(line, r#"{"note":"a\u202eb\u2066c\u200bd\ufeffe\u2028f\u007fg\u009bh\u001bi\né 日本 🙂\"\\"}"#);
+        assert!(!line.chars().any(hidden));
+        let decoded: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(decoded["note"], text);
     }
 
     #[test]

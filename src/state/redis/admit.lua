@@ -20,7 +20,7 @@
 -- ARGV[7] how long a breaker is kept after its last write, in ms
 -- ARGV[8] the shortest lease in ms: the probe's own budget plus a second
 --
--- Returns {kind, ms, why, prober, reason}:
+-- Returns {kind, ms, why, prober, reason, odd} (odd: the parts found odd, checked.lua):
 --   {'go', wait, why, '', ''}         send after wait ms; why: 0 nothing, 1 the --rate slot, 2 the "not before"
 --   {'late', wait, why, '', ''}       the turn would come at or after the deadline; nothing was taken
 --   {'open', retry_in, 0, prober, reason}  the breaker turns this caller away (prober: the lease holder's token)
@@ -33,13 +33,14 @@ local deadline_in = tonumber(ARGV[3])
 local token = ARGV[5]
 local kept = tonumber(ARGV[7])
 
--- One read for all three.
+-- One read for all three, each checked (checked.lua) before anything reasons with it.
 local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+local slot, not_before = stored_time(stored[1], 'rate', now), stored_time(stored[2], 'advice', now)
 
 local breaker, probe, cooldown, lease, reason = nil, false, 0, 0, ''
-if ARGV[4] == '1' and stored[3] then
-  breaker = cjson.decode(stored[3])
-  local state, open_until = breaker.state, tonumber(breaker.until_ms) or 0
+if ARGV[4] == '1' then breaker = stored_breaker(stored[3], now) end
+if breaker then
+  local state, open_until = breaker.state, breaker.until_ms or 0
   reason = breaker.reason or ''
   local refused, stale = refusal(state, open_until, reason, now, KEYS[4])
   if refused then return refused end
@@ -48,32 +49,33 @@ if ARGV[4] == '1' and stored[3] then
   if state == 'open' or state == 'half_open' then
     -- The cool-down is over, or the last prober's lease ran out: this caller probes.
     probe = true
-    cooldown = tonumber(breaker.cooldown_ms) or 0
+    cooldown = breaker.cooldown_ms or 0
     if cooldown <= 0 then cooldown = tonumber(ARGV[6]) end
     lease = math.max(cooldown, tonumber(ARGV[8]) or 0)
   end
 end
 
-local advised = math.max(tonumber(stored[2]) or 0, now)
+local advised = math.max(not_before or 0, now)
 local at = advised
 if spacing > 0 then
-  at = math.max(tonumber(stored[1]) or 0, advised)
+  at = math.max(slot or 0, advised)
 end
 local why = 0
 if at > advised then why = 1 elseif at > now then why = 2 end
 local wait = at - now
 if why ~= 0 and deadline_in >= 0 and wait >= deadline_in then
-  return {'late', wait, why, '', ''}
+  return answer('late', wait, why, '', '')
 end
 
 if probe then
   -- The lease: one cool-down from the probe's slot, or the probe's own budget
   -- plus a second when longer, so no second probe starts while this one is in
   -- flight. Whoever holds it probes; it expires by itself, so a prober killed
-  -- with kill -9 holds the origin no longer.
-  if not redis.call('SET', KEYS[4], token, 'NX', 'PX', wait + lease) then
-    local holder = redis.call('GET', KEYS[4]) or ''
-    return {'open', math.max(redis.call('PTTL', KEYS[4]), 0), 0, holder, reason}
+  -- with kill -9 holds the origin no longer. A key there that poll did not
+  -- write is gone first (lease_holder).
+  local holder = lease_holder(KEYS[4])
+  if holder or not redis.call('SET', KEYS[4], token, 'NX', 'PX', wait + lease) then
+    return answer('open', math.max(redis.call('PTTL', KEYS[4]), 0), 0, holder or '', reason)
   end
   breaker.state, breaker.prober, breaker.until_ms = 'half_open', token, at + lease
   redis.call('SET', KEYS[3], cjson.encode(breaker), 'PX', wait + lease + kept)
@@ -82,4 +84,4 @@ if spacing > 0 then
   -- Past its slot plus one spacing, a missing key means the same as this one: "now".
   redis.call('SET', KEYS[1], at + spacing, 'PX', wait + 2 * spacing)
 end
-return {'go', wait, why, '', ''}
+return answer('go', wait, why, '', '')

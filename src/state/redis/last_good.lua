@@ -7,6 +7,11 @@
 -- ARGV[3] now in epoch ms, or "" for the server's TIME (tests pin the clock)
 
 local now = clock(ARGV[3])
-local at = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+-- Checked (checked.lua): a hash of another type, a time that is no number
+-- poll wrote, or a body larger than poll keeps is no body.
+local at = redis.pcall('HGET', KEYS[2], ARGV[1])
+at = type(at) == 'string' and whole(tonumber(at), now + MAX_AHEAD)
 if not at or now - at >= tonumber(ARGV[2]) then return nil end
-return redis.call('HGET', KEYS[1], ARGV[1])
+local body = redis.pcall('HGET', KEYS[1], ARGV[1])
+if type(body) ~= 'string' or #body > MAX_KEPT_BODY then return nil end
+return body

@@ -54,12 +54,12 @@ use self::node::{Dialer, Node};
 use self::sentinel::{Sentinels, Unknown};
 pub(crate) use self::url::RedisUrl;
 use self::url::{Addr, Servers};
-use super::origin::{MAX_KEPT_BODIES, MAX_KEPT_BODY};
+use super::origin::{MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
 use super::{Admission, Ask, Refusal, Report, Store};
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
-use crate::util::text::{human, printable, shorten};
+use crate::util::text::{LAST_RFC3339_MS, human, printable, shorten};
 
 /// Every key poll writes starts with this.
 pub(crate) const PREFIX: &str = "poll:";
@@ -83,16 +83,43 @@ const PAUSE_MAX: Duration = Duration::from_millis(100);
 /// has taken over.
 const ASK_EVERY: Duration = Duration::from_millis(250);
 
-// Each script starts with the one clock they share; the two that judge the
-// breaker, with the one refusal they share.
+// Each script starts with the bounds of what it reads, the one clock they
+// share and the one check of what they read (`checked.lua`); the two that
+// judge the breaker, with the one refusal they share.
 static ADMIT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("admit.lua")))
+    script(&[
+        include_str!("clock.lua"),
+        include_str!("checked.lua"),
+        include_str!("refusal.lua"),
+        include_str!("admit.lua"),
+    ])
 });
 static RECORD: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(include_str!("clock.lua"), include_str!("refusal.lua"), include_str!("record.lua")))
+    script(&[
+        include_str!("clock.lua"),
+        include_str!("checked.lua"),
+        include_str!("refusal.lua"),
+        include_str!("record.lua"),
+    ])
 });
 static LAST_GOOD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(concat!(include_str!("clock.lua"), include_str!("last_good.lua"))));
+    LazyLock::new(|| script(&[include_str!("clock.lua"), include_str!("checked.lua"), include_str!("last_good.lua")]));
+
+/// A script of `parts`, after the bounds `checked.lua` holds what it reads
+/// to, written from the Rust rules the file store follows, so the two stores
+/// can never disagree on them.
+fn script(parts: &[&str]) -> Script {
+    let bounds = format!(
+        "local MAX_AHEAD, MAX_WINDOW, MAX_KEPT_BODY, LAST = {MAX_AHEAD}, {MAX_WINDOW}, {MAX_KEPT_BODY}, {LAST_RFC3339_MS}\n"
+    );
+    Script::new(&[bounds.as_str()].iter().chain(parts).copied().collect::<String>())
+}
+
+// A kept body comes back as one reply (`$LEN\r\nBODY\r\n`): it must fit in what a step reads.
+const _: () = assert!(MAX_KEPT_BODY + 64 <= node::MAX_REPLY);
+
+/// The parts of a state key, as the scripts name them when they find one odd.
+const PARTS: [&str; 6] = ["rate", "advice", "breaker", "probe", "last", "last_at"];
 
 /// The shared state in Redis: one connection per server it talks to, each made on demand.
 pub(crate) struct RedisStore {
@@ -108,6 +135,10 @@ pub(crate) struct RedisStore {
     nonce: u64,
     /// Pins the scripts' clock (epoch ms), for tests; `None`: the Redis server's `TIME`.
     now: Option<u64>,
+    /// Warnings not yet shown: keys holding values poll did not write.
+    notes: Vec<String>,
+    /// Such a key was warned of (once a run).
+    odd_said: bool,
 }
 
 /// Where the data is.
@@ -200,6 +231,8 @@ impl RedisStore {
             secrets: url.secrets.clone(),
             nonce: rand::random(),
             now: None,
+            notes: Vec::new(),
+            odd_said: false,
         })
     }
 
@@ -210,6 +243,33 @@ impl RedisStore {
     /// The scripts' first argument: the pinned clock, or "" for the server's.
     fn now_arg(&self) -> String {
         self.now.map(|now| now.to_string()).unwrap_or_default()
+    }
+
+    /// Runs `call` (the admit or record script) within `timeout` and reads its
+    /// answer; what the script found odd in `state_key` is said once.
+    fn answer(&mut self, timeout: Duration, call: &Call, state_key: &str) -> Result<Admission, String> {
+        let mut values: Vec<Value> = self.step(timeout, call)?;
+        // The sixth, what the script set aside (checked.lua); a server that answers as an older poll's did has none.
+        let odd = if values.len() == 6 { values.pop() } else { None };
+        let odd: String = odd.map(FromRedisValue::from_redis_value).transpose().ok().flatten().unwrap_or_default();
+        let reply = Reply::from_redis_value(Value::Array(values))
+            .map_err(|e| scrub(&describe(&RedisError::from(e), timeout), &self.secrets))?;
+        let parts: Vec<String> = odd
+            .split(',')
+            .filter(|part| PARTS.contains(part))
+            .map(|part| format!("`{}`", key(state_key, part)))
+            .collect();
+        if !parts.is_empty() && !self.odd_said {
+            self.odd_said = true;
+            let holds = if parts.len() == 1 { "holds" } else { "hold" };
+            self.notes.push(format!(
+                "--state {}: {} {holds} a value poll did not write (not JSON, of the wrong type, or out of bounds); \
+                 treated as absent (is something else writing it?)",
+                self.name(),
+                parts.join(", ")
+            ));
+        }
+        admission(reply)
     }
 
     /// Runs `call` within `timeout` and reads its answer as a `T`.
@@ -480,8 +540,7 @@ impl Store for RedisStore {
             .arg(settings.cooldown)
             .arg(breaker_kept(&settings))
             .arg(ask.lease);
-        let reply: Reply = self.step(timeout, &call)?;
-        admission(reply)
+        self.answer(timeout, &call, state_key)
     }
 
     fn record(&mut self, state_key: &str, report: &Report, timeout: Duration) -> Result<Option<Refusal>, String> {
@@ -510,8 +569,7 @@ impl Store for RedisStore {
             .arg(body)
             .arg(MAX_KEPT_BODIES)
             .arg(clock::ms(BODY_KEPT));
-        let reply: Reply = self.step(timeout, &call)?;
-        match admission(reply)? {
+        match self.answer(timeout, &call, state_key)? {
             Admission::Open(refusal) => Ok(Some(refusal)),
             _ => Ok(None),
         }
@@ -538,9 +596,14 @@ impl Store for RedisStore {
         call.arg(url).arg(clock::ms(BODY_KEPT)).arg(self.now_arg());
         self.step(timeout, &call)
     }
+
+    fn notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
 }
 
-/// What the admit and record scripts answer: kind, ms, why, prober, reason.
+/// What the admit and record scripts answer: kind, ms, why, prober, reason
+/// (then what they found odd, read by [`RedisStore::answer`]).
 type Reply = (String, u64, u8, String, String);
 
 /// A script's answer as the trait's types (`record` answers `ok` or `open`).

@@ -19,10 +19,11 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use super::url::{Addr, RedisUrl};
 use crate::http::tls;
 
-/// The largest reply a step reads: poll's scripts answer a few hundred bytes
-/// (a kept body at most [`super::MAX_KEPT_BODY`]); a server that sends more is not
-/// one to trust.
-pub(super) const MAX_REPLY: usize = (1 << 20) + (64 << 10);
+/// The largest reply a step reads, as the contract says: 1 MiB, its RESP
+/// framing included. poll's scripts answer a few hundred bytes, or a kept
+/// body, which is kept only while its reply fits (see
+/// [`super::MAX_KEPT_BODY`]); a server that sends more is not one to trust.
+pub(super) const MAX_REPLY: usize = 1 << 20;
 
 /// How to reach a server: the login, database and TLS a URL names.
 #[derive(Clone)]

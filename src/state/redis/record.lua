@@ -28,8 +28,9 @@
 -- ARGV[17] bodies kept per key, at most
 -- ARGV[18] how long a body is kept after it was written, in ms
 --
--- Returns {'ok', 0, 0, '', ''}, or {'open', retry_in, 0, prober, reason} when
--- the breaker turns callers away afterwards. A reason is kept as numbers
+-- Returns {'ok', 0, 0, '', '', odd}, or {'open', retry_in, 0, prober, reason, odd}
+-- when the breaker turns callers away afterwards (odd: the parts found odd,
+-- checked.lua). A reason is kept as numbers
 -- ('rate:FAILED:N:PCT', 'p95:N:P95:MAX', 'probe') that poll puts in words.
 
 if redis.replicate_commands then redis.replicate_commands() end
@@ -38,20 +39,25 @@ local now = clock(ARGV[1])
 
 -- The server's advice: the later "not before" stands, and expires when it passes.
 local advised = tonumber(ARGV[2])
-if advised > 0 and now + advised > (tonumber(redis.call('GET', KEYS[1])) or 0) then
+if advised > 0 and now + advised > (stored_time(redis.pcall('GET', KEYS[1]), 'advice', now) or 0) then
   redis.call('SET', KEYS[1], now + advised, 'PX', advised)
 end
 
 -- The last good body of a URL, each kept for ARGV[18] after it was written;
 -- beyond ARGV[17] bodies the oldest goes first.
 local good, url = ARGV[14], ARGV[15]
+if good ~= '' then
+  own_hash(KEYS[4], 'last')
+  own_hash(KEYS[5], 'last_at')
+end
 if good == 'keep' then
   local ttl, most = tonumber(ARGV[18]), tonumber(ARGV[17])
   redis.call('HSET', KEYS[4], url, ARGV[16])
   redis.call('HSET', KEYS[5], url, now)
   local times, fresh = redis.call('HGETALL', KEYS[5]), {}
   for i = 1, #times, 2 do
-    local at = tonumber(times[i + 1]) or 0
+    -- A time that is no number poll wrote is as old as can be: it goes.
+    local at = whole(tonumber(times[i + 1]), now + MAX_AHEAD) or 0
     if now - at >= ttl then
       redis.call('HDEL', KEYS[4], times[i])
       redis.call('HDEL', KEYS[5], times[i])
@@ -74,16 +80,16 @@ elseif good == 'drop' then
   redis.call('HDEL', KEYS[5], url)
 end
 
-if ARGV[3] ~= '1' then return {'ok', 0, 0, '', ''} end
+if ARGV[3] ~= '1' then return answer('ok', 0, 0, '', '') end
 
 local token, ok, latency = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
 local window, min_success, max_p95 = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local flag_cooldown, cap, kept, fewest = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
 
-local stored = redis.call('GET', KEYS[2])
-local breaker = stored and cjson.decode(stored) or {}
-local state = breaker.state or 'closed'
-local open_until, reason = tonumber(breaker.until_ms) or 0, breaker.reason or ''
+-- Checked (checked.lua): what poll did not write is absent, a fresh closed breaker.
+local breaker = stored_breaker(redis.pcall('GET', KEYS[2]), now) or {state = 'closed', window = {}}
+local state = breaker.state
+local open_until, reason = breaker.until_ms or 0, breaker.reason or ''
 
 -- Why the window says the origin is down, if it does.
 local function verdict(outcomes)
@@ -132,7 +138,7 @@ elseif state == 'half_open' and breaker.prober == token then
     redis.call('DEL', KEYS[2])
     state = 'closed'
   else
-    local cooldown = tonumber(breaker.cooldown_ms) or 0
+    local cooldown = breaker.cooldown_ms or 0
     if cooldown <= 0 then cooldown = flag_cooldown end
     cooldown = math.min(cooldown * 2, cap)
     state, open_until, reason = 'open', now + cooldown, 'probe'
@@ -144,4 +150,4 @@ end
 -- Otherwise: an attempt admitted before the breaker opened, or another
 -- process's probe; its outcome does not change the verdict.
 
-return refusal(state, open_until, reason, now, KEYS[3]) or {'ok', 0, 0, '', ''}
+return refusal(state, open_until, reason, now, KEYS[3]) or answer('ok', 0, 0, '', '')

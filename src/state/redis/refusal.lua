@@ -4,15 +4,14 @@
 -- when the lease's time is over but its key is still there, its holder.
 local function refusal(state, open_until, reason, now, probe_key)
   if state == 'open' and now < open_until then
-    return {'open', open_until - now, 0, '', reason}
+    return answer('open', open_until - now, 0, '', reason)
   end
   if state == 'half_open' then
-    local holder = redis.call('GET', probe_key)
+    local holder = lease_holder(probe_key)
     if holder and now < open_until then
-      return {'open', open_until - now, 0, holder, reason}
+      return answer('open', open_until - now, 0, holder, reason)
     end
     return nil, holder
   end
   return nil
 end
-
