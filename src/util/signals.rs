@@ -1,17 +1,22 @@
 //! The signals that end a run, one call for every platform: [`listen`]
-//! turns SIGINT and SIGTERM (Unix), or Ctrl-C and Ctrl-Break (Windows),
-//! into calls on a thread of their own, which tell the run to end.
+//! turns SIGINT, SIGTERM and SIGHUP (Unix), or Ctrl-C and Ctrl-Break
+//! (Windows), into calls on a thread of their own, which tell the run to end.
 
 use crate::util::error::Signal;
 
-/// Calls `on_signal` on a thread of its own for every SIGINT and SIGTERM.
+/// Calls `on_signal` on a thread of its own for every SIGINT, SIGTERM and
+/// SIGHUP (a closed terminal; some CI runners send it on cancel).
 #[cfg(unix)]
 pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         for number in incoming.forever() {
-            on_signal(if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt });
+            on_signal(match number {
+                SIGTERM => Signal::Terminate,
+                SIGHUP => Signal::HangUp,
+                _ => Signal::Interrupt,
+            });
         }
     })?;
     Ok(())
