@@ -57,7 +57,6 @@ pub(crate) enum Signal {
     /// SIGINT; Ctrl-C on Windows.
     Interrupt,
     /// SIGTERM; Ctrl-Break on Windows.
-    #[cfg_attr(windows, allow(dead_code, reason = "Windows' console events all come as Interrupt (util/signals.rs)"))]
     Terminate,
     /// SIGHUP: the terminal went away, or a CI runner cancelled the job.
     #[cfg_attr(windows, allow(dead_code, reason = "Windows has no SIGHUP (util/signals.rs)"))]
