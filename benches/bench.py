@@ -7,7 +7,8 @@
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
     python3 benches/bench.py --https [--before BIN]  # one-shot https:// and http:// runs (needs hyperfine),
-                                        # beside another build of poll (BIN) when given
+                                        # beside another build of poll (BIN) when given, then
+                                        # paired: BIN and this build alternately, run by run
 
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
@@ -569,10 +570,18 @@ def conditional_main(args):
 
 def https_main(args):
     """One-shot runs: https:// (the roots loaded, a handshake) and http:// (no roots), this build
-    and, with --before, another one, interleaved by hyperfine's own rounds."""
+    and, with --before, another one: hyperfine's runs, then paired runs."""
     need(("hyperfine",), "hyperfine")
     subprocess.run(["cargo", "build", "--release", "--bin", "poll", "--example", "jobserver"], cwd=ROOT, check=True)
     cert = os.path.join(ROOT, "tests", "fixtures", "cert.pem")
+    bundle = roots_and(cert)
+    try:
+        https_runs(args, cert, bundle)
+    finally:
+        os.unlink(bundle)
+
+
+def https_runs(args, cert, bundle):
     key = os.path.join(ROOT, "tests", "fixtures", "key.pem")
     runs = 30 if args.quick else 300
     server = os.path.join(ROOT, "tests", "tls_server.py")
@@ -586,10 +595,14 @@ def https_main(args):
             for name, binary in builds:
                 commands += ["-n", f"{name}: https --cacert", f"{binary} --cacert {cert} {https}"]
                 commands += ["-n", f"{name}: http", f"{binary} {http}"]
-            # `env` costs about a millisecond of its own: compare these two rows with each other.
+            # `env` costs about a millisecond of its own: compare these three rows with each other.
+            # Without --cacert every root is read (as against a public server): one, the bundle's
+            # 146 and the CA, or the bundle's folder file by file.
             commands += ["-n", "after: https, CA in SSL_CERT_FILE", f"env SSL_CERT_FILE={cert} {POLL} {https}"]
-            commands += ["-n", "after: https --cacert, SSL_CERT_DIR=/etc/ssl/certs (each file read)",
-                         f"env SSL_CERT_DIR=/etc/ssl/certs {POLL} --cacert {cert} {https}"]
+            commands += ["-n", "after: https, SSL_CERT_FILE = the bundle and the CA",
+                         f"env SSL_CERT_FILE={bundle} {POLL} {https}"]
+            commands += ["-n", "after: https, CA in SSL_CERT_FILE, SSL_CERT_DIR=/etc/ssl/certs (each file read)",
+                         f"env SSL_CERT_FILE={cert} SSL_CERT_DIR=/etc/ssl/certs {POLL} {https}"]
             # The rows above use the system's default store: no SSL_CERT_* of the caller's.
             env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
             with tempfile.NamedTemporaryFile(suffix=".json") as export:
@@ -605,6 +618,74 @@ def https_main(args):
     for r in results:
         median = statistics.median(r["times"]) * 1000
         print(f"| {r['command']} | {median:.2f} ms | {r['mean'] * 1000:.2f} ± {r['stddev'] * 1000:.2f} ms |")
+    if args.before:
+        paired_https(args, cert, key, bundle, 100 if args.quick else 1000)
+
+
+def roots_and(cert):
+    """A PEM file of the system's bundle (Debian's place) and `cert`: SSL_CERT_FILE for a run
+    that reads every root and still trusts the test server."""
+    bundle = tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False)
+    system = "/etc/ssl/certs/ca-certificates.crt"
+    if os.path.exists(system):
+        bundle.write(open(system, "rb").read())
+    bundle.write(open(cert, "rb").read())
+    bundle.close()
+    return bundle.name
+
+
+def paired_https(args, cert, key, bundle, pairs):
+    """hyperfine runs all of one command, then all of the next, so a machine that slows down
+    between them (other work on a shared VM) shows as a difference. Here BIN and this build run
+    alternately, the order swapped every pair, and each pair's difference is kept: its median,
+    and in how many pairs this build was the slower, say whether it is slower."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    script = os.path.join(ROOT, "tests", "tls_server.py")
+    tls = subprocess.Popen([*PIN, sys.executable, script, cert, key], stdout=subprocess.PIPE, text=True)
+    try:
+        https = f"https://127.0.0.1:{tls.stdout.readline().strip()}/ok"
+        with JobServer() as jobs:
+            http = jobs.base + "/ok"
+            cases = [
+                ("https --cacert", [args.before, "--cacert", cert, https], [POLL, "--cacert", cert, https], {}),
+                ("http", [args.before, http], [POLL, http], {}),
+                # Before, the Mozilla roots were compiled in; now a run that needs the system's reads them.
+                ("https: BIN --cacert; this build reads every root (SSL_CERT_FILE: the bundle and the CA)",
+                 [args.before, "--cacert", cert, https], [POLL, https], {"SSL_CERT_FILE": bundle}),
+            ]
+            rows = []
+            for name, before, after, extra in cases:
+                def one(cmd, more):
+                    start = time.perf_counter()
+                    proc = subprocess.Popen([*PIN, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            env={**env, **more})
+                    _, status, usage = os.wait4(proc.pid, 0)
+                    assert os.waitstatus_to_exitcode(status) == 0, f"{cmd} exited {status}"
+                    return (time.perf_counter() - start) * 1000, (usage.ru_utime + usage.ru_stime) * 1000
+                for _ in range(20):
+                    one(before, {}), one(after, extra)
+                walls, cpus = {"before": [], "after": []}, {"before": [], "after": []}
+                for i in range(pairs):
+                    order = [("before", before, {}), ("after", after, extra)]
+                    for label, cmd, more in order if i % 2 == 0 else order[::-1]:
+                        wall, cpu = one(cmd, more)
+                        walls[label].append(wall)
+                        cpus[label].append(cpu)
+                rows.append((name, walls, cpus))
+    finally:
+        tls.terminate()
+        tls.wait()
+    print(f"\nPaired: {pairs} pairs each, alternately, the order swapped every pair; wall and CPU (user + sys)")
+    print("per run, medians; difference = this build - BIN, pair by pair\n")
+    print("| runs | BIN wall | this wall | difference (median) | this slower in | BIN CPU | this CPU | CPU difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, walls, cpus in rows:
+        diffs = [a - b for a, b in zip(walls["after"], walls["before"])]
+        cpu_diffs = [a - b for a, b in zip(cpus["after"], cpus["before"])]
+        slower = sum(1 for d in diffs if d > 0)
+        print(f"| {name} | {statistics.median(walls['before']):.2f} ms | {statistics.median(walls['after']):.2f} ms "
+              f"| {statistics.median(diffs):+.3f} ms | {slower} of {pairs} | {statistics.median(cpus['before']):.2f} ms "
+              f"| {statistics.median(cpus['after']):.2f} ms | {statistics.median(cpu_diffs):+.3f} ms |")
 
 
 def main():

@@ -838,6 +838,30 @@ fn a_signal_ends_auth_cmds_whole_process_group() {
 }
 
 #[test]
+fn sighup_and_sigint_end_auth_cmds_whole_process_group_too() {
+    for (signal, code, digit) in [("-HUP", 129, 5), ("-INT", 130, 6)] {
+        let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+        let marker = format!("sleep {digit}{}", std::process::id() % 1000 + 1000);
+        let mut child = support::poll_std()
+            .args(["--auth-cmd", &marker, &server.url("/")])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while running(&marker) == 0 && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(running(&marker), 1, "{signal}: the command runs");
+        let killed = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{signal}");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(running(&marker), 0, "{signal}: `{marker}` outlived poll");
+    }
+}
+
+#[test]
 fn a_background_child_holding_stdout_is_not_waited_for() {
     let server = Server::start(vec![Reply::json(200, DONE)]);
     let marker = format!("sleep 4{}", std::process::id() % 1000 + 1000);

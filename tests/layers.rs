@@ -166,3 +166,46 @@ fn main_goes_through_the_library_only() {
     assert!(!main.contains("crate::"), "main.rs is a client of the library");
     assert!(main.lines().count() <= 45, "main.rs stays short: {} lines", main.lines().count());
 }
+
+/// The modules that own a platform's differences (STYLE.md, habit 11): each
+/// keeps its Unix and Windows halves; the rest of the code calls them and
+/// names no platform.
+const SEAMS: &[&str] = &[
+    "util/signals.rs", // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
+    "util/child.rs",   // --auth-cmd: sh -c or cmd /C, and its end
+    "util/exec.rs",    // -- CMD: exec, or run and wait
+    "util/file.rs",    // a file's identity, modes and owners
+    "http/unix.rs",    // Unix sockets: --unix-socket and redis+unix://
+    "http/tls.rs",     // where the system's roots are
+    "util/error.rs",   // Signal's variants that a platform never sends
+];
+
+/// The platform conditions a source text names, before its own unit tests.
+fn platform_cfgs(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    code.lines()
+        .filter(|line| {
+            ["cfg(", "cfg!(", "cfg_attr("].iter().any(|c| line.contains(c))
+                && ["unix", "windows", "target_os", "target_family"].iter().any(|p| line.contains(p))
+        })
+        .map(|line| line.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn platform_conditions_live_in_the_seams_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut scattered = Vec::new();
+    for (_, path) in files(&src) {
+        let relative = path.strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/");
+        if SEAMS.contains(&relative.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        scattered.extend(platform_cfgs(&text).into_iter().map(|line| format!("{relative}: {line}")));
+    }
+    assert!(scattered.is_empty(), "platform cfg outside the seams {SEAMS:?}:\n{}", scattered.join("\n"));
+    let sprinkled =
+        "#[cfg(unix)]\nuse std::os::unix::net::UnixStream;\n#[cfg(test)]\nmod tests {\n    #[cfg(windows)]\n}\n";
+    assert_eq!(platform_cfgs(sprinkled), ["#[cfg(unix)]"]);
+}

@@ -490,6 +490,53 @@ fn rediss_verifies_the_server_against_the_builtin_roots_plus_cacert() {
     assert!(stderr(&out).contains("not valid for name"), "{}", stderr(&out));
 }
 
+/// `--state rediss://` trusts the system's roots as https:// does: a CA only in `SSL_CERT_FILE`
+/// needs no `--cacert`; with `SSL_CERT_FILE` naming an empty file nothing is trusted.
+#[test]
+fn rediss_trusts_the_ca_in_ssl_cert_file_without_cacert() {
+    let _serial = serial();
+    let folder = Folder::new("redis-tls-roots");
+    if !certificates(&folder.path("")) {
+        return;
+    }
+    let Some(redis) = Redis::with_tls(&folder.path("leaf.pem"), &folder.path("leaf.key"), &folder.path("ca.pem"))
+    else {
+        return;
+    };
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let url = server.url("/");
+    let state = redis.tls_url();
+    let empty = folder.path("empty.pem");
+    std::fs::write(&empty, b"").expect("an empty store");
+    let with_store = |store: &std::path::Path, args: &[&str]| {
+        let mut cmd = support::process::poll(&["--state", &state, "-v"]);
+        cmd.args(args).arg(&url).env("SSL_CERT_FILE", store);
+        cmd.output().expect("run poll")
+    };
+
+    let out = with_store(&folder.path("ca.pem"), &["--state-fail", "closed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    assert_eq!(redis.keys().len(), 1, "the state was written over TLS: {:?}", redis.keys());
+    let trusted = format!("trusted roots: 1 from SSL_CERT_FILE={}", folder.path("ca.pem").display());
+    assert!(stderr(&out).contains(&trusted), "{}", stderr(&out));
+    assert!(warnings(&out).is_empty(), "{:?}", warnings(&out));
+
+    // An empty store: under --state-fail closed the run ends with 6 before anything is sent...
+    let before = server.hits();
+    let out = with_store(&empty, &["--state-fail", "closed"]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid peer certificate: UnknownIssuer"), "{}", stderr(&out));
+    assert_eq!(server.hits(), before, "nothing is sent");
+    // ...and under the default (open) one warning says so and the run goes on with its own limits.
+    let out = with_store(&empty, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let warned = warnings(&out);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("invalid peer certificate: UnknownIssuer"), "{warned:?}");
+    assert_eq!(server.hits(), before + 1);
+}
+
 #[test]
 fn state_urls_that_do_not_parse_are_usage_errors_before_anything_is_sent() {
     let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);

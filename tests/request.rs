@@ -777,6 +777,24 @@ fn an_empty_ssl_cert_file_trusts_nothing_and_fails_cleanly() {
         .stdout(r#"{"tls":true}"#);
 }
 
+/// A server that `--cacert`'s roots vouch for is trusted without the system's store being read
+/// (a one-shot run would pay for reading the distribution's 146 roots). One they do not vouch
+/// for is checked against every root (src/http/tls.rs's unit tests).
+#[test]
+fn a_server_that_cacert_vouches_for_needs_no_system_store() {
+    let server = Server::start_tls(vec![Reply::json(200, r#"{"tls":true}"#)]);
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-bundle.pem");
+    let cacert = support::server::cert_path().display().to_string();
+    let output = poll()
+        .env("SSL_CERT_FILE", &missing)
+        .args(["-v", "--cacert", &cacert, &server.url("/")])
+        .assert()
+        .code(0)
+        .stdout(r#"{"tls":true}"#);
+    let stderr = stderr_of(output.get_output());
+    assert!(!stderr.contains("trusted roots"), "{stderr}");
+}
+
 /// A plain `http://` run never reads the trusted roots (they load on the first TLS connection).
 #[test]
 fn a_plain_http_run_reads_no_roots() {

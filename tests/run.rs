@@ -398,6 +398,35 @@ fn sigint_ends_a_wait_at_once_with_130() {
 }
 
 #[test]
+fn sighup_ends_a_wait_at_once_with_129_and_says_it_hung_up() {
+    // Some CI runners send SIGHUP when a job is cancelled; it ended poll with no line and no cleanup.
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let child = spawn_poll(&["--until", ".done", "-i", "30s", "--log-format", "json", &server.url("/")]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = kill(&child, "-HUP");
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(129), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(2), "exit took {took:?}");
+    assert_eq!(out.stdout, b"");
+    let last = stderr(&out).lines().last().map(str::to_string).unwrap_or_default();
+    let end: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last}"));
+    assert_eq!((end["exit_code"].as_u64(), end["reason"].as_str()), (Some(129), Some("hung_up")), "{end}");
+    assert_eq!(end["message"], "hung up after 1 attempt", "{end}");
+
+    // And in words, one line.
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let child = spawn_poll(&["--until", ".done", "-i", "30s", &server.url("/")]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&child, "-HUP");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "poll: error: hung up after 1 attempt\n");
+}
+
+#[test]
 fn sigterm_ends_a_request_in_flight_at_once_with_143() {
     let server = Server::start(vec![Reply::hang()]);
     let child = spawn_poll(&["--request-timeout", "60s", &server.url("/")]);

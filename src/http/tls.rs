@@ -2,17 +2,20 @@
 //! operating system's, as curl's are (`SSL_CERT_FILE` and `SSL_CERT_DIR`
 //! when set, else the distribution's bundle; the Windows store; the macOS
 //! keychain), through rustls-native-certs; the Mozilla roots only where no
-//! store is found; `--cacert` adds to them. They are loaded on the first TLS
-//! connection (a plain `http://` run never reads them), and the rustls
-//! configuration made from them is built once per process and shared by
-//! every URL's loop, so a thousand URLs cost one load and one configuration.
-//! `--state rediss://` trusts the same roots ([`config`]; with `-k`, [`unverified`]).
+//! store is found; `--cacert` adds to them. They are read when a server's
+//! certificate is first checked against them (a plain `http://` run never
+//! reads them, nor one whose servers `--cacert`'s roots vouch for: see
+//! [`Verifier`]), once per process, and the rustls configuration is built
+//! once per process and shared by every URL's loop, so a thousand URLs cost
+//! one load and one configuration. `--state rediss://` trusts the same roots
+//! ([`config`]; with `-k`, [`unverified`]).
 
 use std::fmt;
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::util::text::count;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -49,9 +52,13 @@ fn load(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Roots {
         .iter()
         .filter_map(|name| var(name).map(|value| format!("{name}={}", value.to_string_lossy())))
         .collect();
-    let found = if named.is_empty() { system() } else { rustls_native_certs::load_native_certs() };
-    let problems = match found.errors.first() {
-        Some(first) if found.errors.len() > 1 => format!("; {first} and {} more", found.errors.len() - 1),
+    let found = match (var("SSL_CERT_FILE"), var("SSL_CERT_DIR")) {
+        (None, None) => system(),
+        (Some(file), None) => bundle(std::path::Path::new(&file)),
+        _ => Found::from(rustls_native_certs::load_native_certs()),
+    };
+    let problems = match found.problems.first() {
+        Some(first) if found.problems.len() > 1 => format!("; {first} and {} more", found.problems.len() - 1),
         Some(first) => format!("; {first}"),
         None => String::new(),
     };
@@ -69,16 +76,83 @@ fn load(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Roots {
     Roots { certs: found.certs, source: format!("{count} from the system's store{problems}") }
 }
 
+/// Certificates found in a store, and what went wrong reading it.
+struct Found {
+    certs: Vec<CertificateDer<'static>>,
+    problems: Vec<String>,
+}
+
+impl From<rustls_native_certs::CertificateResult> for Found {
+    fn from(result: rustls_native_certs::CertificateResult) -> Found {
+        Found { certs: result.certs, problems: result.errors.iter().map(ToString::to_string).collect() }
+    }
+}
+
 /// The system's store, where the user named none. On Linux and the BSDs the
 /// distribution's bundle alone, when there is one (`/etc/ssl/certs/ca-certificates.crt`
 /// and its kin): it holds what the folder beside it holds, one file to read
 /// instead of about 150 (3 ms of a one-shot https:// run).
-fn system() -> rustls_native_certs::CertificateResult {
+fn system() -> Found {
     #[cfg(all(unix, not(target_os = "macos")))]
-    if let Some(bundle) = openssl_probe::probe().cert_file {
-        return rustls_native_certs::load_certs_from_paths(Some(&bundle), None);
+    if let Some(file) = openssl_probe::probe().cert_file {
+        return bundle(&file);
     }
-    rustls_native_certs::load_native_certs()
+    Found::from(rustls_native_certs::load_native_certs())
+}
+
+/// The certificates of the PEM bundle at `path` (the distribution's, or
+/// `SSL_CERT_FILE`), read at once (at most 16 MiB). Not rustls-pki-types'
+/// PEM reader, which rustls-native-certs uses: it decodes line by line, with
+/// a base64 decoder made for private keys that keeps its timing independent
+/// of the data, and on Debian's 146 roots that was most of the 0.5 ms the
+/// system's roots added to a one-shot `https://` run (docs/BENCHMARKS.md);
+/// certificates are public.
+fn bundle(path: &std::path::Path) -> Found {
+    let text = std::fs::File::open(path).and_then(crate::util::file::read_at_most);
+    match text {
+        Ok(text) => {
+            let (certs, bad) = pem_certs(&text);
+            let problems = match bad {
+                0 => Vec::new(),
+                n => vec![format!("{} of {} could not be decoded", count(n, "certificate"), path.display())],
+            };
+            Found { certs, problems }
+        }
+        Err(e) => Found { certs: Vec::new(), problems: vec![format!("cannot read {}: {e}", path.display())] },
+    }
+}
+
+/// The `CERTIFICATE` sections of a PEM text, decoded, sorted and without
+/// duplicates (as rustls-native-certs gives them), and how many sections
+/// could not be decoded. Text outside the sections is skipped.
+fn pem_certs(pem: &[u8]) -> (Vec<CertificateDer<'static>>, u32) {
+    use base64::Engine as _;
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    let (mut certs, mut bad, mut body) = (Vec::new(), 0, Vec::new());
+    let mut rest = pem;
+    while let Some(start) = memchr::memmem::find(rest, BEGIN) {
+        let section = &rest[start + BEGIN.len()..];
+        let Some(end) = memchr::memmem::find(section, END) else {
+            bad += 1;
+            break;
+        };
+        // The base64 of the section, its lines joined.
+        body.clear();
+        let mut from = 0;
+        for newline in memchr::memchr_iter(b'\n', &section[..end]).chain([end]) {
+            body.extend_from_slice(section[from..newline].trim_ascii());
+            from = (newline + 1).min(end);
+        }
+        match base64::engine::general_purpose::STANDARD.decode(&body) {
+            Ok(der) => certs.push(CertificateDer::from(der)),
+            Err(_) => bad += 1,
+        }
+        rest = &section[end + END.len()..];
+    }
+    certs.sort_unstable_by(|a, b| a[..].cmp(&b[..]));
+    certs.dedup();
+    (certs, bad)
 }
 
 /// Whether `-v` was told where the roots came from (once per process).
@@ -103,17 +177,105 @@ pub(crate) fn config(cacert: Option<&[u8]>) -> Result<Arc<ClientConfig>, rustls:
 }
 
 fn build(cacert: Option<&[u8]>) -> Result<Arc<ClientConfig>, rustls::Error> {
-    let mut store = RootCertStore::empty();
-    store.add_parsable_certificates(roots().certs.iter().cloned());
-    if let Some(pem) = cacert {
-        store.add_parsable_certificates(extra(pem));
-    }
     // ureq's own choices: ring, TLS 1.2 and 1.3, SNI, no client certificate.
-    let config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Verifier::new(cacert, provider.signature_verification_algorithms);
+    let config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(rustls::ALL_VERSIONS)?
-        .with_root_certificates(store)
+        // Not dangerous: rustls' own checks, with the system's roots read when first needed.
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// Checks a server's certificate as rustls' `WebPkiServerVerifier` does
+/// (with no revocation lists, as ureq gives it none), against `--cacert`'s
+/// roots and the system's, reading the system's only when needed: a chain
+/// that `--cacert`'s roots alone vouch for is vouched for by all of them, so
+/// those are tried first, and a run against a server of `--cacert`'s CA reads
+/// no system store (the bundle's 146 roots cost a one-shot run 0.2 ms of CPU).
+/// Any other chain is checked against all of them, and its error is theirs.
+#[derive(Debug)]
+struct Verifier {
+    /// `--cacert`'s roots alone, when it has any.
+    own: Option<RootCertStore>,
+    /// `--cacert`'s roots and the system's, made on first need.
+    all: OnceLock<RootCertStore>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl Verifier {
+    fn new(cacert: Option<&[u8]>, algorithms: WebPkiSupportedAlgorithms) -> Verifier {
+        let own = cacert.map(|pem| {
+            let mut store = RootCertStore::empty();
+            store.add_parsable_certificates(extra(pem));
+            store
+        });
+        Verifier { own: own.filter(|store| !store.is_empty()), all: OnceLock::new(), algorithms }
+    }
+
+    /// Every root: the system's (read now, once per process) and `--cacert`'s.
+    fn all(&self) -> &RootCertStore {
+        self.all.get_or_init(|| {
+            let mut store = RootCertStore::empty();
+            // Borrowed: the store keeps what it parsed out of each, not the certificate.
+            store.add_parsable_certificates(roots().certs.iter().map(|cert| CertificateDer::from(&cert[..])));
+            if let Some(own) = &self.own {
+                store.roots.extend(own.roots.iter().cloned());
+            }
+            store
+        })
+    }
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        let chains_to = |roots: &RootCertStore| {
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.algorithms.all,
+            )
+        };
+        if self.own.as_ref().is_none_or(|own| chains_to(own).is_err()) {
+            chains_to(self.all())?;
+        }
+        rustls::client::verify_server_name(&cert, server_name)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
 }
 
 /// The certificates in `--cacert`'s PEM (checked to hold one already).
@@ -259,6 +421,74 @@ impl Transport for Tls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pem_sections_decode_as_rustls_native_certs_reads_them() {
+        use rustls::pki_types::pem::PemObject as _;
+        let Ok(one) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
+            panic!("test fixture")
+        };
+        let Ok(expected) = CertificateDer::pem_slice_iter(&one).collect::<Result<Vec<_>, _>>() else {
+            panic!("the fixture parses")
+        };
+        assert_eq!(pem_certs(&one), (expected.clone(), 0));
+        // CRLF lines, text around and between sections, a duplicate, a section that is no base64,
+        // another kind of section: one certificate, one failure.
+        let crlf = String::from_utf8_lossy(&one).replace('\n', "\r\n");
+        let bad = "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n";
+        let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        let bundle = format!("# Debian's bundle\n{crlf}{key}between\n{}{bad}", String::from_utf8_lossy(&one));
+        assert_eq!(pem_certs(bundle.as_bytes()), (expected, 1));
+        assert_eq!(pem_certs(b"-----BEGIN CERTIFICATE-----\nAAAA"), (Vec::new(), 1), "no END line");
+        assert_eq!(pem_certs(b""), (Vec::new(), 0));
+    }
+
+    /// `--cacert`'s roots alone decide when they vouch for the server; otherwise every root does,
+    /// with rustls' own verifier's answer.
+    #[test]
+    fn the_system_roots_are_read_only_when_cacert_does_not_vouch_for_the_server() {
+        let Ok(pem) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
+            panic!("test fixture")
+        };
+        let server = extra(&pem).remove(0);
+        let algorithms = rustls::crypto::ring::default_provider().signature_verification_algorithms;
+        let now = UnixTime::now();
+        let check = |verifier: &dyn ServerCertVerifier, name: &str| {
+            let name = ServerName::try_from(name.to_string()).map_err(|e| e.to_string())?;
+            verifier.verify_server_cert(&server, &[], &name, &[], now).map(drop).map_err(|e| e.to_string())
+        };
+        let mut every = RootCertStore::empty();
+        every.add_parsable_certificates(roots().certs.iter().cloned());
+        every.add_parsable_certificates(extra(&pem));
+        let Ok(rustls_own) = rustls::client::WebPkiServerVerifier::builder(Arc::new(every)).build() else {
+            panic!("a store with roots")
+        };
+        let ours = Verifier::new(Some(&pem), algorithms);
+        for name in ["127.0.0.1", "localhost"] {
+            assert_eq!(check(&ours, name), Ok(()), "{name}");
+        }
+        assert!(ours.all.get().is_none(), "--cacert vouched: the system's roots were not read");
+        // A name the certificate is not for: every root is asked, and the answer is rustls' own.
+        assert_eq!(check(&ours, "example.com"), check(rustls_own.as_ref(), "example.com"));
+        assert!(check(&ours, "example.com").is_err_and(|e| e.contains("not valid for name")));
+        // No --cacert: the system's roots, which do not hold the test's certificate.
+        let system = Verifier::new(None, algorithms);
+        assert!(check(&system, "localhost").is_err_and(|e| e.contains("UnknownIssuer")));
+        assert!(system.all.get().is_some());
+    }
+
+    /// The distribution's bundle, where this machine has one, gives what rustls-native-certs gives.
+    #[cfg(all(unix, not(target_os = "macos")))]
+    #[test]
+    fn the_bundle_is_read_as_rustls_native_certs_reads_it() {
+        let Some(path) = openssl_probe::probe().cert_file else { return };
+        let ours = bundle(&path);
+        let theirs = rustls_native_certs::load_certs_from_paths(Some(&path), None);
+        assert_eq!(ours.certs, theirs.certs);
+        assert_eq!(ours.problems.len(), theirs.errors.len(), "{:?}", ours.problems);
+        let missing = bundle(std::path::Path::new("/no/such/bundle.pem"));
+        assert!(missing.certs.is_empty() && missing.problems[0].starts_with("cannot read /no/such/bundle.pem"));
+    }
 
     #[test]
     fn cacert_adds_to_every_root_and_k_makes_a_configuration_too() {

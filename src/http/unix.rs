@@ -11,6 +11,10 @@
 //! A path where no socket is yet (the daemon is still starting), or whose
 //! socket nobody listens on, is a refused connection and is retried; a path
 //! that is something else than a socket is [`NotASocket`], which is permanent.
+//!
+//! [`UnixSocket`] is the same seam for `--state redis+unix://`: a plain Unix
+//! stream where there are Unix sockets, and a type with no value elsewhere,
+//! whose connect fails, so that its callers need no `cfg` of their own.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -76,6 +80,8 @@ impl transport::Connector for Connector {
     }
 }
 
+pub(crate) use socket::UnixSocket;
+
 /// The socket itself: Unix only (`check` refuses `--unix-socket` elsewhere).
 #[cfg(unix)]
 mod socket {
@@ -84,7 +90,39 @@ mod socket {
     use std::os::unix::net::UnixStream;
     use std::path::Path;
     use std::sync::Arc;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
+
+    /// A connected Unix stream socket, for a caller that does its own reads and writes (Redis).
+    #[derive(Debug)]
+    pub(crate) struct UnixSocket(UnixStream);
+
+    impl UnixSocket {
+        /// Connects to the socket at `path`, at once (see [`connect`] on a full backlog).
+        pub(crate) fn connect(path: &Path) -> io::Result<UnixSocket> {
+            UnixStream::connect(path).map(UnixSocket)
+        }
+
+        /// Bounds each later read and write by `timeout`.
+        pub(crate) fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
+            self.0.set_read_timeout(timeout).and_then(|()| self.0.set_write_timeout(timeout))
+        }
+    }
+
+    impl Read for UnixSocket {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Write for UnixSocket {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.write(buf)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.0.flush()
+        }
+    }
 
     use ureq::Timeout;
     use ureq::unversioned::transport::{
@@ -254,12 +292,44 @@ mod socket {
 
 #[cfg(not(unix))]
 mod socket {
+    use std::io::{self, Read, Write};
     use std::path::Path;
+    use std::time::Duration;
     use ureq::unversioned::transport::{ConnectionDetails, Transport};
 
     /// Never reached: `check` refuses `--unix-socket` here before anything is sent.
     pub(super) fn open(_: &Path, _: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
-        Err(ureq::Error::Io(std::io::Error::other("--unix-socket needs a Unix-like system")))
+        Err(ureq::Error::Io(io::Error::other("--unix-socket needs a Unix-like system")))
+    }
+
+    /// No Unix sockets here: no value of this type exists, and connecting is `Unsupported`.
+    #[derive(Debug)]
+    pub(crate) enum UnixSocket {}
+
+    impl UnixSocket {
+        pub(crate) fn connect(_: &Path) -> io::Result<UnixSocket> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, "Unix sockets need a Unix-like system"))
+        }
+
+        pub(crate) fn set_timeouts(&self, _: Option<Duration>) -> io::Result<()> {
+            match *self {}
+        }
+    }
+
+    impl Read for UnixSocket {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            match *self {}
+        }
+    }
+
+    impl Write for UnixSocket {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            match *self {}
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            match *self {}
+        }
     }
 }
 

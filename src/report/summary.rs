@@ -50,6 +50,7 @@ fn words(code: Option<u8>) -> &'static str {
         Some(4) => "--fail-when matched",
         Some(5) => "gave up",
         Some(6) => "circuit open",
+        Some(129) => "hung up",
         Some(130) => "interrupted",
         Some(143) => "terminated",
         Some(_) => "failed",
@@ -178,6 +179,14 @@ mod tests {
              | `http://localhost/containers/db/json` | done | 0 | 3 | 1.2s | 200 done |\n\
              | `http://api.test/b` | abandoned | – | 3 | 1.2s | – |\n\n"
         );
+    }
+
+    #[test]
+    fn a_signal_is_named_in_the_heading() {
+        let rows = [row("http://h/", Some(129), Some("hung up after 3 attempts"), "–")];
+        let text = render(&rows, 129, Duration::ZERO);
+        assert!(text.starts_with("\n#### poll: hung up (exit 129), 3 attempts in "), "{text}");
+        assert!(text.contains("| `http://h/` | hung up: hung up after 3 attempts | 129 |"), "{text}");
     }
 
     #[test]

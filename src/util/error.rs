@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// Every exit code `poll` uses, with what it means.
-pub const EXIT_CODES: [(u8, &str); 11] = [
+pub const EXIT_CODES: [(u8, &str); 12] = [
     (0, "condition met (without --until: a 2xx arrived; or a status in --done-on arrived)"),
     (1, "deadline: --timeout passed, or would pass before the next attempt could start"),
     (2, "usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent"),
@@ -18,6 +18,7 @@ pub const EXIT_CODES: [(u8, &str); 11] = [
     ),
     (126, "the command after -- could not be run"),
     (127, "the command after -- was not found"),
+    (129, "hung up: SIGHUP"),
     (130, "interrupted by SIGINT (Ctrl-C)"),
     (143, "terminated by SIGTERM"),
 ];
@@ -46,16 +47,20 @@ pub(crate) enum Error {
     CommandCannotRun(String),
     /// Exit 127: the command after `--` was not found.
     CommandNotFound(String),
-    /// Exit 130 / 143: a signal ended the run.
+    /// Exit 129 / 130 / 143: a signal ended the run.
     Interrupted { signal: Signal, attempts: u32 },
 }
 
 /// The signals that end a run early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Signal {
+    /// SIGINT; Ctrl-C on Windows.
     Interrupt,
-    #[cfg_attr(windows, allow(dead_code, reason = "Windows' console events all come as Interrupt (util/signals.rs)"))]
+    /// SIGTERM; Ctrl-Break on Windows.
     Terminate,
+    /// SIGHUP: the terminal went away, or a CI runner cancelled the job.
+    #[cfg_attr(windows, allow(dead_code, reason = "Windows has no SIGHUP (util/signals.rs)"))]
+    HangUp,
 }
 
 impl Error {
@@ -69,6 +74,7 @@ impl Error {
             Error::CircuitOpen(_) | Error::StateUnreachable(_) => 6,
             Error::CommandCannotRun(_) => 126,
             Error::CommandNotFound(_) => 127,
+            Error::Interrupted { signal: Signal::HangUp, .. } => 129,
             Error::Interrupted { signal: Signal::Interrupt, .. } => 130,
             Error::Interrupted { signal: Signal::Terminate, .. } => 143,
         }
@@ -86,6 +92,7 @@ impl Error {
             Error::StateUnreachable(_) => "state_unreachable",
             Error::CommandCannotRun(_) => "cannot_run",
             Error::CommandNotFound(_) => "not_found",
+            Error::Interrupted { signal: Signal::HangUp, .. } => "hung_up",
             Error::Interrupted { signal: Signal::Interrupt, .. } => "interrupted",
             Error::Interrupted { signal: Signal::Terminate, .. } => "terminated",
         }
@@ -131,6 +138,7 @@ impl fmt::Display for Error {
             | Error::CommandNotFound(why) => f.write_str(why),
             Error::Interrupted { signal, attempts } => {
                 let name = match signal {
+                    Signal::HangUp => "hung up",
                     Signal::Interrupt => "interrupted",
                     Signal::Terminate => "terminated",
                 };
@@ -146,7 +154,7 @@ impl std::error::Error for Error {}
 mod tests {
     use super::*;
 
-    fn every_ending() -> [Error; 11] {
+    fn every_ending() -> [Error; 12] {
         [
             Error::Deadline(String::new()),
             Error::Usage(String::new()),
@@ -159,6 +167,7 @@ mod tests {
             Error::CommandNotFound(String::new()),
             Error::Interrupted { signal: Signal::Interrupt, attempts: 1 },
             Error::Interrupted { signal: Signal::Terminate, attempts: 2 },
+            Error::Interrupted { signal: Signal::HangUp, attempts: 0 },
         ]
     }
 
@@ -217,5 +226,7 @@ mod tests {
         assert_eq!(e.to_string(), "interrupted after 1 attempt");
         let e = Error::Interrupted { signal: Signal::Terminate, attempts: 3 };
         assert_eq!(e.to_string(), "terminated after 3 attempts");
+        let e = Error::Interrupted { signal: Signal::HangUp, attempts: 2 };
+        assert_eq!((e.to_string().as_str(), e.exit_code(), e.reason()), ("hung up after 2 attempts", 129, "hung_up"));
     }
 }

@@ -1,30 +1,102 @@
 //! The signals that end a run, one call for every platform: [`listen`]
-//! turns SIGINT and SIGTERM (Unix), or Ctrl-C and Ctrl-Break (Windows),
-//! into calls on a thread of their own, which tell the run to end.
+//! turns SIGINT, SIGTERM and SIGHUP (Unix), or Ctrl-C and Ctrl-Break
+//! (Windows), into calls on a thread of their own, which tell the run to end.
 
 use crate::util::error::Signal;
 
-/// Calls `on_signal` on a thread of its own for every SIGINT and SIGTERM.
+/// Calls `on_signal` on a thread of its own for every SIGINT, SIGTERM and
+/// SIGHUP (a closed terminal; some CI runners send it on cancel).
 #[cfg(unix)]
-pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + Sync + 'static) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         for number in incoming.forever() {
-            on_signal(if number == SIGTERM { Signal::Terminate } else { Signal::Interrupt });
+            on_signal(match number {
+                SIGTERM => Signal::Terminate,
+                SIGHUP => Signal::HangUp,
+                _ => Signal::Interrupt,
+            });
         }
     })?;
     Ok(())
 }
 
-/// Calls `on_signal` on ctrlc's own thread for every console control event.
-/// ctrlc's Windows handler is not told which event came (Ctrl-C, Ctrl-Break,
-/// a closed console), so each one is an interrupt (exit 130); telling
-/// Ctrl-Break apart would take unsafe code of ours or an async runtime.
+/// Windows: Ctrl-C (130) through ctrlc, whose handler wakes a thread of its
+/// own but is not told which console event came; Ctrl-Break (143) through
+/// the C runtime's `SIGBREAK`, whose handler (signal-hook's, safe) may only
+/// set a flag, which [`forward`] turns into a call.
+///
+/// Windows asks console handlers last-registered first, and the first that
+/// says "handled" ends the chain. The C runtime adds its own handler on the
+/// first `signal(SIGINT | SIGBREAK, ..)`, here after ctrlc's, so it is asked
+/// first: it maps Ctrl-C to `SIGINT`, which has no handler, so it passes
+/// Ctrl-C on to ctrlc; and every other event to `SIGBREAK`, which it handles
+/// (ucrt's and msvcrt's `ctrlevent_capture`). A closed console comes as
+/// `SIGBREAK` too, but Windows ends the process as soon as a handler returns
+/// from that event, so no line is written for it, as before.
 #[cfg(windows)]
-pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
-    ctrlc::set_handler(move || on_signal(Signal::Interrupt)).map_err(|e| match e {
+pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + Sync + 'static) -> std::io::Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let on_signal = Arc::new(on_signal);
+    let on_ctrl_c = Arc::clone(&on_signal);
+    ctrlc::set_handler(move || on_ctrl_c(Signal::Interrupt)).map_err(|e| match e {
         ctrlc::Error::System(e) => e,
         other => std::io::Error::other(other.to_string()),
-    })
+    })?;
+    let broke = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGBREAK, Arc::clone(&broke))?;
+    forward(broke, move || on_signal(Signal::Terminate))
+}
+
+/// How often [`forward`] looks at its flag: well within the 100 ms in which a
+/// signal must end a run, and 40 wake-ups a second of one thread.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Calls `then` on a thread of its own each time `flag` is found set (and
+/// clears it), looking every [`LOOK_EVERY`]: a C runtime's signal handler
+/// may set a flag, but wakes no thread, and a safe one can do nothing else.
+#[cfg_attr(unix, allow(dead_code, reason = "only Windows' Ctrl-Break comes as a flag"))]
+fn forward(
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    then: impl Fn() + Send + 'static,
+) -> std::io::Result<()> {
+    std::thread::Builder::new().name("signal-flag".into()).spawn(move || {
+        loop {
+            std::thread::sleep(LOOK_EVERY);
+            if flag.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                then();
+            }
+        }
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    /// Ctrl-Break's flag (Windows) becomes one call within the contract's 100 ms, once per setting.
+    #[test]
+    fn a_flag_set_by_a_signal_handler_is_forwarded_within_100_ms() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let (calls, called) = mpsc::channel();
+        let sent = move || {
+            let _ = calls.send(Instant::now());
+        };
+        assert!(forward(Arc::clone(&flag), sent).is_ok());
+        assert!(called.recv_timeout(Duration::from_millis(200)).is_err(), "nothing before the flag");
+        for _ in 0..2 {
+            let set = Instant::now();
+            flag.store(true, Ordering::SeqCst);
+            let Ok(at) = called.recv_timeout(Duration::from_secs(5)) else { panic!("the flag was not forwarded") };
+            assert!(at.duration_since(set) < Duration::from_millis(100), "{:?}", at.duration_since(set));
+            assert!(called.recv_timeout(Duration::from_millis(100)).is_err(), "one call for one signal");
+        }
+    }
 }

@@ -18,6 +18,7 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use super::url::{Addr, RedisUrl};
 use crate::http::tls;
+use crate::http::unix::UnixSocket;
 
 /// The largest reply a step reads, as the contract says: 1 MiB, its RESP
 /// framing included. poll's scripts answer a few hundred bytes, or a kept
@@ -169,8 +170,8 @@ struct Link {
 enum Stream {
     Tcp(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
-    #[cfg(unix)]
-    Unix(std::os::unix::net::UnixStream),
+    /// `redis+unix://` (`http/unix.rs` owns the platform's Unix sockets).
+    Unix(UnixSocket),
 }
 
 impl Stream {
@@ -180,8 +181,7 @@ impl Stream {
         match self {
             Stream::Tcp(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
             Stream::Tls(tls) => tls.sock.set_read_timeout(left).and_then(|()| tls.sock.set_write_timeout(left)),
-            #[cfg(unix)]
-            Stream::Unix(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
+            Stream::Unix(socket) => socket.set_timeouts(left),
         }
     }
 }
@@ -191,7 +191,6 @@ impl Read for Stream {
         match self {
             Stream::Tcp(socket) => socket.read(buf),
             Stream::Tls(tls) => tls.read(buf),
-            #[cfg(unix)]
             Stream::Unix(socket) => socket.read(buf),
         }
     }
@@ -202,7 +201,6 @@ impl Write for Stream {
         match self {
             Stream::Tcp(socket) => socket.write(buf),
             Stream::Tls(tls) => tls.write(buf),
-            #[cfg(unix)]
             Stream::Unix(socket) => socket.write(buf),
         }
     }
@@ -211,7 +209,6 @@ impl Write for Stream {
         match self {
             Stream::Tcp(socket) => socket.flush(),
             Stream::Tls(tls) => tls.flush(),
-            #[cfg(unix)]
             Stream::Unix(socket) => socket.flush(),
         }
     }
@@ -232,12 +229,13 @@ impl Link {
                     None => Stream::Tcp(socket),
                 }
             }
-            #[cfg(unix)]
-            Addr::Unix(path) => Stream::Unix(std::os::unix::net::UnixStream::connect(path)?),
-            #[cfg(not(unix))]
-            Addr::Unix(_) => {
-                return Err(RedisError::from((ErrorKind::InvalidClientConfig, "Unix sockets need a Unix-like system")));
-            }
+            Addr::Unix(path) => Stream::Unix(UnixSocket::connect(path).map_err(|e| match e.kind() {
+                // No Unix sockets on this system: the URL cannot work here, not a server that is down.
+                io::ErrorKind::Unsupported => {
+                    RedisError::from((ErrorKind::InvalidClientConfig, "Unix sockets need a Unix-like system"))
+                }
+                _ => RedisError::from(e),
+            })?),
         };
         let mut link = Link { stream, parser: ::redis::Parser::new(), db: dialer.db };
         link.log_in(dialer, deadline)?;
