@@ -10,12 +10,13 @@
 //! redacted), never its stdout or the command line itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::{Request, is_credential};
 use crate::util::child::{self, Bounds, Output, Stopped};
 use crate::util::error::Error;
+use crate::util::sync::lock;
 use crate::util::text::printable;
 use crate::util::url::REDACTED;
 use crate::util::wait::Cancel;
@@ -79,7 +80,7 @@ impl Credentials {
         if command.is_some()
             && let Some(file) = files.iter().find(|file| file.current().iter().any(|(n, _)| is_authorization(n)))
         {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "--auth-cmd: `{}` (-H @FILE) sets Authorization too; give one of them",
                 file.path.display()
             )));
@@ -140,10 +141,6 @@ fn with_headers(request: &Request, extra: Vec<(String, String)>) -> Request {
     request
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// One `-H @FILE`: its headers, and what the file looked like when read.
 struct HeaderFile {
     path: PathBuf,
@@ -160,7 +157,7 @@ struct FileState {
 
 impl HeaderFile {
     fn open(path: &Path, until: Option<Instant>) -> Result<HeaderFile, Error> {
-        let usage = |why: String| Error::Usage(format!("--header @{}: {why}", path.display()));
+        let usage = |why: String| Error::usage(format!("--header @{}: {why}", path.display()));
         let seen = std::fs::metadata(path).map(|m| stamp(&m)).map_err(|e| usage(format!("cannot read it: {e}")))?;
         let headers = read_headers(path, until).map_err(usage)?;
         let state = FileState { seen: Some(seen), headers, warned: false };
@@ -284,20 +281,20 @@ impl AuthCommand {
         let made = match child::run(&self.command, &[("KUBERNETES_EXEC_INFO", EXEC_INFO)], &bounds) {
             Ok(output) if !output.success => Err(failure("failed", &output, &state.known)),
             Ok(output) => parse_output(&output.stdout).map_err(|why| failure(&why, &output, &state.known)),
-            Err(Stopped::Cancelled) => Err(Error::Permanent("--auth-cmd: the run ended while it ran".into())),
-            Err(Stopped::Deadline) => Err(Error::Deadline(
-                "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)".into(),
+            Err(Stopped::Cancelled) => Err(Error::permanent("--auth-cmd: the run ended while it ran")),
+            Err(Stopped::Deadline) => Err(Error::deadline(
+                "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)",
             )),
-            Err(Stopped::TooLong { stderr }) => Err(Error::Permanent(format!(
+            Err(Stopped::TooLong { stderr }) => Err(Error::permanent(format!(
                 "--auth-cmd: ran longer than {}s and was killed{}",
                 COMMAND_LIMIT.as_secs(),
                 last_line(&stderr, &state.known)
             ))),
-            Err(Stopped::TooLarge(stream)) => Err(Error::Permanent(format!(
+            Err(Stopped::TooLarge(stream)) => Err(Error::permanent(format!(
                 "--auth-cmd printed more than {} MiB on {stream}; it was ended",
                 file::MAX_READ >> 20
             ))),
-            Err(Stopped::Failed(why)) => Err(Error::Permanent(format!("--auth-cmd: {why}"))),
+            Err(Stopped::Failed(why)) => Err(Error::permanent(format!("--auth-cmd: {why}"))),
         };
         let (value, expires) = match made {
             Ok(made) => made,
@@ -333,7 +330,7 @@ fn expiring(expires: Option<SystemTime>, now: SystemTime) -> bool {
 /// The error for a command whose output gave no token: `why`, its exit
 /// status and the last line of its stderr.
 fn failure(why: &str, output: &Output, known: &[String]) -> Error {
-    Error::Permanent(format!("--auth-cmd {why} ({}){}", output.status, last_line(&output.stderr, known)))
+    Error::permanent(format!("--auth-cmd {why} ({}){}", output.status, last_line(&output.stderr, known)))
 }
 
 /// `: LINE`, the last non-empty line of `stderr`, with every token known so

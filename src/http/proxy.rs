@@ -4,7 +4,7 @@
 //! An `https://` request goes through ureq's own `CONNECT` tunnel.
 //!
 //! The proxy is set per request in ureq's request-level config, so every hop of
-//! a redirect is checked against `no_proxy` again. [`Connector`] then sees it
+//! a redirect is checked against `no_proxy` again. [`ProxyConnector`] then sees it
 //! in [`ConnectionDetails::config`]: for an `http://` target it connects to the
 //! proxy itself and wraps the connection in [`AbsoluteForm`], which rewrites
 //! the request line ureq writes (ureq 3 only writes origin form). ureq's pool
@@ -129,27 +129,27 @@ impl Proxies {
 /// config names an HTTP proxy: that one connects to the proxy and speaks
 /// absolute form to it, where ureq would open a `CONNECT` tunnel.
 #[derive(Debug)]
-pub(crate) struct Connector {
+pub(crate) struct ProxyConnector {
     inner: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
     /// The agent's config, which names no proxy, for the connection to the
     /// proxy itself: plain TCP, or TLS for an `https://` proxy URL.
     direct: ureq::config::Config,
 }
 
-impl Connector {
+impl ProxyConnector {
     /// `agent` is the config the agent is built with; it must name no proxy.
     /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
-    pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> Connector {
+    pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> ProxyConnector {
         // ureq's DefaultConnector, with the TLS of `tls.rs` (SOCKS is refused before any request).
         let inner =
             ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(tls::Connector::new(cacert));
-        Connector { inner: Box::new(inner), direct: agent }
+                .chain(tls::TlsConnector::new(cacert));
+        ProxyConnector { inner: Box::new(inner), direct: agent }
     }
 }
 
-impl transport::Connector for Connector {
+impl transport::Connector for ProxyConnector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, chained: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
@@ -407,7 +407,7 @@ mod tests {
 
         fn transmit_output(&mut self, amount: usize, _: NextTimeout) -> Result<(), ureq::Error> {
             let bytes = self.buffers.output()[..amount].to_vec();
-            self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(bytes);
+            crate::util::sync::lock(&self.sent).extend(bytes);
             Ok(())
         }
 
@@ -444,7 +444,7 @@ mod tests {
                 }
             }
         }
-        String::from_utf8_lossy(&sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned()
+        String::from_utf8_lossy(&crate::util::sync::lock(&sent)).into_owned()
     }
 
     #[test]

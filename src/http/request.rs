@@ -173,11 +173,11 @@ impl Client {
         // Over a Unix socket no proxy is used, as in curl.
         let (agent, proxies) = match &spec.unix_socket {
             Some(path) => {
-                let connector = unix::Connector::new(path, spec.cacert.clone());
+                let connector = unix::UnixConnector::new(path, spec.cacert.clone());
                 (ureq::Agent::with_parts(config, connector, unix::NoResolver), Proxies::none())
             }
             None => {
-                let connector = proxy::Connector::new(config.clone(), spec.cacert.clone());
+                let connector = proxy::ProxyConnector::new(config.clone(), spec.cacert.clone());
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
             }
         };

@@ -343,18 +343,18 @@ impl ServerCertVerifier for Unverified {
 /// TLS for the connections that need it: this process's configuration, or
 /// with `-k` ureq's own, which verifies nothing.
 #[derive(Debug)]
-pub(crate) struct Connector {
+pub(crate) struct TlsConnector {
     cacert: Option<Vec<u8>>,
     insecure: RustlsConnector,
 }
 
-impl Connector {
-    pub(crate) fn new(cacert: Option<Vec<u8>>) -> Connector {
-        Connector { cacert, insecure: RustlsConnector::default() }
+impl TlsConnector {
+    pub(crate) fn new(cacert: Option<Vec<u8>>) -> TlsConnector {
+        TlsConnector { cacert, insecure: RustlsConnector::default() }
     }
 }
 
-impl<In: Transport> transport::Connector<In> for Connector {
+impl<In: Transport> transport::Connector<In> for TlsConnector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {

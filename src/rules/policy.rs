@@ -341,7 +341,7 @@ pub enum WaitReason {
     /// The `--rate` slot (shared state, not the policy).
     Rate,
     /// The server's advice that an earlier attempt or run kept in `--state`.
-    Kept,
+    StoredAdvice,
     /// A status in `--pending-on`: polled at the interval.
     PendingOn,
     /// No connection before the URL's first reply: the service is not up yet.
@@ -358,7 +358,7 @@ impl WaitReason {
             WaitReason::RateLimitReset => "rate_limit_reset",
             WaitReason::PollInterval => "poll_interval",
             WaitReason::Rate => "rate",
-            WaitReason::Kept => "kept_advice",
+            WaitReason::StoredAdvice => "kept_advice",
             WaitReason::PendingOn => "pending_on",
             WaitReason::NotUpYet => "not_up_yet",
         }
@@ -379,7 +379,7 @@ impl fmt::Display for WaitReason {
             WaitReason::RateLimitReset => "rate-limit reset",
             WaitReason::PollInterval => "X-Poll-Interval",
             WaitReason::Rate => "--rate",
-            WaitReason::Kept => "the server's Retry-After or rate-limit reset, kept in --state",
+            WaitReason::StoredAdvice => "the server's Retry-After or rate-limit reset, kept in --state",
             WaitReason::PendingOn => "--pending-on",
             WaitReason::NotUpYet => "not up yet",
         })
