@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["exec", "signals", "summary", "condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
-    &["progress"],
+    &["progress", "term"],
     &["reporter"],
     &["flags"],
     &["docs"],

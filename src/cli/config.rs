@@ -258,6 +258,10 @@ fn prefer_wait(cli: &Cli, headers: &mut Headers) -> Result<Option<Duration>, Err
 fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result<Vec<Target>, Error> {
     let mut targets = Vec::with_capacity(cli.urls.len());
     for raw in &cli.urls {
+        // `poll help`, as git and cargo take it: the help is elsewhere.
+        if raw == "help" {
+            return Err(Error::usage("`help` is no URL; see `poll --help`"));
+        }
         let (url, in_url) = url::check(raw).map_err(Error::usage)?;
         if in_url.is_some() && cli.auth_cmd.is_some() {
             return Err(usage(

@@ -484,6 +484,7 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
     } else if let Some(similar) = text(ContextKind::SuggestedValue) {
         line.push_str(&format!(" (a similar value exists: '{similar}')"));
     }
+    line.push_str("; see `poll --help`");
     line
 }
 

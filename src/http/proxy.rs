@@ -32,11 +32,18 @@ fn is_http(proxy: &Proxy) -> bool {
     matches!(proxy.protocol(), ProxyProtocol::Http | ProxyProtocol::Https)
 }
 
+/// A proxy, and how messages name it: its URL (redacted) and the variable it came from.
+#[derive(Debug)]
+struct Named {
+    proxy: Proxy,
+    shown: String,
+}
+
 /// The run's proxy settings, read once from the environment.
 #[derive(Debug)]
 pub(crate) struct Proxies {
-    http: Option<Proxy>,
-    https: Option<Proxy>,
+    http: Option<Named>,
+    https: Option<Named>,
     /// `no_proxy` entries, lowercased, without a leading `*.` or `.` (nor an
     /// IPv6 address's brackets); `*` exempts every host.
     exempt: Vec<String>,
@@ -45,8 +52,8 @@ pub(crate) struct Proxies {
 impl Proxies {
     /// `https_proxy` for https, `http_proxy` for http (either case), else
     /// `all_proxy`; `no_proxy` exempts hosts. Unlike curl, the uppercase
-    /// `HTTP_PROXY` is honoured (README promises it). A value ureq cannot
-    /// parse is ignored.
+    /// `HTTP_PROXY` is honoured (the man page promises it). A value ureq
+    /// cannot parse is ignored.
     pub(crate) fn from_env() -> Proxies {
         Proxies::from_lookup(|name| std::env::var(name).ok())
     }
@@ -60,8 +67,10 @@ impl Proxies {
         // A SOCKS proxy never reaches ureq, which is built without it (and
         // would panic): `check_env` has refused it for the URLs given.
         let proxy = |names: [&str; 4]| {
-            let value = names.iter().find_map(|name| var(name).filter(|v| !v.trim().is_empty()))?;
-            Proxy::new(value.trim()).ok().filter(is_http)
+            let (name, value) =
+                names.iter().find_map(|name| Some((name, var(name).filter(|v| !v.trim().is_empty())?)))?;
+            let proxy = Proxy::new(value.trim()).ok().filter(is_http)?;
+            Some(Named { proxy, shown: format!("{} ({name})", crate::util::url::redact_userinfo(value.trim())) })
         };
         let exempt = ["no_proxy", "NO_PROXY"].iter().find_map(|name| var(name)).unwrap_or_default();
         let exempt = exempt
@@ -110,6 +119,16 @@ impl Proxies {
 
     /// The proxy a request to `uri` goes through, if any.
     pub(crate) fn for_uri(&self, uri: &Uri) -> Option<&Proxy> {
+        self.named(uri).map(|named| &named.proxy)
+    }
+
+    /// The proxy a request to `uri` goes through, as messages name it:
+    /// `http://proxy:3128 (HTTP_PROXY)`, credentials redacted.
+    pub(crate) fn shown_for(&self, uri: &Uri) -> Option<&str> {
+        self.named(uri).map(|named| named.shown.as_str())
+    }
+
+    fn named(&self, uri: &Uri) -> Option<&Named> {
         let proxy = if uri.scheme() == Some(&Scheme::HTTPS) { &self.https } else { &self.http };
         proxy.as_ref().filter(|_| !self.is_exempt(uri.host().unwrap_or("")))
     }

@@ -6,3 +6,4 @@ pub(crate) mod progress;
 pub(crate) mod record;
 pub(crate) mod reporter;
 pub(crate) mod summary;
+mod term;

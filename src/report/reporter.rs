@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::http::request::Request;
 use crate::report::progress::LoopProgress;
 use crate::report::record::Record;
+use crate::report::term::Narrowed;
 use crate::rules::condition::JqError;
 use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
 use crate::util::error::{DONE, Error, Kind, Row};
@@ -195,7 +196,7 @@ impl Reporter {
         };
         let live = is_terminal && !style.quiet && !style.json;
         let multi = if live {
-            MultiProgress::with_draw_target(ProgressDrawTarget::stderr())
+            MultiProgress::with_draw_target(ProgressDrawTarget::term_like(Box::new(Narrowed::stderr())))
         } else {
             MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
         };
@@ -259,7 +260,7 @@ impl Reporter {
     }
 
     /// Before loop `t`'s first attempt: `-v` shows the request, secrets redacted.
-    fn start(&self, t: usize, request: &Request, user_agent: &str) {
+    fn start(&self, t: usize, request: &Request, user_agent: &str, proxy: Option<&str>) {
         if !self.verbose_text() {
             return;
         }
@@ -275,6 +276,9 @@ impl Reporter {
             let shown =
                 if self.idempotency_key.as_deref() == Some(value) { value } else { url::redact_header(name, value) };
             self.line(t, &format!("{named}> {name}: {}", printable(shown)));
+        }
+        if let Some(proxy) = proxy {
+            self.line(t, &format!("{named}proxy: {}", printable(proxy)));
         }
     }
 
@@ -688,8 +692,8 @@ pub(crate) struct LoopReporter<'a> {
 
 impl LoopReporter<'_> {
     /// Before the first attempt: `-v` shows the request, secrets redacted.
-    pub(crate) fn start(&self, request: &Request, user_agent: &str) {
-        self.reporter.start(self.t, request, user_agent);
+    pub(crate) fn start(&self, request: &Request, user_agent: &str, proxy: Option<&str>) {
+        self.reporter.start(self.t, request, user_agent, proxy);
     }
 
     /// Attempt `number` goes out; the progress line names what the last one saw.

@@ -20,7 +20,7 @@ use crate::run::ending::{Finale, Loops, Over, stopped_early};
 use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::error::{Error, Signal};
-use crate::util::wait::Cancel;
+use crate::util::wait::{Cancel, Cancelled};
 use crate::util::{child, signals, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
@@ -101,18 +101,32 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
             .name(format!("poll-{t}"))
             .stack_size(STACK_SIZE)
             .spawn(move || {
-                // A bug that panics a loop still ends the run, with what it started.
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target::run(&common, t, &target)));
-                let end = match ran {
-                    Ok(Ok(end)) => end,
-                    Ok(Err(_cancelled)) => return,
-                    Err(_) => TargetEnd::failed(Error::permanent(format!("internal error in the loop of {shown}"))),
-                };
-                let _ = events.send(Event::Ended(t, end));
+                if let Some(end) = guarded(&shown, || target::run(&common, t, &target)) {
+                    let _ = events.send(Event::Ended(t, end));
+                }
             })
             .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
     }
     Ok(events)
+}
+
+/// A loop run so that a bug that panics it still ends the run as an error of
+/// its URL (`shown`), with what the run started ended after it: the release
+/// build unwinds as the tests' does (Cargo.toml). `None`: the run ended first.
+fn guarded(shown: &str, run: impl FnOnce() -> Result<TargetEnd, Cancelled>) -> Option<TargetEnd> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(end)) => Some(end),
+        Ok(Err(Cancelled)) => None,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|what| what.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let error = format!("internal error in the loop of {shown}: {what} (please report it)");
+            Some(TargetEnd::failed(Error::permanent(error)))
+        }
+    }
 }
 
 /// Waits for the event that ends the run.
@@ -164,5 +178,29 @@ fn watch(
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loop_that_panics_ends_as_an_error_of_its_url() {
+        let Some(end) = guarded("http://h/", || panic!("boom")) else { panic!("a panic is an ending") };
+        let Err(error) = end.result else { panic!("an error") };
+        assert_eq!(error.exit_code(), 3);
+        assert_eq!(error.to_string(), "internal error in the loop of http://h/: boom (please report it)");
+        assert!(guarded("http://h/", || Err(Cancelled)).is_none(), "a loop the run ended says nothing");
+    }
+
+    /// The build users get unwinds, as the tests' build does: a loop's panic ends
+    /// the run as above there too, not with an abort that leaves `--auth-cmd` running.
+    #[test]
+    fn the_release_build_unwinds_as_the_tests_do() {
+        let manifest = include_str!("../../Cargo.toml");
+        let release = manifest.split("[profile.release]").nth(1).unwrap_or_default();
+        let release = release.split("\n[").next().unwrap_or_default();
+        assert!(!release.contains("panic"), "[profile.release] sets a panic strategy: {release}");
     }
 }

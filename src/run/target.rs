@@ -107,7 +107,8 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         validators: Validators::new(common.polling.conditional),
         judged: None,
     };
-    let ended = looping.start().and_then(|()| looping.poll(&Client::new(&common.polling.client, &target.request)));
+    let client = Client::new(&common.polling.client, &target.request);
+    let ended = looping.start(&client).and_then(|()| looping.poll(&client));
     match ended {
         Ok(record) => Ok(looping.finish(record)),
         // Each error is on the URL the loop was at when it ended (a status URL, after the submit).
@@ -146,6 +147,19 @@ struct Loop<'a> {
     judged: Option<(JudgedFor, Judgement)>,
 }
 
+/// What a loop counts between its attempts, for the policy.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    /// The attempt in flight, from 1.
+    number: u32,
+    /// Transient failures in a row.
+    failures: u32,
+    /// Polls in a row on which the condition held (`--stable`).
+    streak: u32,
+    /// "Not yet" polls so far (`--interval-max` grows the wait with them).
+    not_yet: u32,
+}
+
 /// What a judgement was asked: the same of the same bytes gets the same answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct JudgedFor {
@@ -158,7 +172,7 @@ struct JudgedFor {
 impl Loop<'_> {
     /// Before the first attempt: `-v` shows the request with its credentials
     /// of the moment (redacted), so `--auth-cmd` runs here.
-    fn start(&self) -> Result<(), Halt> {
+    fn start(&self, client: &Client) -> Result<(), Halt> {
         let authorised = match self.credentials.is_empty() {
             true => None,
             false => match self.credentials.authorise(&self.request, self.carries_credentials(), &self.hooks) {
@@ -169,96 +183,110 @@ impl Loop<'_> {
                 }
             },
         };
-        self.told.start(authorised.as_ref().unwrap_or(&self.request), &self.common.polling.client.user_agent);
+        let request = authorised.as_ref().unwrap_or(&self.request);
+        self.told.start(request, &self.common.polling.client.user_agent, client.proxy_for(&request.url));
         Ok(())
     }
 
     /// The attempts, until one ends the loop with exit 0 or 4 (the record
     /// holds the final body).
     fn poll(&mut self, client: &Client) -> Result<Record, Halt> {
-        let common = self.common;
+        let policy = &self.common.polling.policy;
         let mut rng = rand::rng();
-        let (mut failures, mut streak, mut number, mut not_yet) = (0, 0, 0, 0);
+        let mut counts = Counts::default();
         loop {
-            common.cancel.check()?;
-            number += 1;
-            self.turn(number)?;
-            self.told.sending(number);
-            let submit = self.phase == Phase::Submit;
-            let (sending, validated) = self.validators.prepare(&self.request, submit);
-            // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
-            let sending = sending.into_owned();
-            let (mut reply, latency) = match self.send(client, &sending, number) {
-                Ok(sent) => sent,
-                Err(error) => {
-                    common.cancel.check()?;
-                    return Err(error.into());
-                }
-            };
-            drop(sending);
-            if let Some(note) = client.roots_note() {
-                self.told.detail(&note);
-            }
-            let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
-
-            let status = match (&reply, answer) {
-                (_, Answer::NotModified { status }) => status,
-                (Ok(reply), _) => reply.status,
-                (Err(_), _) => 0,
-            };
-            let (judgement, found) = self.judge(&reply, status, answer);
-            let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
-            // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
-            let outcome = common.polling.policy.read(&outcome, self.phase).into_owned();
-            let unreached = !self.replied;
-            self.replied |= reply.is_ok();
-            let remaining = self.left();
-            let attempt = Attempt { number, failures, remaining, phase: self.phase, streak, not_yet, unreached };
-            let not_up_yet = outcome.not_up_yet(&attempt);
-            let action = match &reply {
-                // The command's newest token was refused: no retry helps (whatever --retry-on says).
-                Ok(reply) if self.reauthenticated && reply.status == 401 => {
-                    Action::Stop(Stop::Permanent { cause: outcome.to_string() })
-                }
-                _ => common.polling.policy.decide(&outcome, &attempt, &mut rng),
-            };
-            let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, not_up_yet, action };
-            self.told.attempt(&self.request, &record);
+            self.common.cancel.check()?;
+            counts.number += 1;
+            self.turn(counts.number)?;
+            let (record, found) = self.attempt(client, &counts, &mut rng)?;
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
                 self.watching(found.clone());
             }
             let refusal = self.tell(&record)?;
-
+            let held = policy.holds(&record.outcome, record.phase);
             let after = match &record.action {
                 Action::Done if self.resource_due() => {
                     self.fetch_resource();
-                    failures = 0;
+                    counts.failures = 0;
                     continue;
                 }
                 Action::Done | Action::FailWhen => return Ok(record),
                 Action::Stop(stop) => return Err(self.stopped(stop, &record).into()),
                 Action::Poll { after, .. } => {
-                    failures = 0;
+                    counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
-                    if !common.polling.policy.holds(&record.outcome, record.phase) {
-                        not_yet += 1;
-                    }
+                    counts.not_yet += u32::from(!held);
                     *after
                 }
                 Action::Retry { after, .. } => {
-                    failures += 1;
+                    counts.failures += 1;
                     *after
                 }
             };
-            streak = if common.polling.policy.holds(&record.outcome, record.phase) { streak + 1 } else { 0 };
+            counts.streak = if held { counts.streak + 1 } else { 0 };
             // The breaker opened (here or in another process): stop now rather than at the next turn.
             if let Some(refusal) = refusal {
                 return Err(self.circuit_open(&refusal).into());
             }
             self.follow(found.is_some(), &record);
-            common.cancel.sleep(after)?;
+            self.common.cancel.sleep(after)?;
         }
+    }
+
+    /// Attempt `counts.number`: sent, its validators settled, judged, and
+    /// decided on, as the reporter is told; and where a submit's reply says
+    /// the status polls go.
+    fn attempt(
+        &mut self,
+        client: &Client,
+        counts: &Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<(Record, Option<Watch>), Halt> {
+        let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
+        self.told.sending(number);
+        let submit = phase == Phase::Submit;
+        let (sending, validated) = self.validators.prepare(&self.request, submit);
+        // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
+        let sending = sending.into_owned();
+        let (mut reply, latency) = match self.send(client, &sending, number) {
+            Ok(sent) => sent,
+            Err(error) => {
+                self.common.cancel.check()?;
+                return Err(error.into());
+            }
+        };
+        drop(sending);
+        if let Some(note) = client.roots_note() {
+            self.told.detail(&note);
+        }
+        let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
+        let status = match (&reply, answer) {
+            (_, Answer::NotModified { status }) => status,
+            (Ok(reply), _) => reply.status,
+            (Err(_), _) => 0,
+        };
+        let (judgement, found) = self.judge(&reply, status, answer);
+        let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+        // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
+        let outcome = policy.read(&outcome, phase).into_owned();
+        let unreached = !self.replied;
+        self.replied |= reply.is_ok();
+        let Counts { failures, streak, not_yet, .. } = *counts;
+        let attempt = Attempt { number, failures, remaining: self.left(), phase, streak, not_yet, unreached };
+        let not_up_yet = outcome.not_up_yet(&attempt);
+        let action = match &reply {
+            // The command's newest token was refused: no retry helps (whatever --retry-on says).
+            Ok(reply) if self.reauthenticated && reply.status == 401 => {
+                Action::Stop(Stop::Permanent { cause: outcome.to_string() })
+            }
+            _ => policy.decide(&outcome, &attempt, rng),
+        };
+        let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
+        let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
+        let record = Record { number, phase, reply, latency, judgement, outcome, not_up_yet, held, action };
+        self.told.attempt(&self.request, &record);
+        Ok((record, found))
     }
 
     /// One attempt: the request with its credentials of the moment, and
@@ -563,6 +591,7 @@ impl Loop<'_> {
                 if matches!(
                     fault.failure,
                     Failure::Tls
+                        | Failure::NotTls
                         | Failure::Malformed
                         | Failure::Dns
                         | Failure::BadRedirect
@@ -578,9 +607,14 @@ impl Loop<'_> {
             }
             _ => None,
         };
+        self.error(stop, detail, &self.hint(stop, record))
+    }
+
+    /// What may help after a stop.
+    fn hint(&self, stop: &Stop, record: &Record) -> String {
         let hint = match (&record.reply, stop) {
             // A URL never reached gets the hint of its failure, whatever ended the run.
-            (Err(_), Stop::Deadline { .. }) if record.not_up_yet => self.refusal_hint(record),
+            (Err(fault), Stop::Deadline { .. }) if record.not_up_yet => return self.unreached_hint(fault),
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
                 "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
@@ -588,7 +622,10 @@ impl Loop<'_> {
             (Err(Fault { failure: Failure::Tls, .. }), _) => {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }
-            (Err(Fault { failure: Failure::Refused, .. }), _) => self.refusal_hint(record),
+            (Err(Fault { failure: Failure::NotTls, .. }), _) => {
+                "; something else than TLS answered on that port: is the URL http://, not https://?"
+            }
+            (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return self.unreached_hint(fault),
             // A status poll carries no key: its 422 says nothing of one.
             (Ok(reply), Stop::Permanent { .. })
                 if reply.status == 422 && self.common.polling.policy.keyed && record.phase != Phase::Wait =>
@@ -606,25 +643,27 @@ impl Loop<'_> {
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 407 => {
                 "; check the credentials in the proxy URL (http_proxy)"
             }
-            (Err(Fault { failure: Failure::ProxyRefused, detail }), _)
-                if detail.contains(" 407") || detail.contains(" 401") =>
-            {
+            (Err(Fault { failure: Failure::ProxyRefused, proxy_status: Some(401 | 407), .. }), _) => {
                 "; check the credentials in the proxy URL (https_proxy)"
             }
             _ => "",
         };
-        self.error(stop, detail, hint)
+        hint.to_string()
     }
 
-    /// What to check when nothing answered the connection.
-    fn refusal_hint(&self, record: &Record) -> &'static str {
-        match &record.reply {
-            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
-            Err(Fault { failure: Failure::Refused, .. }) if self.common.polling.client.unix_socket.is_some() => {
-                "; is the daemon up, and is --unix-socket its socket?"
+    /// What to check when nothing answered the connection: the proxy it went
+    /// through, the daemon behind `--unix-socket`, or the server.
+    fn unreached_hint(&self, fault: &Fault) -> String {
+        match fault {
+            Fault { proxy: Some(proxy), .. } => {
+                format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
             }
-            Err(Fault { failure: Failure::Refused, .. }) => "; is the server up and listening on that port?",
-            _ => "",
+            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
+            Fault { failure: Failure::Refused, .. } if self.common.polling.client.unix_socket.is_some() => {
+                "; is the daemon up, and is --unix-socket its socket?".to_string()
+            }
+            Fault { failure: Failure::Refused, .. } => "; is the server up and listening on that port?".to_string(),
+            _ => String::new(),
         }
     }
 
