@@ -2,7 +2,7 @@
 //! per loop, and [`Client::fetch`], which sends a request, follows redirects
 //! as curl does and reads the body to the end. It returns plain data; no ureq
 //! type leaves this module. Each request (each redirect hop too) takes its
-//! proxy from `Proxies`; see `src/proxy.rs` for how an `http://` URL reaches
+//! proxy from `Proxies`; see `src/http/proxy.rs` for how an `http://` URL reaches
 //! an HTTP proxy.
 
 use std::io::{ErrorKind, Read};
@@ -76,7 +76,7 @@ pub(crate) struct ClientConfig {
     pub insecure: bool,
     /// PEM bytes of `--cacert`, already checked to hold a certificate.
     pub cacert: Option<Vec<u8>>,
-    /// `--unix-socket`: every connection goes to this socket (see `src/unix.rs`).
+    /// `--unix-socket`: every connection goes to this socket (see `src/http/unix.rs`).
     pub unix_socket: Option<std::path::PathBuf>,
 }
 
@@ -485,6 +485,47 @@ impl std::error::Error for Unresolved {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each class by the error's type: what a ureq release says in its messages decides nothing.
+    #[test]
+    fn errors_are_sorted_by_their_type() {
+        use std::io::Error as Io;
+        use ureq::Error as E;
+        let io = |kind: ErrorKind, inner: Box<dyn std::error::Error + Send + Sync>| E::Io(Io::new(kind, inner));
+        let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let not_tls = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        let rows: Vec<(E, Failure)> = vec![
+            (E::Timeout(ureq::Timeout::Connect), Failure::ConnectTimeout),
+            (E::Timeout(ureq::Timeout::Resolve), Failure::Dns),
+            (E::Timeout(ureq::Timeout::Global), Failure::Timeout),
+            (E::HostNotFound, Failure::Dns),
+            // The resolver's error is ours by its type, whatever it says.
+            (io(ErrorKind::Other, Box::new(Unresolved(Io::other("any words at all")))), Failure::Dns),
+            (E::Io(Io::from(ErrorKind::ConnectionRefused)), Failure::Refused),
+            (E::Io(Io::from(ErrorKind::ConnectionReset)), Failure::Reset),
+            (E::Io(Io::from(ErrorKind::BrokenPipe)), Failure::Reset),
+            (E::Io(Io::from(ErrorKind::UnexpectedEof)), Failure::Truncated),
+            (E::Io(Io::from(ErrorKind::TimedOut)), Failure::Timeout),
+            (E::Io(Io::from(ErrorKind::InvalidData)), Failure::Malformed),
+            (E::Rustls(cert.clone()), Failure::Tls),
+            (io(ErrorKind::InvalidData, Box::new(cert)), Failure::Tls),
+            (io(ErrorKind::InvalidData, Box::new(not_tls)), Failure::NotTls),
+            (io(ErrorKind::Other, Box::new(unix::NotASocket("not a socket".into()))), Failure::NotASocket),
+            (E::TooManyRedirects, Failure::TooManyRedirects),
+            (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
+            (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),
+            (E::ConnectProxyFailed("the proxy says 403 now".into()), Failure::ProxyRefused),
+            (E::ConnectProxyFailed("proxy server did not respond".into()), Failure::Reset),
+        ];
+        for (error, failure) in rows {
+            assert_eq!(classify(&error).failure, failure, "{error:?}");
+        }
+        let refused = classify(&E::ConnectProxyFailed("proxy server responded 407/407".into()));
+        assert_eq!(
+            (refused.proxy_status, refused.detail.as_str()),
+            (Some(407), "CONNECT answered with 407 Proxy Authentication Required")
+        );
+    }
 
     #[test]
     fn a_status_poll_is_a_bare_get_with_credentials_only_on_the_same_origin() {
