@@ -90,7 +90,13 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
     let (events_tx, events) = mpsc::channel();
     let signals = events_tx.clone();
     signals::listen(move |signal| {
-        let _ = signals.send(Event::Signal(signal));
+        // Once the run is over, nobody listens: a signal while its ending is written (to a
+        // FIFO with no reader, a stdout nobody reads) ends the process at once, with the signal's code.
+        if signals.send(Event::Signal(signal)).is_err() {
+            let error = Error::signalled(signal, 0);
+            eprintln!("poll: error: {} while the run's output was written", error.kind().row().words);
+            std::process::exit(i32::from(error.exit_code()));
+        }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     for (t, target) in targets.iter().enumerate() {
