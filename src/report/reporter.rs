@@ -18,7 +18,7 @@ use crate::report::record::Record;
 use crate::report::term::Narrowed;
 use crate::rules::condition::JqError;
 use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
-use crate::util::error::{DONE, Error, Kind, Row};
+use crate::util::error::{DONE, Error, ExitRow, Kind};
 use crate::util::sync::lock;
 use crate::util::text::{count, human, json_line, printable};
 use crate::util::url;
@@ -102,7 +102,7 @@ pub(crate) struct TargetResult {
 #[derive(Debug, Clone)]
 pub(crate) struct RunEnd {
     /// Its row of the exit-code table.
-    pub row: Row,
+    pub row: ExitRow,
     /// The error line's message; `None` on success.
     pub message: Option<String>,
     /// One per URL, when there are several.

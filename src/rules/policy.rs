@@ -753,7 +753,7 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    //! Rows for the rate-limited 403; the full table of `decide` is in `tests/policy.rs`.
+    //! Rows for the rate-limited 403; the full table of `decide` is in `tests/it/policy.rs`.
     use super::*;
     use rand::SeedableRng;
     use rand::rngs::StdRng;

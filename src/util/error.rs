@@ -8,7 +8,7 @@ use std::fmt;
 
 /// One way a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Row {
+pub struct ExitRow {
     pub code: u8,
     /// The `reason` of `--log-format json`'s final object.
     pub reason: &'static str,
@@ -21,7 +21,7 @@ pub struct Row {
 }
 
 /// A run whose condition was met.
-pub const DONE: Row = Row {
+pub const DONE: ExitRow = ExitRow {
     code: 0,
     reason: "done",
     words: "done",
@@ -63,7 +63,7 @@ impl Kind {
     ];
 
     /// The table: the one place each ending is named.
-    pub(crate) const fn row(self) -> Row {
+    pub(crate) const fn row(self) -> ExitRow {
         let (code, reason, words, meaning, severity) = match self {
             Kind::Deadline => (
                 1,
@@ -108,7 +108,7 @@ impl Kind {
             Kind::Interrupted => (130, "interrupted", "interrupted", "interrupted by SIGINT (Ctrl-C)", 7),
             Kind::Terminated => (143, "terminated", "terminated", "terminated by SIGTERM", 7),
         };
-        Row { code, reason, words, meaning, severity }
+        ExitRow { code, reason, words, meaning, severity }
     }
 }
 
