@@ -1,7 +1,7 @@
 //! End-to-end tests of the poll loop: conditions, retries, server advice, the
 //! deadline, non-idempotent requests, signals and what lands on stdout/stderr.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant, SystemTime};

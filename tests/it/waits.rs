@@ -3,7 +3,7 @@
 //! and `$headers`, jq as its users write it (`$ENV`, `--arg`, `--argjson`),
 //! the once-only jq error, and `-- CMD`.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};

@@ -1,9 +1,9 @@
 //! End-to-end tests of `--rate`, `--state`, the circuit breaker and
 //! `--fallback`, with real `poll` processes side by side and one after another
 //! against the scripted loopback server; what both stores do runs on a state
-//! file and on a redis-server of the test's own (`tests/redis.rs` has the rest).
+//! file and on a redis-server of the test's own (`tests/it/redis.rs` has the rest).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -2,9 +2,9 @@
 //! share nothing but the server, `--state-key`, the probe's lease, a Redis
 //! that is down, dies, comes back or stalls, expiries, passwords, TLS and unix
 //! sockets. Each test starts its own redis-server (`support::redis`); the
-//! behaviour both stores share is tested on both in `tests/state.rs`.
+//! behaviour both stores share is tested on both in `tests/it/state.rs`.
 
-mod support;
+use crate::support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};

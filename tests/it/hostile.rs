@@ -3,9 +3,8 @@
 //! out of bounds in `--state`, secrets in usage errors, huge jq errors,
 //! invisible characters, the step summary's Markdown, secret headers across
 //! origins. Files, modes, owners and devices as Unix has them.
-#![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};

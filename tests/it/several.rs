@@ -2,7 +2,7 @@
 //! order, stdout's lines, the deadline message, a shared `--rate`, signals,
 //! `-v` and JSON log), `--stable`, and GitHub Actions workflow commands.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! file changes, and `--auth-cmd`'s token made again before it expires and after a 401,
 //! against a loopback server that accepts only the tokens it holds valid (support/tokens.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
