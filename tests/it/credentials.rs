@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use predicates::prelude::PredicateBooleanExt as _;
+use predicates::str::contains;
 use support::process::none_running;
 use support::server::{Reply, Server};
 use support::tokens::{Answer, TokenServer};
@@ -97,21 +99,19 @@ fn a_header_file_that_cannot_be_read_at_the_start_is_a_usage_error() {
     let scratch = Scratch::new("missing");
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
     let header = format!("@{}", scratch.path("nothing-here").display());
-    let output = poll().args(["-H", &header, &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("nothing-here: cannot read it"), "{}", stderr(&output));
+    poll().args(["-H", &header, &server.url("/")]).assert().code(2).stderr(contains("nothing-here: cannot read it"));
 
     // A line that is no header is named by its number, never quoted: it may hold a secret.
     let file = scratch.path("bad");
     write(&file, "X-Ok: 1\nAuthorization Bearer hush-hush\n");
     let header = format!("@{}", file.display());
-    let output = poll().args(["-H", &header, &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("line 2 is not a header"), "{}", stderr(&output));
-    assert!(!stderr(&output).contains("hush-hush"), "{}", stderr(&output));
+    poll()
+        .args(["-H", &header, &server.url("/")])
+        .assert()
+        .code(2)
+        .stderr(contains("line 2 is not a header").and(contains("hush-hush").not()));
 
-    let output = poll().args(["-H", "@-", &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    poll().args(["-H", "@-", &server.url("/")]).assert().code(2);
 }
 
 #[test]
@@ -422,9 +422,7 @@ fn auth_cmd_with_other_credentials_is_a_usage_error() {
         vec!["--auth-cmd", "echo t", "-H", header.as_str(), url.as_str()],
         vec!["--auth-cmd", " ", url.as_str()],
     ] {
-        let output = poll().args(&args).output().expect("poll runs");
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains("--auth-cmd") || stderr(&output).contains("--user"), "{}", stderr(&output));
+        poll().args(&args).assert().code(2).stderr(contains("--auth-cmd").or(contains("--user")));
     }
     assert_eq!(scratch.runs(), 0);
 }
