@@ -3,9 +3,8 @@
 //! out of bounds in `--state`, secrets in usage errors, huge jq errors,
 //! invisible characters, the step summary's Markdown, secret headers across
 //! origins. Files, modes, owners and devices as Unix has them.
-#![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -806,13 +805,7 @@ fn an_endless_redis_error_line_fails_the_step_after_a_mebibyte() {
 
 /// Processes whose command line is `marker` (`sleep 31234`; not poll itself, whose arguments hold it).
 fn running(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    entries
-        .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").trim_end() == marker)
-        .count()
+    support::process::command_lines().iter().filter(|line| *line == marker).count()
 }
 
 #[test]

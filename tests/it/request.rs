@@ -3,7 +3,7 @@
 //! redirects, body limits and decoding, TLS trust, connection reuse and proxies.
 //! Every test runs the real binary against the scripted loopback server.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::path::PathBuf;

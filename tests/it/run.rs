@@ -1,7 +1,7 @@
 //! End-to-end tests of the poll loop: conditions, retries, server advice, the
 //! deadline, non-idempotent requests, signals and what lands on stdout/stderr.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -461,9 +461,12 @@ fn deep_operator_chains_in_a_filter_do_not_crash() {
     }
     // One byte over the 4 KiB limit: a usage error, and nothing is sent.
     let hits = server.hits();
-    let out = poll().args(["--until", &format!("{}1", " -".repeat(2048)), &server.url("/")]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("the limit is 4096"), "{}", stderr(&out));
+    let too_long = format!("{}1", " -".repeat(2048));
+    poll()
+        .args(["--until", &too_long, &server.url("/")])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the limit is 4096"));
     assert_eq!(server.hits(), hits);
 }
 

@@ -2,7 +2,7 @@
 //! under a pseudo-terminal made by util-linux `script` (`support::have_tool`: a
 //! loud skip where it is missing, a failure with `POLL_TEST_REQUIRE_TOOLS=1`).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! `--log-format json`: one NDJSON object per attempt and one final object, on stderr.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::server::{Reply, Server};
