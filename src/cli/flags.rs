@@ -1,6 +1,7 @@
 //! The command line: clap's derive model of every flag, with value parsers
-//! that reject bad input before anything is sent. Nothing else imports clap
-//! types: `config.rs` turns a [`Cli`] into a `Config`.
+//! that reject bad input before anything is sent. `config.rs` turns a [`Cli`]
+//! into a `Config`; beside this file only `lib.rs` names clap, to tell
+//! `--help` and `--version` from a usage error.
 
 use std::ffi::OsString;
 use std::time::Duration;

@@ -353,7 +353,9 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
-    /// The stable name used in `--log-format json` (`wait_reason`).
+    /// The stable name of a wait after an attempt, in `--log-format json`'s
+    /// `wait_reason`; the waits before one (`rate`, `kept_advice`) have a name
+    /// too, though no attempt object carries them.
     pub fn name(self) -> &'static str {
         match self {
             WaitReason::Interval => "interval",

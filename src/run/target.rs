@@ -4,7 +4,7 @@
 //! submit and the rest poll where its reply points ([`operation`] decides).
 //!
 //! The loop never prints the end of the run: it returns a [`TargetEnd`] and
-//! the run (`run/mod.rs`) decides what the whole run says.
+//! the run's ending (`run/ending.rs`) decides what the whole run says.
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! bodies, per key (the origin, or `--state-key`).
 //!
 //! Every store speaks through [`Store`] (the file in `file.rs`, Redis in
-//! `redis.rs`): two atomic steps per attempt,
+//! `redis/`): two atomic steps per attempt,
 //! `admit` before and `record` after (plus `last_good` for `--fallback last`).
 //! [`Shared`] is what the loop talks to: it picks the store, bounds each step
 //! to a second, and when the store cannot be reached follows `--state-fail`:

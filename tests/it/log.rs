@@ -125,11 +125,8 @@ fn warnings_ride_on_the_next_object_so_each_attempt_stays_one_line() {
 fn a_body_stdout_cannot_take_makes_the_final_object_say_3() {
     let server = Server::start(vec![Reply::json(200, r#"{"status":"done"}"#)]).expect_hits(1);
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { panic!("/dev/full") };
-    let output = support::poll_std()
-        .args(["--log-format", "json", &server.url("/")])
-        .stdout(full)
-        .output()
-        .expect("run poll");
+    let output =
+        support::poll_std().args(["--log-format", "json", &server.url("/")]).stdout(full).output().expect("run poll");
     assert_eq!(output.status.code(), Some(3));
     let text = String::from_utf8_lossy(&output.stderr);
     let events = parse_events(&output.stderr);

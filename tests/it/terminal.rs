@@ -156,11 +156,8 @@ fn ctrl_c_at_a_terminal_leaves_no_progress_frame_behind() {
     );
     let mut cmd = Command::new("script");
     support::hermetic(&mut cmd).args(["-qfec", &command, "/dev/null"]).env("TERM", "xterm");
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run script");
+    let mut child =
+        cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("run script");
     assert!(server.wait_hits(3, std::time::Duration::from_secs(10)), "the run polls");
     // The terminal's interrupt character, typed: the line discipline echoes ^C and sends SIGINT.
     let mut stdin = child.stdin.take().expect("script's stdin");
