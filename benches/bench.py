@@ -55,7 +55,7 @@ def build():
 
 class JobServer:
     def __enter__(self):
-        self.proc = subprocess.Popen([*PIN, JOBSERVER], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([*PIN, JOBSERVER, "0"], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         self.base = "http://" + line.split()[-1]
         return self

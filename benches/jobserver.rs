@@ -1,19 +1,37 @@
-//! A stateful job server for the benchmarks, on 127.0.0.1 only: keep-alive
-//! HTTP/1.1, one thread per connection, answers from prebuilt bytes so that it
-//! is never the bottleneck (`wrk -t1 -c1` measures its one-connection limit).
+//! The job server of the benchmarks and of the guide's recipes, on 127.0.0.1
+//! only: keep-alive HTTP/1.1, one thread per connection, answers from prebuilt
+//! bytes so that it is never the bottleneck (`wrk -t1 -c1` measures its
+//! one-connection limit).
 //!
-//!     cargo run --release --example jobserver -- [PORT] [--unix PATH]
+//!     cargo run --example jobserver -- [PORT] [--unix PATH]
 //!
-//! With `--unix PATH` it also serves the same routes on a Unix socket at PATH
-//! (for `poll --unix-socket`, as docs/guide/ci.md shows).
+//! PORT is 8080 unless given, the port every page of docs/guide/ uses; `0`
+//! takes any free port (benches/bench.py and tests/windows.sh do). The first
+//! line on stdout is `listening on 127.0.0.1:PORT`. With `--unix PATH` it also
+//! serves the same routes on a Unix socket at PATH (for `poll --unix-socket`,
+//! as docs/guide/ci.md shows).
+//!
+//! Routes that count their polls count from the start, or from the last
+//! `GET /reset`, which starts every count again (the job, the waits, the
+//! services, the job APIs' numbers) and ends an outage.
 //!
 //! Routes:
 //!   GET /job          {"status":"pending","n":N} until N reaches the target, then {"status":"done","n":N}
-//!   GET /reset?n=K    set the target to K polls and the counter to 0
+//!   GET /reset?n=K    set the target to K polls (default 1), and start every count again
 //!   GET /ok           a fixed small JSON body
-//!   GET /stats        {"connections":C,"requests":R}
+//!   GET /status       {"status":"green"}: an API's status endpoint
+//!   GET /stats        {"connections":C,"requests":R,"refused":F}
+//!   GET /outage       from now until the next /reset, every other route answers 503 (an API that is down)
 //!   GET /busy         503 + Retry-After: 1 to the first poll after a /reset, then as /job
 //!   GET /hang         answers only after 60 s (a request in flight, for the signal benchmark)
+//!   GET /healthz      {"status":"ok","version":"1.4.2"}: a service that is up
+//!   GET /svc/NAME/health[?up=S][&first=CODES]
+//!                     a service that is starting: for S seconds after the first request to this URL
+//!                     the connection is reset before any reply (as Docker's port proxy does while the
+//!                     container starts); then the statuses CODES in turn (e.g. 503,503 or 200,503),
+//!                     then 200 {"service":"NAME","status":"ok"} for good
+//!   GET /reports/N    a report behind a rate-limited API: 200 {"state":"running"} with RateLimit-Remaining: 0
+//!                     and RateLimit-Reset: 2, then 429 + Retry-After: 1, then 200 {"state":"ready",...}
 //!   POST /app/installations/ID/access_tokens[?ttl=S]
 //!                     a new token, as GitHub's API makes an App installation token:
 //!                     201 {"token":"ghs_...","expires_at":"RFC 3339"}, valid for S seconds (default:
@@ -47,25 +65,25 @@
 //!   The other job APIs of docs/guide/submit.md, each operation done at its second status poll:
 //!   POST /azure/deployments   202 + Operation-Location /azure/operations/N + Retry-After: 1
 //!   POST /v1/builds   an AIP-151 operation, /v1/operations/build-N ("broken" in the body: an error)
-//!   POST /jobs        201 {"id":N}; GET /jobs/N "running", then "succeeded" with an artifact
+//!   POST /jobs        201 {"id":N}; GET /jobs/N {"id":N,"status":"running"}, then "done" with an
+//!                     artifact; GET /jobs/broken ends "failed" with an error
 //!   POST /deployments 202 + Operation-Location /deployments/ops/N, the same N for the same Idempotency-Key
 //!   The waits of docs/guide/waits.md, each counted by its own path:
 //!   GET  /registry/pkg/NAME/VERSION  404 for the first two polls, then the version's JSON (a package published)
 //!   HEAD /v2/NAME/manifests/TAG      404 for the first two, then 200 with Docker-Content-Digest (an image pushed)
 //!   GET  /envs/NAME   {"status":"deleting"} twice, then 404 (torn down); /envs/broken ends "delete_failed"
 //!   GET  /blobs/NAME  202 with x-ms-copy-status: pending and x-ms-copy-progress twice, then 200 "success"
-//!   GET  /healthz     {"status":"ok"}: a service that is up
 //!   anything else     404
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 #[cfg(unix)]
 use std::os::unix::net::UnixListener;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Default)]
 struct Counters {
@@ -85,6 +103,61 @@ struct Counters {
     run: Mutex<Run>,
     /// The waits' routes: how many times each path was asked for.
     waits: Mutex<HashMap<String, u64>>,
+    /// The services that are starting (`/svc/`), by URL.
+    services: Mutex<HashMap<String, Service>>,
+    /// `/outage` until the next `/reset`: every other route answers 503.
+    outage: AtomicBool,
+}
+
+/// The port every page of the guide uses.
+const GUIDE_PORT: u16 = 8080;
+
+/// A service that is starting (`/svc/NAME/health`): when it was first asked, and how many replies it gave.
+struct Service {
+    first: Instant,
+    replies: usize,
+}
+
+/// The answer to one request: a reply (status, extra header lines, body), or a
+/// connection reset before any reply.
+enum Answer {
+    Reply(&'static str, String, String),
+    Reset,
+}
+
+/// `GET /svc/NAME/health[?up=S][&first=CODES]`: reset for S seconds after its
+/// first request, then the statuses CODES in turn, then 200 for good; `None`
+/// for another route.
+fn service(method: &str, target: &str, counters: &Counters) -> Option<Answer> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let name = match (method, path.trim_start_matches('/').split('/').collect::<Vec<_>>().as_slice()) {
+        ("GET", ["svc", name, "health"]) => name.to_string(),
+        _ => return None,
+    };
+    let value = |key: &str| query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='));
+    let up = value("up").and_then(|s| s.parse::<f64>().ok()).filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(0.0);
+    let first: Vec<&str> = value("first").map(|codes| codes.split(',').collect()).unwrap_or_default();
+    let mut services = lock(&counters.services);
+    let service = services.entry(target.to_string()).or_insert_with(|| Service { first: Instant::now(), replies: 0 });
+    if service.first.elapsed() < Duration::from_secs_f64(up) {
+        return Some(Answer::Reset);
+    }
+    service.replies += 1;
+    let ok = format!(r#"{{"service":"{name}","status":"ok"}}"#);
+    Some(match first.get(service.replies - 1).map(|code| code.trim()) {
+        None | Some("200") => Answer::Reply("200 OK", String::new(), ok),
+        Some(code) => {
+            let status = match code {
+                "404" => "404 Not Found",
+                "429" => "429 Too Many Requests",
+                "500" => "500 Internal Server Error",
+                "502" => "502 Bad Gateway",
+                "504" => "504 Gateway Timeout",
+                _ => "503 Service Unavailable",
+            };
+            Answer::Reply(status, String::new(), format!(r#"{{"service":"{name}","status":"starting"}}"#))
+        }
+    })
 }
 
 /// The waits of docs/guide/waits.md: (status, extra header lines, body), or `None` for another route.
@@ -126,7 +199,16 @@ fn waits(method: &str, target: &str, counters: &Counters) -> Option<(&'static st
             }
             _ => ("200 OK", "x-ms-copy-status: success\r\nx-ms-copy-progress: 100/100\r\n".to_string(), String::new()),
         }),
-        ("GET", ["healthz"]) => Some(("200 OK", String::new(), r#"{"status":"ok"}"#.to_string())),
+        ("GET", ["healthz"]) => Some(("200 OK", String::new(), r#"{"status":"ok","version":"1.4.2"}"#.to_string())),
+        ("GET", ["reports", id]) => Some(match asked() {
+            1 => (
+                "200 OK",
+                "RateLimit-Limit: 10\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 2\r\n".to_string(),
+                format!(r#"{{"id":{id},"state":"running","progress":"40%"}}"#),
+            ),
+            2 => ("429 Too Many Requests", "Retry-After: 1\r\n".to_string(), r#"{"error":"slow down"}"#.to_string()),
+            _ => ("200 OK", String::new(), format!(r#"{{"id":{id},"state":"ready","progress":"100%","rows":1200}}"#)),
+        }),
         _ => None,
     }
 }
@@ -197,12 +279,16 @@ fn jobs(
         ("POST", "/jobs") => json("201 Created", format!(r#"{{"id": {}}}"#, next())),
         ("GET", p) if p.starts_with("/jobs/") => {
             let id = &p[6..];
-            let body = if poll(&mut polls, p) {
-                format!(
-                    r#"{{"id": {id}, "status": "succeeded", "artifact": "https://cdn.example.com/build-{id}.tar.gz"}}"#
-                )
-            } else {
-                format!(r#"{{"id": {id}, "status": "running"}}"#)
+            // A number as a number, a name (`broken`) as a string.
+            let shown = if id.parse::<u64>().is_ok() { id.to_string() } else { format!("\"{id}\"") };
+            let body = match (poll(&mut polls, p), id) {
+                (false, _) => format!(r#"{{"id":{shown},"status":"running"}}"#),
+                (true, "broken") => format!(r#"{{"id":{shown},"status":"failed","error":"compiler exploded"}}"#),
+                (true, _) => {
+                    format!(
+                        r#"{{"id":{shown},"status":"done","artifact":"https://cdn.example.com/build-{id}.tar.gz"}}"#
+                    )
+                }
             };
             json("200 OK", body)
         }
@@ -225,6 +311,18 @@ fn jobs(
         }
         _ => None,
     }
+}
+
+/// During an outage, every route but `/outage`, `/reset` and the statistics answers 503.
+fn outage(target: &str, counters: &Counters) -> Option<Answer> {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    if path == "/outage" {
+        counters.outage.store(true, Ordering::Relaxed);
+        return Some(Answer::Reply("200 OK", String::new(), r#"{"outage":true}"#.to_string()));
+    }
+    let spared = ["/reset", "/stats", "/gh/stats"].contains(&path);
+    (counters.outage.load(Ordering::Relaxed) && !spared)
+        .then(|| Answer::Reply("503 Service Unavailable", String::new(), r#"{"error":"outage"}"#.to_string()))
 }
 
 /// Status polls after which an ARM operation is done.
@@ -416,16 +514,18 @@ const REPO_URLS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(GUIDE_PORT);
     let listener = match TcpListener::bind(("127.0.0.1", port)) {
         Ok(listener) => listener,
         Err(e) => {
-            eprintln!("jobserver: cannot listen on 127.0.0.1:{port}: {e}");
+            eprintln!(
+                "jobserver: cannot listen on 127.0.0.1:{port}: {e} (is one running already? `-- 0` takes any free port)"
+            );
             std::process::exit(1);
         }
     };
     if let Ok(addr) = listener.local_addr() {
-        // The bench script reads the port from this line.
+        // benches/bench.py and tests/windows.sh read the port from this line, the first on stdout.
         println!("listening on {addr}");
     }
     let counters = Arc::new(Counters::default());
@@ -446,7 +546,7 @@ fn main() {
                 counters.connections.fetch_add(1, Ordering::Relaxed);
                 let counters = Arc::clone(&counters);
                 let Ok(writer) = stream.try_clone() else { continue };
-                std::thread::spawn(move || serve(stream, writer, &counters));
+                std::thread::spawn(move || serve(stream, writer, None, &counters));
             }
         });
     }
@@ -454,13 +554,14 @@ fn main() {
         counters.connections.fetch_add(1, Ordering::Relaxed);
         let counters = Arc::clone(&counters);
         let _ = stream.set_nodelay(true);
-        let Ok(writer) = stream.try_clone() else { continue };
-        std::thread::spawn(move || serve(stream, writer, &counters));
+        let (Ok(writer), Ok(tcp)) = (stream.try_clone(), stream.try_clone()) else { continue };
+        std::thread::spawn(move || serve(stream, writer, Some(tcp), &counters));
     }
 }
 
-/// Serves one connection, TCP or Unix: `read_half` and `writer` are the same socket.
-fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
+/// Serves one connection, TCP or Unix: `read_half` and `writer` are the same
+/// socket, and `tcp` too when it is TCP (a reset needs it).
+fn serve(read_half: impl Read, mut writer: impl Write, tcp: Option<TcpStream>, counters: &Counters) {
     let mut reader = BufReader::with_capacity(16 * 1024, read_half);
     let mut line = String::new();
     let mut reply = Vec::with_capacity(512);
@@ -514,14 +615,24 @@ fn serve(read_half: impl Read, mut writer: impl Write, counters: &Counters) {
             continue;
         }
         let sent = String::from_utf8_lossy(&sent);
-        let answer = arm(&method, &target, counters)
-            .or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters))
-            .or_else(|| waits(&method, &target, counters));
+        let answer = outage(&target, counters).or_else(|| service(&method, &target, counters)).unwrap_or_else(|| {
+            let (status, headers, body) = arm(&method, &target, counters)
+                .or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters))
+                .or_else(|| waits(&method, &target, counters))
+                .unwrap_or_else(|| {
+                    let (status, body) = route(&target, bearer.as_deref(), counters);
+                    (status, String::new(), body)
+                });
+            Answer::Reply(status, headers, body)
+        });
         let (status, headers, body) = match answer {
-            Some(answer) => answer,
-            None => {
-                let (status, body) = route(&target, bearer.as_deref(), counters);
-                (status, String::new(), body)
+            Answer::Reply(status, headers, body) => (status, headers, body),
+            Answer::Reset => {
+                // SO_LINGER 0: the close sends a reset, not an orderly end of the stream.
+                if let Some(tcp) = &tcp {
+                    let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+                }
+                return;
             }
         };
         reply.clear();
@@ -648,8 +759,15 @@ fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static s
             let n = query.strip_prefix("n=").and_then(|n| n.parse().ok()).unwrap_or(1);
             counters.target.store(n, Ordering::Relaxed);
             counters.polls.store(0, Ordering::Relaxed);
+            // Every count starts again, as on a fresh server.
+            lock(&counters.waits).clear();
+            lock(&counters.arm).clear();
+            lock(&counters.services).clear();
+            counters.next_id.store(0, Ordering::Relaxed);
+            counters.outage.store(false, Ordering::Relaxed);
             ("200 OK", format!(r#"{{"target":{n}}}"#))
         }
+        "/status" => ("200 OK", r#"{"status":"green"}"#.to_string()),
         "/ok" => ("200 OK", r#"{"status":"done","n":1}"#.to_string()),
         "/gh/reset" => {
             let value = |key: &str| query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='));

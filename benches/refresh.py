@@ -26,7 +26,7 @@ JOBSERVER = os.path.join(ROOT, "target", "release", "examples", "jobserver")
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    server = subprocess.Popen([JOBSERVER], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([JOBSERVER, "0"], stdout=subprocess.PIPE, text=True)
     try:
         base = "http://" + server.stdout.readline().split()[-1]
         post = urllib.request.Request(base + "/app/installations/1/access_tokens", method="POST")

@@ -49,16 +49,17 @@ fn main() -> ExitCode {
         &url,
     ];
     eprintln!("demo: job API on {url}; running: {}\n", shell_words(&args));
-    // The same two calls as poll's own main: the ending holds the body, the error line and the exit code.
+    // The same calls as poll's own main: the ending holds the body, then closes with the error line and the exit code.
     let ending = match poll::configure(args.map(Into::into), &mut std::io::empty()) {
         Ok(config) => poll::run(config),
         Err(ending) => ending,
     };
-    println!("{}", String::from_utf8_lossy(&ending.stdout));
-    if let Some(line) = &ending.error_line {
+    println!("{}", String::from_utf8_lossy(ending.stdout()));
+    let closed = ending.close(Ok(()));
+    if let Some(line) = &closed.error_line {
         eprintln!("{line}");
     }
-    ExitCode::from(ending.code)
+    ExitCode::from(closed.code)
 }
 
 /// Answers every request, on any connection, with the next step of the script.

@@ -12,7 +12,7 @@
 //! cookies, validators, credentials) -> `rules/` (pure: decide, conditions,
 //! advice, breaker, bucket, operations) -> `util/` (URLs, text, errors, the
 //! clock, files, waits). Within and across them, modules only point down
-//! (see the test in `tests/layers.rs`).
+//! (see the test in `tests/it/layers.rs`).
 #![forbid(unsafe_code)]
 
 mod cli;
@@ -35,11 +35,11 @@ pub use crate::cli::config::Config;
 pub use crate::cli::flags::Generate;
 pub use crate::util::error::EXIT_CODES;
 
-pub use crate::run::{Ending, HandedOver, STACK_SIZE, run};
+pub use crate::run::{Closed, Ending, HandedOver, STACK_SIZE, run};
 
-use crate::cli::flags::{self, Asked};
+use crate::cli::flags::{self, Invocation};
 use crate::cli::{config, docs};
-use crate::report::output::Voice;
+use crate::report::reporter::Voice;
 use crate::util::error::Error;
 
 /// The command line, checked; or the ending of a run that never starts
@@ -49,14 +49,14 @@ pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read)
     // A flag clap rejects is written before --ci is known; the others follow it.
     let voice = Voice::plain(config::github_actions(None));
     let cli = match flags::parse(args) {
-        Ok(Asked::Run(cli)) => *cli,
-        Ok(Asked::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
+        Ok(Invocation::Run(cli)) => *cli,
+        Ok(Invocation::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
         Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
             let text = e.render();
             let text = if std::io::stdout().is_terminal() { text.ansi().to_string() } else { text.to_string() };
             return Err(Ending::new(text.into_bytes(), None, voice));
         }
-        Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::Usage(flags::one_line(&e))), voice)),
+        Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::usage(flags::one_line(&e))), voice)),
     };
     let voice = Voice::plain(config::github_actions(cli.ci));
     Config::from_cli(cli, stdin).map_err(|e| Ending::new(Vec::new(), Some(&e), voice))

@@ -23,17 +23,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Writes the body to stdout and the error line to stderr, then hands over
-/// to `-- CMD` after exit 0; returns the exit code.
+/// Writes the body to stdout, then the reporter's last word and the error
+/// line to stderr, then hands over to `-- CMD` after exit 0; returns the exit code.
 fn print(ending: Ending) -> u8 {
-    let written = io::stdout().lock().write_all(&ending.stdout).and_then(|()| io::stdout().lock().flush());
-    let mut ending = match written {
-        // A closed stdout (`poll URL | head -c1`) is not an error.
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => ending.stdout_failed(&e),
-        _ => ending,
-    };
-    let (line, code) = match ending.hand_over() {
-        None => (ending.error_line.take(), ending.code),
+    let written = io::stdout().lock().write_all(ending.stdout()).and_then(|()| io::stdout().lock().flush());
+    // A closed stdout (`poll URL | head -c1`) is not an error.
+    let written = written.or_else(|e| if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) });
+    let mut closed = ending.close(written);
+    let (line, code) = match closed.hand_over() {
+        None => (closed.error_line.take(), closed.code),
         Some(HandedOver::Failed { error_line, code }) => (Some(error_line), code),
         // Windows: the command ran as a child; its status is the process's, as exec makes it on Unix.
         Some(HandedOver::Exited(status)) => std::process::exit(status),

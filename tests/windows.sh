@@ -147,7 +147,7 @@ else:
     fi
 
     expect "windows: --submit polls the job it started" 0 \
-        '{"id": 7, "status": "succeeded", "artifact": "https://cdn.example.com/build-7.tar.gz"}' -- \
+        '{"id":7,"status":"done","artifact":"https://cdn.example.com/build-7.tar.gz"}' -- \
         $w --submit --json '{"name":"build"}' --status-url '"/jobs/\(.id)"' -i 50ms "$base/jobs"
 
     expect "windows: -o writes the body to a file, not stdout" 0 '' -- $w -o "$(winpath "$work/body.json")" "$base/ok"

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use crate::cli::flags::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Request};
-use crate::report::output::{ColorChoice, Style};
+use crate::report::reporter::{ColorChoice, Style};
 use crate::rules::breaker;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Phase, Policy};
@@ -28,15 +28,8 @@ use crate::util::{file, parse};
 pub struct Config {
     /// One per URL, in the order given.
     pub(crate) targets: Vec<Target>,
-    pub(crate) client: ClientConfig,
-    /// Conditional polls (`--no-conditional` turns them off).
-    pub(crate) conditional: bool,
-    pub(crate) conditions: Conditions,
-    /// `--print`.
-    pub(crate) print: Option<Filter>,
-    pub(crate) policy: Policy,
-    /// `--submit`: the first request starts an operation.
-    pub(crate) submit: Option<Submit>,
+    /// How every URL is polled.
+    pub(crate) polling: Polling,
     /// `--idempotency-key` (`auto` made into its UUID), when requests carry it:
     /// the JSON log shows it, so that a failed run can be re-run with the same key.
     pub(crate) idempotency_key: Option<String>,
@@ -52,13 +45,30 @@ pub struct Config {
     pub(crate) command: Option<Command>,
 }
 
+/// How every URL is polled: the same for each loop.
+#[derive(Debug)]
+pub(crate) struct Polling {
+    pub client: ClientConfig,
+    /// Conditional polls (`--no-conditional` turns them off).
+    pub conditional: bool,
+    pub conditions: Conditions,
+    /// `--print`.
+    pub print: Option<Filter>,
+    pub policy: Policy,
+    /// `--submit`: the first request starts an operation.
+    pub submit: Option<Submit>,
+}
+
+/// Headers as given, in order.
+type Headers = Vec<(String, String)>;
+
 /// One URL and what its loop needs of its own.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     /// The request as given (the submit, with `--submit`).
     pub request: Request,
     /// Where its shared state is kept: `--state-key`, or its origin.
-    pub key: String,
+    pub state_key: String,
     /// Which request the first attempt sends.
     pub phase: Phase,
     /// `-H @FILE` and `--auth-cmd`, one for the whole run.
@@ -112,152 +122,41 @@ impl Config {
         let until = (!cli.timeout.is_zero()).then(|| Instant::now() + *cli.timeout);
         let user_agent = cli.user_agent.take().unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
         parse::check_header_value("User-Agent", &user_agent).map_err(|e| usage("--user-agent", e))?;
-        if let Some(user) = &cli.user {
-            parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
-        }
-
-        // `-H @FILE` (see flags.rs) is kept apart: read now, and again whenever it changes.
-        let (files, mut headers): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::flags::HEADER_FILE);
-        let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
-        if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
-            return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
-        }
-        if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
-            return Err(usage("--auth-cmd", "the command is empty"));
-        }
-        let auth = Arc::new(Credentials::new(&files, cli.auth_cmd.clone(), until)?);
-        let body = match (cli.data.take(), cli.json.take()) {
-            (Some(data), _) => {
-                let body = read_body("--data", &data, stdin, until)?;
-                // As curl -d; `-H 'Content-Type: ...'` replaces it.
-                set_default(&mut headers, "Content-Type", "application/x-www-form-urlencoded");
-                Some(body)
-            }
-            (None, Some(json)) => {
-                let body = read_body("--json", &json, stdin, until)?;
-                check_json("--json", &body)?;
-                set_default(&mut headers, "Content-Type", "application/json");
-                set_default(&mut headers, "Accept", "application/json");
-                Some(body)
-            }
-            (None, None) => None,
-        };
-        let method = match cli.method.take() {
-            Some(method) => parse::method(&method).map_err(|e| usage("--request", e))?,
-            None if cli.head => "HEAD".to_string(),
-            None if body.is_some() => "POST".to_string(),
-            None => "GET".to_string(),
-        };
+        let (mut headers, credentials) = credentials(&mut cli, until)?;
+        let body = body(&mut cli, &mut headers, stdin, until)?;
+        let method = method(&mut cli, body.is_some())?;
         let idempotent = is_idempotent(&method);
-
-        // The key goes on every attempt of a request that may have been
-        // processed: a POST/PATCH, or the submit whatever its method.
-        let key = match cli.idempotency_key.as_deref() {
-            None => None,
-            Some("auto") => Some(uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string()),
-            Some(key) => {
-                parse::check_header_value(&cli.idempotency_header, key).map_err(|e| usage("--idempotency-key", e))?;
-                Some(key.to_string())
-            }
-        };
-        if key.is_some() {
-            parse::header(&format!("{}: x", cli.idempotency_header)).map_err(|e| usage("--idempotency-header", e))?;
-        }
-        let keyed = key.is_some() && (cli.submit || !idempotent);
-        if let (true, Some(key)) = (keyed, &key) {
-            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&cli.idempotency_header));
-            headers.push((cli.idempotency_header.clone(), key.clone()));
-        }
-
-        // RFC 7240 counts the wait in whole seconds; a part of one is rounded up.
-        let prefer_wait = match cli.prefer_wait.map(|d| *d) {
-            Some(wait) if wait.is_zero() => return Err(usage("--prefer-wait", "must be longer than 0")),
-            Some(wait) => {
-                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                headers.push(("Prefer".into(), format!("wait={seconds}")));
-                Some(Duration::from_secs(seconds))
-            }
-            None => None,
-        };
-
+        let (idempotency_key, keyed) = idempotency_key(&cli, idempotent, &mut headers)?;
+        let prefer_wait = prefer_wait(&cli, &mut headers)?;
         let limits = check_limits(&cli.limits, stdin, until)?;
         if cli.urls.len() > 1 && limits.fallback.is_some() {
             return Err(usage("--fallback", "stands in for one URL's body; it cannot be used with several URLs"));
         }
-
-        let mut targets = Vec::with_capacity(cli.urls.len());
-        for raw in &cli.urls {
-            let (url, credentials) = url::check(raw).map_err(Error::Usage)?;
-            if credentials.is_some() && cli.auth_cmd.is_some() {
-                return Err(usage(
-                    "--auth-cmd",
-                    "cannot be used with credentials in the URL (user:password@); give one of them",
-                ));
-            }
-            let mut headers = headers.clone();
-            // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
-            let written = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
-            if let (Some(credentials), false) = (cli.user.clone().or(credentials), written) {
-                let credentials = if credentials.contains(':') { credentials } else { format!("{credentials}:") };
-                let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-                headers.push(("Authorization".into(), format!("Basic {encoded}")));
-            }
-            let key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
-            let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
-            let see_other_is_the_answer = cli.submit;
-            let request = Request { method: method.clone(), url, headers, body: body.clone(), see_other_is_the_answer };
-            targets.push(Target { request, key, phase, credentials: Arc::clone(&auth) });
-        }
-
-        let urls: Vec<&str> = targets.iter().map(|target: &Target| target.request.url.as_str()).collect();
-        // Over a Unix socket the proxy variables are not read, so not checked.
-        if let Some(path) = &cli.unix_socket {
-            crate::http::unix::check(path).map_err(|e| usage("--unix-socket", e))?;
-        } else {
-            crate::http::proxy::Proxies::check_env(&urls).map_err(Error::Usage)?;
-        }
+        let given = Request { method, url: String::new(), headers, body, see_other_is_the_answer: cli.submit };
+        let targets = targets(&cli, &given, &credentials)?;
+        check_network(&cli, &targets)?;
         let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?;
-
-        let args = jq_args(&cli)?;
-        let conditions = conditions(&cli, &args)?;
-        let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
-        let submit = cli.submit.then(|| -> Result<Submit, Error> {
-            Ok(Submit {
-                status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f, &args)).transpose()?,
-                trusted: cli.location_trusted,
-                key_header: keyed.then(|| cli.idempotency_header.clone()),
-            })
-        });
-        let submit = submit.transpose()?;
-
+        let client = ClientConfig {
+            user_agent,
+            connect_timeout: *cli.connect_timeout,
+            // A long poll is held up to --prefer-wait before it answers.
+            request_timeout: cli.request_timeout.saturating_add(prefer_wait.unwrap_or_default()),
+            max_redirects: cli.max_redirs,
+            max_body: cli.max_body.0,
+            insecure: cli.insecure,
+            cacert,
+            unix_socket: cli.unix_socket.take(),
+        };
+        let polling = polling(&cli, client, idempotent, keyed)?;
         if let Some(output) = &cli.output {
             file::check_writable(output).map_err(|e| usage("--output", e))?;
         }
-
-        let policy = policy(&cli, idempotent, keyed)?;
         let command = (!cli.command.is_empty()).then(|| Command::find(&cli.command)).transpose()?;
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
-
         Ok(Config {
             targets,
-            client: ClientConfig {
-                user_agent,
-                connect_timeout: *cli.connect_timeout,
-                // A long poll is held up to --prefer-wait before it answers.
-                request_timeout: cli.request_timeout.saturating_add(prefer_wait.unwrap_or_default()),
-                max_redirects: cli.max_redirs,
-                max_body: cli.max_body.0,
-                insecure: cli.insecure,
-                cacert,
-                unix_socket: cli.unix_socket.take(),
-            },
-            conditional: !cli.no_conditional,
-            conditions,
-            print,
-            policy,
-            submit,
-            idempotency_key: key.filter(|_| keyed),
+            polling,
+            idempotency_key: idempotency_key.filter(|_| keyed),
             timeout,
             any: cli.any,
             output_file: cli.output.take(),
@@ -268,6 +167,156 @@ impl Config {
     }
 }
 
+/// `-H` headers but `-H @FILE`, and the credentials that change during a
+/// run: `-H @FILE` (read now, and again whenever it changes) and `--auth-cmd`.
+fn credentials(cli: &mut Cli, until: Option<Instant>) -> Result<(Headers, Arc<Credentials>), Error> {
+    if let Some(user) = &cli.user {
+        parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
+    }
+    let (files, headers): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::flags::HEADER_FILE);
+    let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
+    if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+        return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
+    }
+    if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
+        return Err(usage("--auth-cmd", "the command is empty"));
+    }
+    Ok((headers, Arc::new(Credentials::new(&files, cli.auth_cmd.clone(), until)?)))
+}
+
+/// `-d` or `--json`, with the `Content-Type` (and `Accept`) they imply unless `-H` gave one.
+fn body(
+    cli: &mut Cli,
+    headers: &mut Headers,
+    stdin: &mut dyn Read,
+    until: Option<Instant>,
+) -> Result<Option<Vec<u8>>, Error> {
+    Ok(match (cli.data.take(), cli.json.take()) {
+        (Some(data), _) => {
+            let body = read_body("--data", &data, stdin, until)?;
+            // As curl -d; `-H 'Content-Type: ...'` replaces it.
+            set_default(headers, "Content-Type", "application/x-www-form-urlencoded");
+            Some(body)
+        }
+        (None, Some(json)) => {
+            let body = read_body("--json", &json, stdin, until)?;
+            check_json("--json", &body)?;
+            set_default(headers, "Content-Type", "application/json");
+            set_default(headers, "Accept", "application/json");
+            Some(body)
+        }
+        (None, None) => None,
+    })
+}
+
+/// `-X`, else HEAD for `-I`, POST with a body, GET.
+fn method(cli: &mut Cli, has_body: bool) -> Result<String, Error> {
+    Ok(match cli.method.take() {
+        Some(method) => parse::method(&method).map_err(|e| usage("--request", e))?,
+        None if cli.head => "HEAD".to_string(),
+        None if has_body => "POST".to_string(),
+        None => "GET".to_string(),
+    })
+}
+
+/// `--idempotency-key` (`auto` made into a UUID), and whether requests carry
+/// it: every attempt of a request that may have been processed (a POST or
+/// PATCH, or the submit whatever its method), in `--idempotency-header`.
+fn idempotency_key(cli: &Cli, idempotent: bool, headers: &mut Headers) -> Result<(Option<String>, bool), Error> {
+    let key = match cli.idempotency_key.as_deref() {
+        None => return Ok((None, false)),
+        Some("auto") => uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string(),
+        Some(key) => {
+            parse::check_header_value(&cli.idempotency_header, key).map_err(|e| usage("--idempotency-key", e))?;
+            key.to_string()
+        }
+    };
+    parse::header(&format!("{}: x", cli.idempotency_header)).map_err(|e| usage("--idempotency-header", e))?;
+    let keyed = cli.submit || !idempotent;
+    if keyed {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&cli.idempotency_header));
+        headers.push((cli.idempotency_header.clone(), key.clone()));
+    }
+    Ok((Some(key), keyed))
+}
+
+/// `--prefer-wait`'s header and how long a reply may be held; RFC 7240
+/// counts in whole seconds, so a part of one is rounded up.
+fn prefer_wait(cli: &Cli, headers: &mut Headers) -> Result<Option<Duration>, Error> {
+    let Some(wait) = cli.prefer_wait.map(|d| *d) else { return Ok(None) };
+    if wait.is_zero() {
+        return Err(usage("--prefer-wait", "must be longer than 0"));
+    }
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    headers.push(("Prefer".into(), format!("wait={seconds}")));
+    Ok(Some(Duration::from_secs(seconds)))
+}
+
+/// One target per URL: the `given` request sent there, with `-u` or the
+/// URL's own credentials, and where its shared state is kept.
+fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result<Vec<Target>, Error> {
+    let mut targets = Vec::with_capacity(cli.urls.len());
+    for raw in &cli.urls {
+        // `poll help`, as git and cargo take it: the help is elsewhere.
+        if raw == "help" {
+            return Err(Error::usage("`help` is no URL; see `poll --help`"));
+        }
+        let (url, in_url) = url::check(raw).map_err(Error::usage)?;
+        if in_url.is_some() && cli.auth_cmd.is_some() {
+            return Err(usage(
+                "--auth-cmd",
+                "cannot be used with credentials in the URL (user:password@); give one of them",
+            ));
+        }
+        let mut headers = given.headers.clone();
+        // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
+        let written = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        if let (Some(user), false) = (cli.user.clone().or(in_url), written) {
+            let user = if user.contains(':') { user } else { format!("{user}:") };
+            let encoded = base64::engine::general_purpose::STANDARD.encode(user);
+            headers.push(("Authorization".into(), format!("Basic {encoded}")));
+        }
+        let state_key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
+        let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
+        let request = Request { url, headers, ..given.clone() };
+        targets.push(Target { request, state_key, phase, credentials: Arc::clone(credentials) });
+    }
+    Ok(targets)
+}
+
+/// The way to the servers: `--unix-socket`'s path, or else the proxy
+/// variables (over a Unix socket they are not read, so not checked).
+fn check_network(cli: &Cli, targets: &[Target]) -> Result<(), Error> {
+    if let Some(path) = &cli.unix_socket {
+        return crate::http::unix::check(path).map_err(|e| usage("--unix-socket", e));
+    }
+    let urls: Vec<&str> = targets.iter().map(|target| target.request.url.as_str()).collect();
+    crate::http::proxy::Proxies::check_env(&urls).map_err(Error::usage)
+}
+
+/// How every URL is polled: the client, the filters, `--submit` and the policy.
+fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Result<Polling, Error> {
+    let args = jq_args(cli)?;
+    let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
+    let submit = match cli.submit {
+        true => Some(Submit {
+            status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f, &args)).transpose()?,
+            trusted: cli.location_trusted,
+            key_header: keyed.then(|| cli.idempotency_header.clone()),
+        }),
+        false => None,
+    };
+    Ok(Polling {
+        client,
+        conditional: !cli.no_conditional,
+        conditions: conditions(cli, &args)?,
+        print,
+        policy: policy(cli, idempotent, keyed)?,
+        submit,
+    })
+}
+
 /// The filters of `--until`, `--fail-when` and `--show`, with `--submit`'s
 /// built-ins for what the user did not give.
 fn conditions(cli: &Cli, args: &Args) -> Result<Conditions, Error> {
@@ -276,7 +325,7 @@ fn conditions(cli: &Cli, args: &Args) -> Result<Conditions, Error> {
     let (until, fail_when) = (given("--until", &cli.until)?, given("--fail-when", &cli.fail_when)?);
     // With --submit, what the user did not give is built in.
     let builtin = cli.submit.then(Builtin::new);
-    let builtin = builtin.transpose().map_err(|e| Error::Usage(format!("the built-in conditions: {e}")))?;
+    let builtin = builtin.transpose().map_err(|e| Error::usage(format!("the built-in conditions: {e}")))?;
     let show = given("--show", &cli.show)?;
     Ok(Conditions { until, fail_when, show, builtin })
 }
@@ -387,7 +436,7 @@ pub(crate) fn gitlab_ci(ci: Option<CiArg>) -> bool {
 }
 
 fn usage(flag: &str, message: impl std::fmt::Display) -> Error {
-    Error::Usage(format!("{flag}: {message}"))
+    Error::usage(format!("{flag}: {message}"))
 }
 
 /// Methods that may be re-sent safely. Unknown methods are treated like POST.

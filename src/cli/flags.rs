@@ -1,6 +1,7 @@
 //! The command line: clap's derive model of every flag, with value parsers
-//! that reject bad input before anything is sent. Nothing else imports clap
-//! types: `config.rs` turns a [`Cli`] into a `Config`.
+//! that reject bad input before anything is sent. `config.rs` turns a [`Cli`]
+//! into a `Config`; beside this file only `lib.rs` names clap, to tell
+//! `--help` and `--version` from a usage error.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -416,7 +417,7 @@ pub enum Generate {
 
 /// What the command line asks for.
 #[derive(Debug)]
-pub(crate) enum Asked {
+pub(crate) enum Invocation {
     Run(Box<Cli>),
     Generate(Generate),
 }
@@ -424,7 +425,7 @@ pub(crate) enum Asked {
 /// Parses the command line. `poll --generate KIND` is a command of its own,
 /// so that the model above (its usage line, completions and man page) never
 /// shows it.
-pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Asked, clap::Error> {
+pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, clap::Error> {
     let args: Vec<OsString> = args.into_iter().collect();
     let generating =
         args.get(1).and_then(|a| a.to_str()).is_some_and(|a| a == "--generate" || a.starts_with("--generate="));
@@ -436,10 +437,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Asked, c
             .value_parser(clap::builder::EnumValueParser::<Generate>::new());
         let mut matches = clap::Command::new("poll").arg(generate).try_get_matches_from(args)?;
         let kind = matches.remove_one::<Generate>("generate").unwrap_or(Generate::Man);
-        return Ok(Asked::Generate(kind));
+        return Ok(Invocation::Generate(kind));
     }
     let mut matches = command().try_get_matches_from(args)?;
-    Cli::from_arg_matches_mut(&mut matches).map(|cli| Asked::Run(Box::new(cli)))
+    Cli::from_arg_matches_mut(&mut matches).map(|cli| Invocation::Run(Box::new(cli)))
 }
 
 /// clap's error as one line, built from its parts (not from the rendered
@@ -484,6 +485,7 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
     } else if let Some(similar) = text(ContextKind::SuggestedValue) {
         line.push_str(&format!(" (a similar value exists: '{similar}')"));
     }
+    line.push_str("; see `poll --help`");
     line
 }
 
@@ -614,9 +616,9 @@ mod tests {
     #[test]
     fn the_hidden_generator_is_exclusive_and_absent_from_the_model() {
         let asked = super::parse(["poll", "--generate", "man"].map(OsString::from));
-        assert!(matches!(asked, Ok(Asked::Generate(Generate::Man))), "{asked:?}");
+        assert!(matches!(asked, Ok(Invocation::Generate(Generate::Man))), "{asked:?}");
         let asked = super::parse(["poll", "--generate=zsh"].map(OsString::from));
-        assert!(matches!(asked, Ok(Asked::Generate(Generate::Zsh))), "{asked:?}");
+        assert!(matches!(asked, Ok(Invocation::Generate(Generate::Zsh))), "{asked:?}");
         assert!(super::parse(["poll", "--generate", "man", "http://x/"].map(OsString::from)).is_err());
         assert!(super::parse(["poll", "--generate", "nroff"].map(OsString::from)).is_err());
         assert!(command().get_arguments().all(|arg| arg.get_id() != "generate"));

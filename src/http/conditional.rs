@@ -17,7 +17,7 @@ pub(crate) enum Sent {
     /// None: a 304 leaves no body to judge.
     Nothing,
     /// Ours, from the last 2xx to its URL.
-    Kept,
+    Ours,
     /// The user's own `-H If-None-Match` / `-H If-Modified-Since`.
     Users,
 }
@@ -29,7 +29,7 @@ pub(crate) enum Answer {
     Fresh,
     /// A 304 to our validators: the reply now holds the body kept, to be
     /// judged as the 2xx `status` it came with.
-    Kept { status: u16 },
+    NotModified { status: u16 },
     /// A 304 to the user's own validator: what the user knows has not changed, not yet.
     Unchanged,
     /// A 304 to a request that carried no validator: there is no body to judge.
@@ -38,7 +38,7 @@ pub(crate) enum Answer {
 
 /// The last 2xx to one URL.
 #[derive(Debug)]
-struct Kept {
+struct LastReply {
     status: u16,
     etag: Option<String>,
     last_modified: Option<String>,
@@ -51,7 +51,7 @@ struct Kept {
 pub(crate) struct Validators {
     /// `--no-conditional` turns the automatic validators off.
     on: bool,
-    kept: HashMap<String, Kept>,
+    kept: HashMap<String, LastReply>,
 }
 
 impl Validators {
@@ -78,7 +78,7 @@ impl Validators {
         if let Some(date) = &kept.last_modified {
             conditional.headers.push(("If-Modified-Since".into(), date.clone()));
         }
-        (Cow::Owned(conditional), Sent::Kept)
+        (Cow::Owned(conditional), Sent::Ours)
     }
 
     /// After the reply to `request` (sent with `sent`): a full 2xx to a GET
@@ -94,9 +94,9 @@ impl Validators {
         let Ok(reply) = reply else { return Answer::Fresh };
         if reply.status == 304 {
             return match (sent, self.kept.get(&request.url)) {
-                (Sent::Kept, Some(kept)) => {
+                (Sent::Ours, Some(kept)) => {
                     reply.body.clone_from(&kept.body);
-                    Answer::Kept { status: kept.status }
+                    Answer::NotModified { status: kept.status }
                 }
                 (Sent::Users, _) => Answer::Unchanged,
                 _ => Answer::Unasked,
@@ -112,7 +112,7 @@ impl Validators {
             self.kept.remove(&request.url);
             return Answer::Fresh;
         }
-        let kept = Kept { status: reply.status, etag, last_modified, body: reply.body.clone() };
+        let kept = LastReply { status: reply.status, etag, last_modified, body: reply.body.clone() };
         self.kept.insert(request.url.clone(), kept);
         Answer::Fresh
     }
@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(validators.settle(&request, false, sent, &mut ok), Answer::Fresh);
 
         let (second, sent) = validators.prepare(&request, false);
-        assert_eq!(sent, Sent::Kept);
+        assert_eq!(sent, Sent::Ours);
         assert_eq!(
             names(&second),
             [
@@ -160,12 +160,12 @@ mod tests {
             ]
         );
         let mut not_modified = reply(304, &[], "");
-        assert_eq!(validators.settle(&request, false, sent, &mut not_modified), Answer::Kept { status: 200 });
+        assert_eq!(validators.settle(&request, false, sent, &mut not_modified), Answer::NotModified { status: 200 });
         assert_eq!(not_modified.map(|r| r.body).ok(), Some(b"{}".to_vec()));
 
         // Another URL has validators of its own; a 2xx without any forgets them.
         assert_eq!(validators.prepare(&get("http://a/y", &[]), false).1, Sent::Nothing);
-        validators.settle(&request, false, Sent::Kept, &mut reply(200, &[], "new"));
+        validators.settle(&request, false, Sent::Ours, &mut reply(200, &[], "new"));
         assert_eq!(validators.prepare(&request, false).1, Sent::Nothing);
     }
 

@@ -3,7 +3,9 @@
 //! from memory only, as curl's engine does with `-b ''`. Load balancers and
 //! operation services that pin a client to one backend rely on it.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
+
+use crate::util::sync::lock;
 
 use cookie_store::CookieStore;
 use url::Url;
@@ -22,7 +24,7 @@ impl Jar {
             return;
         }
         let Ok(url) = Url::parse(url) else { return };
-        let mut jar = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut jar = lock(&self.0);
         for set_cookie in set_cookies {
             let _ = jar.parse(set_cookie, &url);
         }
@@ -32,7 +34,7 @@ impl Jar {
     /// A `Secure` cookie goes only over https://, loopback included (where
     /// the cookie crate, as browsers, would also send it over http://).
     pub(crate) fn header(&self, url: &str) -> Option<String> {
-        let jar = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let jar = lock(&self.0);
         // An empty jar (the common case) sends nothing, without parsing the URL.
         jar.iter_any().next()?;
         let url = Url::parse(url).ok()?;

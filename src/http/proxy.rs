@@ -4,7 +4,7 @@
 //! An `https://` request goes through ureq's own `CONNECT` tunnel.
 //!
 //! The proxy is set per request in ureq's request-level config, so every hop of
-//! a redirect is checked against `no_proxy` again. [`Connector`] then sees it
+//! a redirect is checked against `no_proxy` again. [`ProxyConnector`] then sees it
 //! in [`ConnectionDetails::config`]: for an `http://` target it connects to the
 //! proxy itself and wraps the connection in [`AbsoluteForm`], which rewrites
 //! the request line ureq writes (ureq 3 only writes origin form). ureq's pool
@@ -32,11 +32,18 @@ fn is_http(proxy: &Proxy) -> bool {
     matches!(proxy.protocol(), ProxyProtocol::Http | ProxyProtocol::Https)
 }
 
+/// A proxy, and how messages name it: its URL (redacted) and the variable it came from.
+#[derive(Debug)]
+struct Named {
+    proxy: Proxy,
+    shown: String,
+}
+
 /// The run's proxy settings, read once from the environment.
 #[derive(Debug)]
 pub(crate) struct Proxies {
-    http: Option<Proxy>,
-    https: Option<Proxy>,
+    http: Option<Named>,
+    https: Option<Named>,
     /// `no_proxy` entries, lowercased, without a leading `*.` or `.` (nor an
     /// IPv6 address's brackets); `*` exempts every host.
     exempt: Vec<String>,
@@ -45,8 +52,8 @@ pub(crate) struct Proxies {
 impl Proxies {
     /// `https_proxy` for https, `http_proxy` for http (either case), else
     /// `all_proxy`; `no_proxy` exempts hosts. Unlike curl, the uppercase
-    /// `HTTP_PROXY` is honoured (README promises it). A value ureq cannot
-    /// parse is ignored.
+    /// `HTTP_PROXY` is honoured (the man page promises it). A value ureq
+    /// cannot parse is ignored.
     pub(crate) fn from_env() -> Proxies {
         Proxies::from_lookup(|name| std::env::var(name).ok())
     }
@@ -60,8 +67,10 @@ impl Proxies {
         // A SOCKS proxy never reaches ureq, which is built without it (and
         // would panic): `check_env` has refused it for the URLs given.
         let proxy = |names: [&str; 4]| {
-            let value = names.iter().find_map(|name| var(name).filter(|v| !v.trim().is_empty()))?;
-            Proxy::new(value.trim()).ok().filter(is_http)
+            let (name, value) =
+                names.iter().find_map(|name| Some((name, var(name).filter(|v| !v.trim().is_empty())?)))?;
+            let proxy = Proxy::new(value.trim()).ok().filter(is_http)?;
+            Some(Named { proxy, shown: format!("{} ({name})", crate::util::url::redact_userinfo(value.trim())) })
         };
         let exempt = ["no_proxy", "NO_PROXY"].iter().find_map(|name| var(name)).unwrap_or_default();
         let exempt = exempt
@@ -110,6 +119,16 @@ impl Proxies {
 
     /// The proxy a request to `uri` goes through, if any.
     pub(crate) fn for_uri(&self, uri: &Uri) -> Option<&Proxy> {
+        self.named(uri).map(|named| &named.proxy)
+    }
+
+    /// The proxy a request to `uri` goes through, as messages name it:
+    /// `http://proxy:3128 (HTTP_PROXY)`, credentials redacted.
+    pub(crate) fn shown_for(&self, uri: &Uri) -> Option<&str> {
+        self.named(uri).map(|named| named.shown.as_str())
+    }
+
+    fn named(&self, uri: &Uri) -> Option<&Named> {
         let proxy = if uri.scheme() == Some(&Scheme::HTTPS) { &self.https } else { &self.http };
         proxy.as_ref().filter(|_| !self.is_exempt(uri.host().unwrap_or("")))
     }
@@ -129,27 +148,27 @@ impl Proxies {
 /// config names an HTTP proxy: that one connects to the proxy and speaks
 /// absolute form to it, where ureq would open a `CONNECT` tunnel.
 #[derive(Debug)]
-pub(crate) struct Connector {
+pub(crate) struct ProxyConnector {
     inner: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
     /// The agent's config, which names no proxy, for the connection to the
     /// proxy itself: plain TCP, or TLS for an `https://` proxy URL.
     direct: ureq::config::Config,
 }
 
-impl Connector {
+impl ProxyConnector {
     /// `agent` is the config the agent is built with; it must name no proxy.
     /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
-    pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> Connector {
+    pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> ProxyConnector {
         // ureq's DefaultConnector, with the TLS of `tls.rs` (SOCKS is refused before any request).
         let inner =
             ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(tls::Connector::new(cacert));
-        Connector { inner: Box::new(inner), direct: agent }
+                .chain(tls::TlsConnector::new(cacert));
+        ProxyConnector { inner: Box::new(inner), direct: agent }
     }
 }
 
-impl transport::Connector for Connector {
+impl transport::Connector for ProxyConnector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, chained: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
@@ -407,7 +426,7 @@ mod tests {
 
         fn transmit_output(&mut self, amount: usize, _: NextTimeout) -> Result<(), ureq::Error> {
             let bytes = self.buffers.output()[..amount].to_vec();
-            self.sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(bytes);
+            crate::util::sync::lock(&self.sent).extend(bytes);
             Ok(())
         }
 
@@ -444,7 +463,7 @@ mod tests {
                 }
             }
         }
-        String::from_utf8_lossy(&sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned()
+        String::from_utf8_lossy(&crate::util::sync::lock(&sent)).into_owned()
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! per loop, and [`Client::fetch`], which sends a request, follows redirects
 //! as curl does and reads the body to the end. It returns plain data; no ureq
 //! type leaves this module. Each request (each redirect hop too) takes its
-//! proxy from `Proxies`; see `src/proxy.rs` for how an `http://` URL reaches
+//! proxy from `Proxies`; see `src/http/proxy.rs` for how an `http://` URL reaches
 //! an HTTP proxy.
 
 use std::io::{ErrorKind, Read};
@@ -76,7 +76,7 @@ pub(crate) struct ClientConfig {
     pub insecure: bool,
     /// PEM bytes of `--cacert`, already checked to hold a certificate.
     pub cacert: Option<Vec<u8>>,
-    /// `--unix-socket`: every connection goes to this socket (see `src/unix.rs`).
+    /// `--unix-socket`: every connection goes to this socket (see `src/http/unix.rs`).
     pub unix_socket: Option<std::path::PathBuf>,
 }
 
@@ -100,11 +100,15 @@ impl Reply {
 pub(crate) struct Fault {
     pub failure: Failure,
     pub detail: String,
+    /// The proxy that could not be reached, as messages name it, when it is the proxy's failure.
+    pub proxy: Option<String>,
+    /// [`Failure::ProxyRefused`]: the status the proxy answered `CONNECT` with.
+    pub proxy_status: Option<u16>,
 }
 
 impl Fault {
     fn new(failure: Failure, detail: impl Into<String>) -> Fault {
-        Fault { failure, detail: detail.into() }
+        Fault { failure, detail: detail.into(), proxy: None, proxy_status: None }
     }
 }
 
@@ -173,15 +177,20 @@ impl Client {
         // Over a Unix socket no proxy is used, as in curl.
         let (agent, proxies) = match &spec.unix_socket {
             Some(path) => {
-                let connector = unix::Connector::new(path, spec.cacert.clone());
+                let connector = unix::UnixConnector::new(path, spec.cacert.clone());
                 (ureq::Agent::with_parts(config, connector, unix::NoResolver), Proxies::none())
             }
             None => {
-                let connector = proxy::Connector::new(config.clone(), spec.cacert.clone());
+                let connector = proxy::ProxyConnector::new(config.clone(), spec.cacert.clone());
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
             }
         };
         Client { agent, spec: spec.clone(), proxies, jar: Jar::default() }
+    }
+
+    /// The proxy a request to `url` goes through, as messages name it.
+    pub(crate) fn proxy_for(&self, url: &str) -> Option<&str> {
+        self.proxies.shown_for(&url.parse().ok()?)
     }
 
     /// Where the trusted roots came from, once per process after the first
@@ -285,10 +294,17 @@ impl Client {
                 self.agent.run(request)
             }
         };
-        result.map_err(|e| match classify(&e) {
+        result.map_err(|e| {
+            let mut fault = classify(&e);
             // An end of stream before any reply is a dropped connection, not a short body.
-            Fault { failure: Failure::Truncated, detail } => Fault::new(Failure::Reset, detail),
-            fault => fault,
+            if fault.failure == Failure::Truncated {
+                fault.failure = Failure::Reset;
+            }
+            // Nothing was reached: through a proxy, that is the proxy.
+            if matches!(fault.failure, Failure::Refused | Failure::ConnectTimeout | Failure::Dns) {
+                fault.proxy = self.proxy_for(url).map(str::to_string);
+            }
+            fault
         })
     }
 
@@ -343,7 +359,10 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
                 addresses.push(address);
                 Ok(addresses)
             }
-            None => self.0.resolve(uri, config, timeout),
+            None => self.0.resolve(uri, config, timeout).map_err(|e| match e {
+                ureq::Error::Io(io) => ureq::Error::Io(std::io::Error::new(io.kind(), Unresolved(io))),
+                other => other,
+            }),
         }
     }
 }
@@ -372,17 +391,21 @@ fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-/// Sorts a ureq error into the classes README lists (transient or permanent).
+/// Sorts a ureq error into the classes README lists (transient or permanent)
+/// by its type: ureq's variant, the `io::ErrorKind`, or the error inside an
+/// I/O error (rustls', or one of ours: [`Unresolved`], [`unix::NotASocket`]);
+/// never by its message, which a ureq release may reword.
 fn classify(error: &ureq::Error) -> Fault {
     use ureq::Error as E;
-    let detail = error.to_string();
+    let tls = tls_error(error);
     let failure = match error {
         E::Timeout(ureq::Timeout::Connect) => Failure::ConnectTimeout,
         E::Timeout(ureq::Timeout::Resolve) => Failure::Dns,
         E::Timeout(_) => Failure::Timeout,
         E::HostNotFound => Failure::Dns,
-        E::Io(io) if io.to_string().starts_with("failed to lookup address information") => Failure::Dns,
-        E::Io(io) if io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()).is_some() => Failure::Tls,
+        _ if matches!(tls, Some(rustls::Error::InvalidMessage(_))) => Failure::NotTls,
+        _ if tls.is_some() => Failure::Tls,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<unix::NotASocket>()) => Failure::NotASocket,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
@@ -399,33 +422,110 @@ fn classify(error: &ureq::Error) -> Fault {
         E::BodyExceedsLimit(_) => Failure::BodyTooLarge,
         E::Protocol(_) | E::LargeResponseHeader(..) | E::Decompress(..) => Failure::Malformed,
         E::BodyStalled => Failure::Timeout,
-        // ureq's words: "proxy server responded 403/403", or "did not respond" (it hung up).
-        E::ConnectProxyFailed(reason) if reason.starts_with("proxy server responded") => Failure::ProxyRefused,
+        // A status the proxy answered CONNECT with; none: it hung up.
+        E::ConnectProxyFailed(reason) if proxy_status(reason).is_some() => Failure::ProxyRefused,
         E::ConnectProxyFailed(_) => Failure::Reset,
         _ => Failure::Malformed,
     };
     let detail = match (failure, error) {
         (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
         // Which roots did not trust it: the first thing to check behind a TLS-inspecting proxy.
-        (Failure::Tls, _) if detail.contains("certificate") => match tls::source() {
-            Some(source) => format!("{detail} (trusted roots: {source})"),
-            None => detail,
+        (Failure::Tls, _) if matches!(tls, Some(rustls::Error::InvalidCertificate(_))) => match tls::source() {
+            Some(source) => format!("{error} (trusted roots: {source})"),
+            None => error.to_string(),
         },
-        // `--unix-socket`'s own words (`src/unix.rs`), without ureq's `io: `.
+        // `--unix-socket`'s own words (`src/http/unix.rs`), without ureq's `io: `.
         (Failure::NotASocket | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
-            let code = reason.trim_start_matches(|c: char| !c.is_ascii_digit()).get(..3).unwrap_or("");
-            let words = code.parse().ok().and_then(|c| http::StatusCode::from_u16(c).ok()?.canonical_reason());
-            format!("CONNECT answered with {code} {}", words.unwrap_or("")).trim_end().to_string()
+            let code = proxy_status(reason).unwrap_or_default();
+            let words = http::StatusCode::from_u16(code).ok().and_then(|c| c.canonical_reason()).unwrap_or("");
+            format!("CONNECT answered with {code} {words}").trim_end().to_string()
         }
-        _ => detail,
+        _ => error.to_string(),
     };
-    Fault::new(failure, detail)
+    let proxy_status = match error {
+        E::ConnectProxyFailed(reason) => proxy_status(reason),
+        _ => None,
+    };
+    Fault { proxy_status, ..Fault::new(failure, detail) }
 }
+
+/// The TLS error inside `error`, if it is one: rustls' own, or an I/O error
+/// that carries one (the handshake runs inside our transport's reads).
+fn tls_error(error: &ureq::Error) -> Option<&rustls::Error> {
+    match error {
+        ureq::Error::Rustls(e) => Some(e),
+        ureq::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()),
+        _ => None,
+    }
+}
+
+/// The status a proxy answered `CONNECT` with: the one number of three digits
+/// in ureq's reason (`proxy server responded 407/407`), where a hang-up has none.
+fn proxy_status(reason: &str) -> Option<u16> {
+    reason
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|digits| digits.len() == 3)
+        .find_map(|digits| digits.parse().ok().filter(|code| (100..600).contains(code)))
+}
+
+/// A host name that did not resolve: the resolver's error, marked so that
+/// [`classify`] knows it by its type (std reports it as an uncategorised I/O error).
+#[derive(Debug)]
+struct Unresolved(std::io::Error);
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Unresolved {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each class by the error's type: what a ureq release says in its messages decides nothing.
+    #[test]
+    fn errors_are_sorted_by_their_type() {
+        use std::io::Error as Io;
+        use ureq::Error as E;
+        let io = |kind: ErrorKind, inner: Box<dyn std::error::Error + Send + Sync>| E::Io(Io::new(kind, inner));
+        let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let not_tls = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        let rows: Vec<(E, Failure)> = vec![
+            (E::Timeout(ureq::Timeout::Connect), Failure::ConnectTimeout),
+            (E::Timeout(ureq::Timeout::Resolve), Failure::Dns),
+            (E::Timeout(ureq::Timeout::Global), Failure::Timeout),
+            (E::HostNotFound, Failure::Dns),
+            // The resolver's error is ours by its type, whatever it says.
+            (io(ErrorKind::Other, Box::new(Unresolved(Io::other("any words at all")))), Failure::Dns),
+            (E::Io(Io::from(ErrorKind::ConnectionRefused)), Failure::Refused),
+            (E::Io(Io::from(ErrorKind::ConnectionReset)), Failure::Reset),
+            (E::Io(Io::from(ErrorKind::BrokenPipe)), Failure::Reset),
+            (E::Io(Io::from(ErrorKind::UnexpectedEof)), Failure::Truncated),
+            (E::Io(Io::from(ErrorKind::TimedOut)), Failure::Timeout),
+            (E::Io(Io::from(ErrorKind::InvalidData)), Failure::Malformed),
+            (E::Rustls(cert.clone()), Failure::Tls),
+            (io(ErrorKind::InvalidData, Box::new(cert)), Failure::Tls),
+            (io(ErrorKind::InvalidData, Box::new(not_tls)), Failure::NotTls),
+            (io(ErrorKind::Other, Box::new(unix::NotASocket("not a socket".into()))), Failure::NotASocket),
+            (E::TooManyRedirects, Failure::TooManyRedirects),
+            (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
+            (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),
+            (E::ConnectProxyFailed("the proxy says 403 now".into()), Failure::ProxyRefused),
+            (E::ConnectProxyFailed("proxy server did not respond".into()), Failure::Reset),
+        ];
+        for (error, failure) in rows {
+            assert_eq!(classify(&error).failure, failure, "{error:?}");
+        }
+        let refused = classify(&E::ConnectProxyFailed("proxy server responded 407/407".into()));
+        assert_eq!(
+            (refused.proxy_status, refused.detail.as_str()),
+            (Some(407), "CONNECT answered with 407 Proxy Authentication Required")
+        );
+    }
 
     #[test]
     fn a_status_poll_is_a_bare_get_with_credentials_only_on_the_same_origin() {

@@ -177,12 +177,19 @@ pub(crate) fn config(cacert: Option<&[u8]>) -> Result<Arc<ClientConfig>, rustls:
 }
 
 fn build(cacert: Option<&[u8]>) -> Result<Arc<ClientConfig>, rustls::Error> {
-    // ureq's own choices: ring, TLS 1.2 and 1.3, SNI, no client certificate.
+    // Not dangerous: rustls' own checks, with the system's roots read when first needed.
+    with_verifier(|algorithms| Verifier::new(cacert, algorithms))
+}
+
+/// ureq's own choices (ring, TLS 1.2 and 1.3, SNI, no client certificate),
+/// with `verifier` for the server's certificate.
+fn with_verifier(
+    verifier: impl FnOnce(WebPkiSupportedAlgorithms) -> Verifier,
+) -> Result<Arc<ClientConfig>, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = Verifier::new(cacert, provider.signature_verification_algorithms);
+    let verifier = verifier(provider.signature_verification_algorithms);
     let config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(rustls::ALL_VERSIONS)?
-        // Not dangerous: rustls' own checks, with the system's roots read when first needed.
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
@@ -196,12 +203,16 @@ fn build(cacert: Option<&[u8]>) -> Result<Arc<ClientConfig>, rustls::Error> {
 /// those are tried first, and a run against a server of `--cacert`'s CA reads
 /// no system store (the bundle's 146 roots cost a one-shot run 0.2 ms of CPU).
 /// Any other chain is checked against all of them, and its error is theirs.
+/// With `-k` ([`unverified`]) any certificate is taken; the handshake's
+/// signatures are checked either way.
 #[derive(Debug)]
 struct Verifier {
     /// `--cacert`'s roots alone, when it has any.
     own: Option<RootCertStore>,
     /// `--cacert`'s roots and the system's, made on first need.
     all: OnceLock<RootCertStore>,
+    /// `-k`: no certificate is checked.
+    any: bool,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
@@ -212,7 +223,7 @@ impl Verifier {
             store.add_parsable_certificates(extra(pem));
             store
         });
-        Verifier { own: own.filter(|store| !store.is_empty()), all: OnceLock::new(), algorithms }
+        Verifier { own: own.filter(|store| !store.is_empty()), all: OnceLock::new(), any: false, algorithms }
     }
 
     /// Every root: the system's (read now, once per process) and `--cacert`'s.
@@ -238,6 +249,9 @@ impl ServerCertVerifier for Verifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.any {
+            return Ok(ServerCertVerified::assertion());
+        }
         let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
         let chains_to = |roots: &RootCertStore| {
             rustls::client::verify_server_cert_signed_by_trust_anchor(
@@ -291,70 +305,24 @@ fn extra(pem: &[u8]) -> Vec<CertificateDer<'static>> {
 /// `-k` for connections ureq does not make (`--state rediss://`): any
 /// certificate is taken, as ureq's own `-k` takes it.
 pub(crate) fn unverified() -> Result<Arc<ClientConfig>, rustls::Error> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = Unverified(provider.signature_verification_algorithms);
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(rustls::ALL_VERSIONS)?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    Ok(Arc::new(config))
-}
-
-/// `-k`: any certificate is taken; the handshake's signatures are still checked.
-#[derive(Debug)]
-struct Unverified(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+    with_verifier(|algorithms| Verifier { any: true, ..Verifier::new(None, algorithms) })
 }
 
 /// TLS for the connections that need it: this process's configuration, or
 /// with `-k` ureq's own, which verifies nothing.
 #[derive(Debug)]
-pub(crate) struct Connector {
+pub(crate) struct TlsConnector {
     cacert: Option<Vec<u8>>,
     insecure: RustlsConnector,
 }
 
-impl Connector {
-    pub(crate) fn new(cacert: Option<Vec<u8>>) -> Connector {
-        Connector { cacert, insecure: RustlsConnector::default() }
+impl TlsConnector {
+    pub(crate) fn new(cacert: Option<Vec<u8>>) -> TlsConnector {
+        TlsConnector { cacert, insecure: RustlsConnector::default() }
     }
 }
 
-impl<In: Transport> transport::Connector<In> for Connector {
+impl<In: Transport> transport::Connector<In> for TlsConnector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {

@@ -3,7 +3,7 @@
 //! path, the `Host` header and the scheme (an `https://` URL gets TLS over
 //! the socket, checked against the URL's host name).
 //!
-//! It plugs into ureq as a [`Connector`] of ours, as `proxy.rs` does: ureq
+//! It plugs into ureq as a [`UnixConnector`] of ours, as `proxy.rs` does: ureq
 //! writes and reads HTTP/1.1 over whatever transport the connector returns.
 //! [`NoResolver`] keeps ureq from resolving the URL's host, which names no
 //! machine here (`http://localhost/...`, `http://docker/...`).
@@ -58,19 +58,19 @@ impl std::error::Error for NotASocket {}
 
 /// Connects every request to the socket at `path`, with TLS over it for `https://`.
 #[derive(Debug)]
-pub(crate) struct Connector {
+pub(crate) struct UnixConnector {
     path: PathBuf,
-    tls: tls::Connector,
+    tls: tls::TlsConnector,
 }
 
-impl Connector {
+impl UnixConnector {
     /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
-    pub(crate) fn new(path: &Path, cacert: Option<Vec<u8>>) -> Connector {
-        Connector { path: path.to_path_buf(), tls: tls::Connector::new(cacert) }
+    pub(crate) fn new(path: &Path, cacert: Option<Vec<u8>>) -> UnixConnector {
+        UnixConnector { path: path.to_path_buf(), tls: tls::TlsConnector::new(cacert) }
     }
 }
 
-impl transport::Connector for Connector {
+impl transport::Connector for UnixConnector {
     type Out = Box<dyn Transport>;
 
     fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
@@ -135,7 +135,7 @@ mod socket {
     pub(super) fn open(path: &Path, details: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
         let stream = connect(path, details.timeout.not_zero().map(|t| *t))?;
         let config = details.config;
-        let stream = Arc::new(Stream(stream));
+        let stream = Arc::new(SharedSocket(stream));
         (details.register_shutdown)(Arc::downgrade(&stream) as std::sync::Weak<dyn ShutdownHandle>)?;
         let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
         Ok(Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None }))
@@ -196,9 +196,9 @@ mod socket {
 
     /// The socket, shared with the agent's shutdown handle.
     #[derive(Debug)]
-    struct Stream(UnixStream);
+    struct SharedSocket(UnixStream);
 
-    impl ShutdownHandle for Stream {
+    impl ShutdownHandle for SharedSocket {
         fn shutdown(&self) {
             let _ = self.0.shutdown(std::net::Shutdown::Both);
         }
@@ -207,7 +207,7 @@ mod socket {
     /// HTTP/1.1 bytes over a Unix socket: ureq's TCP transport, with a Unix stream.
     #[derive(Debug)]
     struct UnixTransport {
-        stream: Arc<Stream>,
+        stream: Arc<SharedSocket>,
         buffers: LazyBuffers,
         /// The timeouts last set on the socket, so that one is set only when it changes.
         read_timeout: Option<std::time::Duration>,

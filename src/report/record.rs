@@ -25,6 +25,8 @@ pub(crate) struct Record {
     /// A connection failure before the URL's first reply ([`Outcome::not_up_yet`]):
     /// no `--retries` spent, nothing told to the breaker, "never reached" at the deadline.
     pub not_up_yet: bool,
+    /// `--stable N`: the condition held on this many polls in a row, of N, and is polled again.
+    pub held: Option<(u32, u32)>,
     pub action: Action,
 }
 
@@ -68,7 +70,9 @@ impl Record {
     pub(crate) fn seen(&self) -> Seen {
         let shown = self.judgement.as_ref().and_then(|j| j.shown.clone());
         let failed = self.judgement.as_ref().and_then(|j| j.errors.last().cloned());
-        Seen { outcome: Some(self.outcome.clone()), status: self.status(), shown, not_up_yet: self.not_up_yet, failed }
+        let (outcome, status, not_up_yet, held) =
+            (Some(self.outcome.clone()), self.status(), self.not_up_yet, self.held);
+        Seen { outcome, status, shown, not_up_yet, failed, held }
     }
 
     /// The body of the final response, for stdout.
@@ -88,6 +92,8 @@ pub(crate) struct Seen {
     not_up_yet: bool,
     /// The jq error that kept the filters from holding on the body, if any.
     failed: Option<JqError>,
+    /// See [`Record::held`].
+    held: Option<(u32, u32)>,
 }
 
 impl Seen {
@@ -122,6 +128,10 @@ impl Seen {
             (Outcome::Submitted { .. }, Some(status)) => format!("{status} submitted"),
             (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
         };
+        // `--stable`: met, but not yet often enough in a row (a 2xx's "done" would say it is over).
+        if let (Some((held, stable)), Some(status)) = (self.held, self.status) {
+            text = format!("{status} met, {held} of {stable}");
+        }
         if let Some(shown) = &self.shown {
             text.push_str(&format!(" · {}", crate::util::text::printable(&crate::util::text::shorten(shown))));
         }

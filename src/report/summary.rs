@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::util::error;
 use crate::util::text::{count, human, printable};
 
 /// The variable the runner sets to the step's summary file.
@@ -24,7 +25,7 @@ pub(crate) struct Row {
     pub url: String,
     /// `None` when the run ended before this URL did.
     pub exit_code: Option<u8>,
-    /// The error line's message for this URL, if it failed.
+    /// The error line's message for this URL, if it failed, without the URL (a column of its own).
     pub message: Option<String>,
     pub attempts: u32,
     pub elapsed: Duration,
@@ -39,22 +40,9 @@ pub(crate) fn path(github: bool) -> Option<PathBuf> {
     github.then(|| PathBuf::from(value))
 }
 
-/// The run's code in words.
+/// A URL's exit code in words; `None` when the run ended before it did.
 fn words(code: Option<u8>) -> &'static str {
-    match code {
-        None => "abandoned",
-        Some(0) => "done",
-        Some(1) => "deadline",
-        Some(2) => "usage error",
-        Some(3) => "permanent failure",
-        Some(4) => "--fail-when matched",
-        Some(5) => "gave up",
-        Some(6) => "circuit open",
-        Some(129) => "hung up",
-        Some(130) => "interrupted",
-        Some(143) => "terminated",
-        Some(_) => "failed",
-    }
+    code.map_or("abandoned", error::words)
 }
 
 /// The table, with a heading line naming the run's ending and a blank line
@@ -71,8 +59,7 @@ pub(crate) fn render(rows: &[Row], code: u8, elapsed: Duration) -> String {
     text.push_str("|---|---|---:|---:|---:|---|\n");
     for row in rows {
         let result = match &row.message {
-            // The URL has a column of its own: not again in its message.
-            Some(message) => format!("{}: {}", words(row.exit_code), message.replace(&format!(" [{}]", row.url), "")),
+            Some(message) => format!("{}: {message}", words(row.exit_code)),
             None => words(row.exit_code).to_string(),
         };
         let exit = row.exit_code.map_or_else(|| "–".to_string(), |code| code.to_string());
@@ -191,7 +178,7 @@ mod tests {
 
     #[test]
     fn pipes_newlines_and_markdown_are_escaped() {
-        let rows = [row("http://h/a|b`c", Some(3), Some("HTTP 404 | *not*\nfound <b> [http://h/a|b`c]"), "404")];
+        let rows = [row("http://h/a|b`c", Some(3), Some("HTTP 404 | *not*\nfound <b>"), "404")];
         let text = render(&rows, 3, Duration::ZERO);
         let line = text.lines().nth(5).unwrap_or_default();
         assert_eq!(

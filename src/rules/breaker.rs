@@ -63,7 +63,7 @@ pub struct Sample {
 /// Where the breaker stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
-pub enum Phase {
+pub enum BreakerState {
     /// Requests go.
     #[default]
     Closed,
@@ -86,7 +86,7 @@ pub enum Phase {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Breaker {
     #[serde(flatten)]
-    pub phase: Phase,
+    pub state: BreakerState,
     /// The last outcomes, oldest first.
     #[serde(default)]
     pub window: VecDeque<Sample>,
@@ -124,14 +124,14 @@ impl Breaker {
     /// Whether a request may go at `now`. Changes nothing: the caller commits
     /// a probe with [`Breaker::start_probe`] once it knows it will send it.
     pub fn admit(&self, now: u64) -> Admit {
-        match self.phase {
-            Phase::Closed => Admit::Pass,
-            Phase::Open { until } if now < until => Admit::Reject(self.rejection(until, None)),
-            Phase::HalfOpen { pid, lease_until } if now < lease_until => {
+        match self.state {
+            BreakerState::Closed => Admit::Pass,
+            BreakerState::Open { until } if now < until => Admit::Reject(self.rejection(until, None)),
+            BreakerState::HalfOpen { pid, lease_until } if now < lease_until => {
                 Admit::Reject(self.rejection(lease_until, Some(pid)))
             }
             // The cool-down is over, or the last prober's lease ran out.
-            Phase::Open { .. } | Phase::HalfOpen { .. } => Admit::Probe,
+            BreakerState::Open { .. } | BreakerState::HalfOpen { .. } => Admit::Probe,
         }
     }
 
@@ -140,14 +140,14 @@ impl Breaker {
     /// that is longer, so that no second probe starts while the first is in flight.
     pub fn start_probe(&mut self, pid: u32, at: u64, settings: &Settings, at_least: u64) {
         let lease_until = at.saturating_add(self.cooldown_or(settings).max(at_least));
-        self.phase = Phase::HalfOpen { pid, lease_until };
+        self.state = BreakerState::HalfOpen { pid, lease_until };
     }
 
     /// Records one outcome of process `pid` at `now`. Returns the rejection a
     /// caller would now get, when the breaker is not closed afterwards.
     pub fn record(&mut self, now: u64, pid: u32, sample: Sample, settings: &Settings) -> Option<Rejection> {
-        match self.phase {
-            Phase::Closed => {
+        match self.state {
+            BreakerState::Closed => {
                 self.window.push_back(sample);
                 while self.window.len() > settings.window.max(1) {
                     self.window.pop_front();
@@ -157,7 +157,7 @@ impl Breaker {
                     self.open(now, reason);
                 }
             }
-            Phase::HalfOpen { pid: prober, .. } if prober == pid => {
+            BreakerState::HalfOpen { pid: prober, .. } if prober == pid => {
                 if sample.ok {
                     // The origin is back: start afresh.
                     *self = Breaker::default();
@@ -169,7 +169,7 @@ impl Breaker {
             }
             // A request that was admitted before the breaker opened, or another
             // process's probe: its outcome does not change the verdict.
-            Phase::Open { .. } | Phase::HalfOpen { .. } => {}
+            BreakerState::Open { .. } | BreakerState::HalfOpen { .. } => {}
         }
         // Past a cool-down the next admission decides who probes, so only a rejection counts.
         match self.admit(now) {
@@ -179,7 +179,7 @@ impl Breaker {
     }
 
     fn open(&mut self, now: u64, reason: String) {
-        self.phase = Phase::Open { until: now.saturating_add(self.cooldown) };
+        self.state = BreakerState::Open { until: now.saturating_add(self.cooldown) };
         self.reason = reason;
     }
 
@@ -286,7 +286,7 @@ mod tests {
         for _ in 0..5 {
             breaker.record(1_000, PID, failed(), &settings());
         }
-        assert_eq!(breaker.phase, Phase::Open { until: 31_000 });
+        assert_eq!(breaker.state, BreakerState::Open { until: 31_000 });
         breaker
     }
 
@@ -296,9 +296,9 @@ mod tests {
         for i in 0..4 {
             assert_eq!(breaker.record(i, PID, failed(), &settings()), None, "outcome {i}");
         }
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
         let rejection = breaker.record(4, PID, failed(), &settings());
-        assert_eq!(breaker.phase, Phase::Open { until: 30_004 });
+        assert_eq!(breaker.state, BreakerState::Open { until: 30_004 });
         assert_eq!(rejection.map(|r| r.retry_at), Some(30_004));
         assert!(breaker.reason.contains("5 of the last 5 requests failed"), "{}", breaker.reason);
     }
@@ -310,10 +310,10 @@ mod tests {
         for i in 0..10 {
             breaker.record(i, PID, if i % 5 < 3 { ok(1) } else { failed() }, &settings());
         }
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
         // One more failure pushes the oldest success out: 5 of 10.
         breaker.record(10, PID, failed(), &settings());
-        assert_eq!(breaker.phase, Phase::Open { until: 30_010 });
+        assert_eq!(breaker.state, BreakerState::Open { until: 30_010 });
 
         // The window is a sliding one: old failures age out.
         let mut breaker = Breaker::default();
@@ -321,7 +321,7 @@ mod tests {
         for (i, good) in (0..).zip(script) {
             breaker.record(i, PID, if good { ok(1) } else { failed() }, &settings());
         }
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
         assert_eq!(breaker.window.len(), 10);
         assert!(breaker.window.iter().all(|s| s.ok));
 
@@ -331,7 +331,7 @@ mod tests {
         for i in 0..20 {
             breaker.record(i, PID, failed(), &lenient);
         }
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
     }
 
     #[test]
@@ -341,9 +341,9 @@ mod tests {
             breaker.record(i, PID, ok(100), &settings());
         }
         breaker.record(9, PID, ok(5_000), &settings());
-        assert_eq!(breaker.phase, Phase::Closed, "5s is not above 5s");
+        assert_eq!(breaker.state, BreakerState::Closed, "5s is not above 5s");
         breaker.record(10, PID, ok(5_001), &settings());
-        assert_eq!(breaker.phase, Phase::Open { until: 30_010 });
+        assert_eq!(breaker.state, BreakerState::Open { until: 30_010 });
         assert!(breaker.reason.contains("p95 latency"), "{}", breaker.reason);
 
         // Slow answers alone, fewer than five, do not open it.
@@ -351,7 +351,7 @@ mod tests {
         for i in 0..4 {
             breaker.record(i, PID, ok(60_000), &settings());
         }
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
     }
 
     #[test]
@@ -370,7 +370,7 @@ mod tests {
         assert_eq!((rejection.retry_at, rejection.prober), (31_000, None));
         assert_eq!(breaker.admit(31_000), Admit::Probe);
         breaker.start_probe(PID, 31_000, &settings(), 0);
-        assert_eq!(breaker.phase, Phase::HalfOpen { pid: PID, lease_until: 61_000 });
+        assert_eq!(breaker.state, BreakerState::HalfOpen { pid: PID, lease_until: 61_000 });
         // Everyone else is turned away while the probe is out.
         let Admit::Reject(rejection) = breaker.admit(31_001) else { panic!("a probe is in flight") };
         assert_eq!((rejection.retry_at, rejection.prober), (61_000, Some(PID)));
@@ -395,7 +395,7 @@ mod tests {
             breaker.start_probe(PID, now, &settings(), 0);
             let rejection = breaker.record(now, PID, failed(), &settings());
             cooldowns.push(breaker.cooldown);
-            let Phase::Open { until } = breaker.phase else { panic!("re-opened") };
+            let BreakerState::Open { until } = breaker.state else { panic!("re-opened") };
             assert_eq!(rejection.map(|r| r.retry_at), Some(until));
             assert_eq!(until, now + breaker.cooldown);
             now = until;
@@ -423,7 +423,7 @@ mod tests {
     fn a_probe_that_may_take_longer_than_the_cooldown_holds_the_lease_that_long() {
         let mut breaker = opened();
         breaker.start_probe(PID, 31_000, &settings(), 45_000);
-        assert_eq!(breaker.phase, Phase::HalfOpen { pid: PID, lease_until: 76_000 });
+        assert_eq!(breaker.state, BreakerState::HalfOpen { pid: PID, lease_until: 76_000 });
         assert!(matches!(breaker.admit(75_999), Admit::Reject(_)));
         assert_eq!(breaker.admit(76_000), Admit::Probe);
     }
@@ -438,9 +438,9 @@ mod tests {
         breaker.start_probe(OTHER, 61_000, &settings(), 0);
         // A late report of the first prober changes nothing; the new one's does.
         assert!(breaker.record(61_001, PID, ok(1), &settings()).is_some());
-        assert_eq!(breaker.phase, Phase::HalfOpen { pid: OTHER, lease_until: 91_000 });
+        assert_eq!(breaker.state, BreakerState::HalfOpen { pid: OTHER, lease_until: 91_000 });
         assert_eq!(breaker.record(61_002, OTHER, ok(1), &settings()), None);
-        assert_eq!(breaker.phase, Phase::Closed);
+        assert_eq!(breaker.state, BreakerState::Closed);
     }
 
     #[test]

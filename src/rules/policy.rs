@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::rules::advice::Advice;
-use crate::util::text::human;
+use crate::util::text::{human, human_pair};
 
 /// Server-advised waits longer than this are not waited for when there is no
 /// deadline: a hostile or broken `Retry-After: 99999999` must not hang a CI job.
@@ -68,6 +68,8 @@ pub enum Failure {
     Malformed,
     /// The TLS handshake or certificate check failed.
     Tls,
+    /// What answered the TLS handshake was no TLS (a plain-HTTP port).
+    NotTls,
     /// More redirects than `--max-redirs`, or a redirect loop.
     TooManyRedirects,
     /// A redirect whose `Location` cannot be followed.
@@ -132,6 +134,7 @@ impl Failure {
         !matches!(
             self,
             Failure::Tls
+                | Failure::NotTls
                 | Failure::TooManyRedirects
                 | Failure::BadRedirect
                 | Failure::BodyTooLarge
@@ -150,7 +153,7 @@ impl Failure {
             Failure::Reset => "reset",
             Failure::Truncated => "truncated",
             Failure::Malformed => "malformed",
-            Failure::Tls => "tls",
+            Failure::Tls | Failure::NotTls => "tls",
             Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
             Failure::BodyTooLarge => "body_too_large",
             Failure::ProxyRefused => "proxy",
@@ -171,6 +174,7 @@ impl fmt::Display for Failure {
             Failure::Truncated => "body truncated",
             Failure::Malformed => "malformed reply",
             Failure::Tls => "TLS handshake failed",
+            Failure::NotTls => "the server does not speak TLS there",
             Failure::TooManyRedirects => "too many redirects",
             Failure::BadRedirect => "redirect cannot be followed",
             Failure::BodyTooLarge => "body larger than --max-body",
@@ -341,7 +345,7 @@ pub enum WaitReason {
     /// The `--rate` slot (shared state, not the policy).
     Rate,
     /// The server's advice that an earlier attempt or run kept in `--state`.
-    Kept,
+    StoredAdvice,
     /// A status in `--pending-on`: polled at the interval.
     PendingOn,
     /// No connection before the URL's first reply: the service is not up yet.
@@ -349,7 +353,9 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
-    /// The stable name used in `--log-format json` (`wait_reason`).
+    /// The stable name of a wait after an attempt, in `--log-format json`'s
+    /// `wait_reason`; the waits before one (`rate`, `kept_advice`) have a name
+    /// too, though no attempt object carries them.
     pub fn name(self) -> &'static str {
         match self {
             WaitReason::Interval => "interval",
@@ -358,7 +364,7 @@ impl WaitReason {
             WaitReason::RateLimitReset => "rate_limit_reset",
             WaitReason::PollInterval => "poll_interval",
             WaitReason::Rate => "rate",
-            WaitReason::Kept => "kept_advice",
+            WaitReason::StoredAdvice => "kept_advice",
             WaitReason::PendingOn => "pending_on",
             WaitReason::NotUpYet => "not_up_yet",
         }
@@ -379,7 +385,7 @@ impl fmt::Display for WaitReason {
             WaitReason::RateLimitReset => "rate-limit reset",
             WaitReason::PollInterval => "X-Poll-Interval",
             WaitReason::Rate => "--rate",
-            WaitReason::Kept => "the server's Retry-After or rate-limit reset, kept in --state",
+            WaitReason::StoredAdvice => "the server's Retry-After or rate-limit reset, kept in --state",
             WaitReason::PendingOn => "--pending-on",
             WaitReason::NotUpYet => "not up yet",
         })
@@ -450,10 +456,9 @@ impl Stop {
                 if remaining.is_zero() {
                     format!("deadline reached{last} (raise --timeout to wait longer)")
                 } else {
+                    let (wait, remaining) = human_pair(*wait, *remaining);
                     format!(
-                        "deadline: the next attempt would start in {} ({reason}) but only {} is left{last} (raise --timeout to wait longer)",
-                        human(*wait),
-                        human(*remaining)
+                        "deadline: the next attempt would start in {wait} ({reason}) but only {remaining} is left{last} (raise --timeout to wait longer)"
                     )
                 }
             }
@@ -498,53 +503,59 @@ impl Policy {
     /// Decides what follows an attempt. `rng` only draws jitter.
     pub fn decide(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
         let outcome = &*self.read(outcome, attempt.phase);
+        match self.answer(outcome, attempt) {
+            Some(action) => action,
+            None => self.retry(outcome, attempt, rng),
+        }
+    }
+
+    /// What follows an outcome that answers: done, failed, not yet, or a
+    /// permanent failure; `None` for a transient failure.
+    fn answer(&self, outcome: &Outcome, attempt: &Attempt) -> Option<Action> {
         let submit = attempt.phase == Phase::Submit;
+        let poll =
+            |(after, reason)| self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
         if let Outcome::Status { code, advice } = outcome
             && let Some(listed) = self.listed(*code, attempt.phase)
         {
-            return self.answer_listed(listed, advice, attempt, outcome);
+            return Some(self.answer_listed(listed, advice, attempt, outcome));
         }
-        let transient_cause = match outcome {
+        Some(match outcome {
             // A submit whose reply names no status URL is done only by its own body.
             Outcome::Success { verdict: Verdict::NotMet | Verdict::NotJson, .. } if submit => {
-                return Action::Stop(Stop::NoStatusUrl);
+                Action::Stop(Stop::NoStatusUrl)
             }
             Outcome::Success { verdict: Verdict::Met, .. }
                 if submit || attempt.phase == Phase::Final || attempt.streak.saturating_add(1) >= self.stable =>
             {
-                return Action::Done;
+                Action::Done
             }
-            Outcome::Success { verdict: Verdict::Met, .. } => {
-                // `--stable`: met, but not yet often enough in a row.
-                let (after, reason) = (self.interval, WaitReason::Interval);
-                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
-            }
-            Outcome::Success { verdict: Verdict::FailWhen, .. } => return Action::FailWhen,
-            Outcome::Success { verdict: Verdict::NotMet, advice } => {
-                let (after, reason) = self.next_poll(advice, attempt.not_yet);
-                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
-            }
+            // `--stable`: met, but not yet often enough in a row.
+            Outcome::Success { verdict: Verdict::Met, .. } => poll((self.interval, WaitReason::Interval)),
+            Outcome::Success { verdict: Verdict::FailWhen, .. } => Action::FailWhen,
+            Outcome::Success { verdict: Verdict::NotMet, advice } => poll(self.next_poll(advice, attempt.not_yet)),
             // The first status poll waits for the submit's Retry-After, else the
             // interval (stretched by an exhausted quota, as after any 2xx).
-            Outcome::Submitted { advice } => {
-                let (after, reason) = match advice.retry_after {
-                    Some(wait) => (wait, WaitReason::RetryAfter),
-                    None => self.next_poll(advice, attempt.not_yet),
-                };
-                return self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason });
-            }
-            Outcome::Success { verdict: Verdict::NotJson, .. } => outcome,
+            Outcome::Submitted { advice } => poll(match advice.retry_after {
+                Some(wait) => (wait, WaitReason::RetryAfter),
+                None => self.next_poll(advice, attempt.not_yet),
+            }),
+            Outcome::Success { verdict: Verdict::NotJson, .. } => return None,
             Outcome::Status { code, advice }
                 if self.is_transient_status(*code, attempt.phase) || is_rate_limited(*code, advice) =>
             {
-                outcome
+                return None;
             }
-            Outcome::Failed(failure) if failure.is_transient() => outcome,
-            Outcome::Status { .. } | Outcome::Failed(_) => {
-                return Action::Stop(Stop::Permanent { cause: outcome.to_string() });
-            }
-        };
-        let cause = transient_cause.to_string();
+            Outcome::Failed(failure) if failure.is_transient() => return None,
+            Outcome::Status { .. } | Outcome::Failed(_) => Action::Stop(Stop::Permanent { cause: outcome.to_string() }),
+        })
+    }
+
+    /// What follows a transient failure: not up yet, a retry after the
+    /// server's advice or the backoff, or a stop (the request may not be
+    /// re-sent, the budget is spent, the deadline is too near).
+    fn retry(&self, outcome: &Outcome, attempt: &Attempt, rng: &mut impl Rng) -> Action {
+        let cause = outcome.to_string();
 
         let safe_to_resend = match outcome {
             Outcome::Failed(failure) => failure.surely_unprocessed(),
@@ -744,7 +755,7 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    //! Rows for the rate-limited 403; the full table of `decide` is in `tests/policy.rs`.
+    //! Rows for the rate-limited 403; the full table of `decide` is in `tests/it/policy.rs`.
     use super::*;
     use rand::SeedableRng;
     use rand::rngs::StdRng;

@@ -4,39 +4,34 @@
 //! submit and the rest poll where its reply points ([`operation`] decides).
 //!
 //! The loop never prints the end of the run: it returns a [`TargetEnd`] and
-//! the run (`run/mod.rs`) decides what the whole run says.
+//! the run's ending (`run/ending.rs`) decides what the whole run says.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::config::{Submit, Target};
+use crate::cli::config::{Polling, Target};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
-use crate::http::request::{Client, ClientConfig, Fault, Reply, Request};
-use crate::report::output::Reporter;
+use crate::http::request::{Client, Fault, Reply, Request};
 use crate::report::progress::Progress;
 use crate::report::record::{self, Record};
+use crate::report::reporter::{LoopReporter, Reporter};
 use crate::rules::breaker::{self, Sample};
-use crate::rules::condition::{Conditions, Filter, Input, Judgement, Message, Subject};
+use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Policy, Stop, Verdict};
-use crate::state::{Admission, Refusal, Shared};
+use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Stop, Verdict};
+use crate::state::{Admission, Refusal, Shared, Told};
 use crate::util::clock;
-use crate::util::error::Error;
+use crate::util::error::{Error, Kind};
 use crate::util::text::when;
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
 /// What every loop of a run shares.
 pub(crate) struct Common {
-    pub client: ClientConfig,
-    /// Conditional polls: off with `--no-conditional`.
-    pub conditional: bool,
-    pub conditions: Conditions,
-    pub print: Option<Filter>,
-    pub policy: Policy,
-    pub submit: Option<Submit>,
+    /// How every URL is polled.
+    pub polling: Polling,
     /// `--fallback last`: keep the final body of a run that is done.
     pub keep_last: bool,
     pub deadline: Option<Instant>,
@@ -69,46 +64,73 @@ impl TargetEnd {
     }
 }
 
+/// Why a loop stopped without its ending: an error, or the run ended first.
+enum Halt {
+    Failed(Error),
+    Cancelled,
+}
+
+impl From<Error> for Halt {
+    fn from(error: Error) -> Halt {
+        Halt::Failed(error)
+    }
+}
+
+impl From<Cancelled> for Halt {
+    fn from(_: Cancelled) -> Halt {
+        Halt::Cancelled
+    }
+}
+
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
-    let client = Client::new(&common.client, &target.request);
+    let Some(progress) = common.progress.of(t) else {
+        return Ok(TargetEnd::failed(Error::permanent(format!("internal error: no loop {t}"))));
+    };
+    let told = common.reporter.for_loop(t, progress);
+    let warn = |message: &str| told.warn(message);
+    let detail = |message: &str| told.detail(message);
+    let made = |token: &str, expires, new| told.token(token, expires, new);
     let mut looping = Loop {
         common,
-        t,
+        told: &told,
+        hooks: Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline },
+        detail: &detail,
         credentials: &target.credentials,
         reauthenticated: false,
-        key: &target.key,
+        state_key: &target.state_key,
         submit: target.request.clone(),
         request: target.request.clone(),
         phase: target.phase,
         watch: None,
         replied: false,
-        validators: Validators::new(common.conditional),
+        validators: Validators::new(common.polling.conditional),
         judged: None,
     };
-    // `-v` shows the request with its credentials of the moment (redacted): `--auth-cmd` runs here, before the first request.
-    match looping.authorised() {
-        Ok(Some(request)) => common.reporter.start(t, &request, &common.client.user_agent),
-        Ok(None) => common.reporter.start(t, &target.request, &common.client.user_agent),
-        Err(error) => {
-            common.cancel.check()?;
-            return Ok(TargetEnd::failed(error));
-        }
+    let client = Client::new(&common.polling.client, &target.request);
+    let ended = looping.start(&client).and_then(|()| looping.poll(&client));
+    match ended {
+        Ok(record) => Ok(looping.finish(record)),
+        // Each error is on the URL the loop was at when it ended (a status URL, after the submit).
+        Err(Halt::Failed(error)) => Ok(TargetEnd::failed(error.at(&looping.request.url))),
+        Err(Halt::Cancelled) => Err(Cancelled),
     }
-    Ok(match looping.poll(&client)? {
-        Ok(record) => looping.finish(record),
-        Err(error) => TargetEnd::failed(error),
-    })
 }
 
 struct Loop<'a> {
     common: &'a Common,
-    t: usize,
+    /// What this loop tells, and the progress it keeps.
+    told: &'a LoopReporter<'a>,
+    /// How `--auth-cmd` warns, shows its tokens, and ends with the run.
+    hooks: Hooks<'a>,
+    /// What `-v` shows of this loop, such as a state store left alone.
+    detail: &'a dyn Fn(&str),
     /// `-H @FILE` and `--auth-cmd`, shared by every loop of the run.
     credentials: &'a Credentials,
     /// The last attempt got a 401 and was sent again with a new token.
     reauthenticated: bool,
-    key: &'a str,
+    /// Where this URL's shared state is kept.
+    state_key: &'a str,
     /// The request as given: with `--submit`, the submit.
     submit: Request,
     /// The request the next attempt sends.
@@ -122,12 +144,25 @@ struct Loop<'a> {
     /// The last 2xx's validators and body, by URL, for conditional polls.
     validators: Validators,
     /// The last body judged, by what was asked of it, and what it was found.
-    judged: Option<(Asked, Judgement)>,
+    judged: Option<(JudgedFor, Judgement)>,
+}
+
+/// What a loop counts between its attempts, for the policy.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    /// The attempt in flight, from 1.
+    number: u32,
+    /// Transient failures in a row.
+    failures: u32,
+    /// Polls in a row on which the condition held (`--stable`).
+    streak: u32,
+    /// "Not yet" polls so far (`--interval-max` grows the wait with them).
+    not_yet: u32,
 }
 
 /// What a judgement was asked: the same of the same bytes gets the same answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Asked {
+struct JudgedFor {
     url: String,
     phase: Phase,
     subject: Subject,
@@ -135,101 +170,123 @@ struct Asked {
 }
 
 impl Loop<'_> {
-    /// The attempts, until one ends the loop: `Ok(record)` for exit 0 or 4
-    /// (the record holds the final body).
-    fn poll(&mut self, client: &Client) -> Result<Result<Record, Error>, Cancelled> {
-        let common = self.common;
-        let mut rng = rand::rng();
-        let (mut failures, mut streak, mut number, mut not_yet) = (0, 0, 0, 0);
-        loop {
-            common.cancel.check()?;
-            number += 1;
-            if let Err(error) = self.turn(number)? {
-                return Ok(Err(error));
-            }
-            let left = self.left();
-            let budget = left.map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
-            common.progress.sending(self.t, number);
-            common.reporter.sending(self.t, number, &common.progress);
-            let submit = self.phase == Phase::Submit;
-            let (sending, validated) = self.validators.prepare(&self.request, submit);
-            // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
-            let sending = sending.into_owned();
-            let (mut reply, latency) = match self.send(client, &sending, number, budget) {
-                Ok(sent) => sent,
+    /// Before the first attempt: `-v` shows the request with its credentials
+    /// of the moment (redacted), so `--auth-cmd` runs here.
+    fn start(&self, client: &Client) -> Result<(), Halt> {
+        let authorised = match self.credentials.is_empty() {
+            true => None,
+            false => match self.credentials.authorise(&self.request, self.carries_credentials(), &self.hooks) {
+                Ok(authorised) => Some(authorised.request),
                 Err(error) => {
-                    common.cancel.check()?;
-                    return Ok(Err(error));
+                    self.common.cancel.check()?;
+                    return Err(error.into());
                 }
-            };
-            drop(sending);
-            if let Some(note) = client.roots_note() {
-                common.reporter.detail(self.t, &note);
-            }
-            let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
+            },
+        };
+        let request = authorised.as_ref().unwrap_or(&self.request);
+        self.told.start(request, &self.common.polling.client.user_agent, client.proxy_for(&request.url));
+        Ok(())
+    }
 
-            let status = match (&reply, answer) {
-                (_, Answer::Kept { status }) => status,
-                (Ok(reply), _) => reply.status,
-                (Err(_), _) => 0,
-            };
-            let (judgement, found) = self.judge(&reply, status, answer);
-            let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
-            // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
-            let outcome = common.policy.read(&outcome, self.phase).into_owned();
-            let unreached = !self.replied;
-            self.replied |= reply.is_ok();
-            let remaining = self.left();
-            let attempt = Attempt { number, failures, remaining, phase: self.phase, streak, not_yet, unreached };
-            let not_up_yet = outcome.not_up_yet(&attempt);
-            let action = match &reply {
-                // The command's newest token was refused: no retry helps (whatever --retry-on says).
-                Ok(reply) if self.reauthenticated && reply.status == 401 => {
-                    Action::Stop(Stop::Permanent { cause: outcome.to_string() })
-                }
-                _ => common.policy.decide(&outcome, &attempt, &mut rng),
-            };
-            let record = Record { number, phase: self.phase, reply, latency, judgement, outcome, not_up_yet, action };
-            common.progress.made(self.t, &record);
-            common.reporter.attempt(self.t, &self.request, &record);
+    /// The attempts, until one ends the loop with exit 0 or 4 (the record
+    /// holds the final body).
+    fn poll(&mut self, client: &Client) -> Result<Record, Halt> {
+        let policy = &self.common.polling.policy;
+        let mut rng = rand::rng();
+        let mut counts = Counts::default();
+        loop {
+            self.common.cancel.check()?;
+            counts.number += 1;
+            self.turn(counts.number)?;
+            let (record, found) = self.attempt(client, &counts, &mut rng)?;
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
                 self.watching(found.clone());
             }
-            let refusal = match self.tell(&record) {
-                Ok(refusal) => refusal,
-                Err(error) => return Ok(Err(error)),
-            };
-
+            let refusal = self.tell(&record)?;
+            let held = policy.holds(&record.outcome, record.phase);
             let after = match &record.action {
                 Action::Done if self.resource_due() => {
                     self.fetch_resource();
-                    failures = 0;
+                    counts.failures = 0;
                     continue;
                 }
-                Action::Done | Action::FailWhen => return Ok(Ok(record)),
-                Action::Stop(stop) => return Ok(Err(self.stopped(stop, &record))),
+                Action::Done | Action::FailWhen => return Ok(record),
+                Action::Stop(stop) => return Err(self.stopped(stop, &record).into()),
                 Action::Poll { after, .. } => {
-                    failures = 0;
+                    counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
-                    if !common.policy.holds(&record.outcome, record.phase) {
-                        not_yet += 1;
-                    }
+                    counts.not_yet += u32::from(!held);
                     *after
                 }
                 Action::Retry { after, .. } => {
-                    failures += 1;
+                    counts.failures += 1;
                     *after
                 }
             };
-            streak = if common.policy.holds(&record.outcome, record.phase) { streak + 1 } else { 0 };
+            counts.streak = if held { counts.streak + 1 } else { 0 };
             // The breaker opened (here or in another process): stop now rather than at the next turn.
             if let Some(refusal) = refusal {
-                return Ok(Err(self.circuit_open(&refusal)));
+                return Err(self.circuit_open(&refusal).into());
             }
             self.follow(found.is_some(), &record);
-            common.cancel.sleep(after)?;
+            self.common.cancel.sleep(after)?;
         }
+    }
+
+    /// Attempt `counts.number`: sent, its validators settled, judged, and
+    /// decided on, as the reporter is told; and where a submit's reply says
+    /// the status polls go.
+    fn attempt(
+        &mut self,
+        client: &Client,
+        counts: &Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<(Record, Option<Watch>), Halt> {
+        let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
+        self.told.sending(number);
+        let submit = phase == Phase::Submit;
+        let (sending, validated) = self.validators.prepare(&self.request, submit);
+        // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
+        let sending = sending.into_owned();
+        let (mut reply, latency) = match self.send(client, &sending, number) {
+            Ok(sent) => sent,
+            Err(error) => {
+                self.common.cancel.check()?;
+                return Err(error.into());
+            }
+        };
+        drop(sending);
+        if let Some(note) = client.roots_note() {
+            self.told.detail(&note);
+        }
+        let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
+        let status = match (&reply, answer) {
+            (_, Answer::NotModified { status }) => status,
+            (Ok(reply), _) => reply.status,
+            (Err(_), _) => 0,
+        };
+        let (judgement, found) = self.judge(&reply, status, answer);
+        let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+        // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
+        let outcome = policy.read(&outcome, phase).into_owned();
+        let unreached = !self.replied;
+        self.replied |= reply.is_ok();
+        let Counts { failures, streak, not_yet, .. } = *counts;
+        let attempt = Attempt { number, failures, remaining: self.left(), phase, streak, not_yet, unreached };
+        let not_up_yet = outcome.not_up_yet(&attempt);
+        let action = match &reply {
+            // The command's newest token was refused: no retry helps (whatever --retry-on says).
+            Ok(reply) if self.reauthenticated && reply.status == 401 => {
+                Action::Stop(Stop::Permanent { cause: outcome.to_string() })
+            }
+            _ => policy.decide(&outcome, &attempt, rng),
+        };
+        let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
+        let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
+        let record = Record { number, phase, reply, latency, judgement, outcome, not_up_yet, held, action };
+        self.told.attempt(&self.request, &record);
+        Ok((record, found))
     }
 
     /// One attempt: the request with its credentials of the moment, and
@@ -241,67 +298,40 @@ impl Loop<'_> {
         client: &Client,
         request: &Request,
         number: u32,
-        budget: Duration,
     ) -> Result<(Result<Reply, Fault>, Duration), Error> {
         self.reauthenticated = false;
         if self.credentials.is_empty() {
-            let sent = Instant::now();
-            let reply = client.fetch(request, budget);
-            return Ok((reply, sent.elapsed()));
+            return Ok(self.timed(client, request));
         }
-        let common = self.common;
-        let t = self.t;
-        let warn = |message: &str| common.reporter.warn(message);
-        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
-        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
         let carry = self.carries_credentials();
-        let authorised = self.credentials.authorise(request, carry, &hooks).map_err(|e| self.at_url(e))?;
-        let sent = Instant::now();
-        let reply = client.fetch(&authorised.request, budget);
-        let latency = sent.elapsed();
+        let authorised = self.credentials.authorise(request, carry, &self.hooks)?;
+        let (reply, latency) = self.timed(client, &authorised.request);
         let (Ok(refused), Some(generation)) = (&reply, authorised.generation) else { return Ok((reply, latency)) };
         if refused.status != 401 {
             return Ok((reply, latency));
         }
-        common.reporter.reauthenticated(self.t, number, latency);
-        self.credentials.refused(generation, &hooks).map_err(|e| self.at_url(e))?;
-        let again = self.credentials.authorise(request, carry, &hooks).map_err(|e| self.at_url(e))?;
+        self.told.reauthenticated(number, latency);
+        self.credentials.refused(generation, &self.hooks)?;
+        let again = self.credentials.authorise(request, carry, &self.hooks)?;
         self.reauthenticated = true;
-        let budget = self.left().map_or(common.client.request_timeout, |left| left.min(common.client.request_timeout));
-        let sent = Instant::now();
-        let reply = client.fetch(&again.request, budget);
-        Ok((reply, sent.elapsed()))
+        Ok(self.timed(client, &again.request))
     }
 
-    /// The first request with its credentials, for `-v`; `None` without any.
-    fn authorised(&self) -> Result<Option<Request>, Error> {
-        if self.credentials.is_empty() {
-            return Ok(None);
-        }
-        let common = self.common;
-        let t = self.t;
-        let warn = |message: &str| common.reporter.warn(message);
-        let made = |token: &str, expires, new| common.reporter.token(t, token, expires, new);
-        let hooks = Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline };
-        let authorised = self.credentials.authorise(&self.request, self.carries_credentials(), &hooks);
-        authorised.map(|authorised| Some(authorised.request)).map_err(|e| self.at_url(e))
+    /// `request` sent within `--request-timeout` or the time left, whichever is less; and how long it took.
+    fn timed(&self, client: &Client, request: &Request) -> (Result<Reply, Fault>, Duration) {
+        let timeout = self.common.polling.client.request_timeout;
+        let budget = self.left().map_or(timeout, |left| left.min(timeout));
+        let sent = Instant::now();
+        let reply = client.fetch(request, budget);
+        (reply, sent.elapsed())
     }
 
     /// Whether the next request may carry credentials: any but a `--submit`
     /// status poll on another origin without `--location-trusted`, where `-u` does not go either.
     fn carries_credentials(&self) -> bool {
         self.phase != Phase::Wait
-            || self.common.submit.as_ref().is_some_and(|submit| submit.trusted)
+            || self.common.polling.submit.as_ref().is_some_and(|submit| submit.trusted)
             || url::same_origin(&self.submit.url, &self.request.url)
-    }
-
-    /// A credentials error with the URL it happened on.
-    fn at_url(&self, error: Error) -> Error {
-        match error {
-            Error::Permanent(why) => Error::Permanent(format!("{why} [{}]", url::redact(&self.request.url))),
-            Error::Deadline(why) => Error::Deadline(format!("{why} [{}]", url::redact(&self.request.url))),
-            other => other,
-        }
     }
 
     /// Time left before `--timeout`.
@@ -309,45 +339,32 @@ impl Loop<'_> {
         self.common.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 
-    fn warn(&self) -> impl Fn(&str) + '_ {
-        |message| self.common.reporter.warn(message)
-    }
-
-    /// What `-v` shows of this loop, such as a state store left alone.
-    fn detail(&self) -> impl Fn(&str) + '_ {
-        |message| self.common.reporter.detail(self.t, message)
-    }
-
     /// Before attempt `number`: asks the breaker, then waits for the server's
     /// "not before" and the `--rate` slot, never past the deadline.
-    fn turn(&self, number: u32) -> Result<Result<(), Error>, Cancelled> {
+    fn turn(&self, number: u32) -> Result<(), Halt> {
         let common = self.common;
         if !common.shared.is_active() {
-            return Ok(Ok(()));
+            return Ok(());
         }
         let left = self.left();
-        let admission = match common.shared.admit(self.key, left, &self.warn(), &self.detail()) {
-            Ok(admission) => admission,
-            Err(error) => return Ok(Err(self.named(error))),
-        };
-        match admission {
+        match common.shared.admit(self.state_key, left, self.hooks.warn, self.detail)? {
             Admission::Go { wait, why } => {
                 if let (Some(why), false) = (why, wait == 0) {
                     let wait = Duration::from_millis(wait);
-                    common.reporter.queued(self.t, number, wait, why);
+                    self.told.queued(number, wait, why);
                     common.cancel.sleep(wait)?;
                 }
-                Ok(Ok(()))
+                Ok(())
             }
-            Admission::Open(refusal) => Ok(Err(self.circuit_open(&refusal))),
+            Admission::Open(refusal) => Err(self.circuit_open(&refusal).into()),
             Admission::TooLate { wait, why } => {
                 let stop = Stop::Deadline {
                     wait: Duration::from_millis(wait),
                     reason: why,
                     remaining: left.unwrap_or_default(),
-                    cause: common.progress.cause(self.t),
+                    cause: self.told.cause(),
                 };
-                Ok(Err(Error::Deadline(self.message(&stop, None, ""))))
+                Err(self.error(&stop, None, "").into())
             }
         }
     }
@@ -367,7 +384,7 @@ impl Loop<'_> {
             return (Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None }), None);
         }
         // A status in --done-on, --pending-on or --fail-on is judged by its list, not by the filters.
-        if self.common.policy.listed(status, self.phase).is_some() {
+        if self.common.polling.policy.listed(status, self.phase).is_some() {
             return (None, None);
         }
         // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
@@ -385,18 +402,18 @@ impl Loop<'_> {
             return (Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None }), None);
         }
         let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
-        let asked = Asked { url: self.request.url.clone(), phase: self.phase, subject, status };
+        let asked = JudgedFor { url: self.request.url.clone(), phase: self.phase, subject, status };
         // A 304 hands back the very bytes judged last time: the same verdict, without parsing them again.
-        if let (Answer::Kept { .. }, Some((last, judgement))) = (answer, &self.judged)
+        if let (Answer::NotModified { .. }, Some((last, judgement))) = (answer, &self.judged)
             && *last == asked
         {
             return (Some(judgement.clone()), None);
         }
-        let conditions = &self.common.conditions;
+        let conditions = &self.common.polling.conditions;
         let message = Message { status, headers: &reply.headers, body: &reply.body };
         let (mut judgement, word) = conditions.judge_reply(self.phase, subject, message);
         for error in &judgement.errors {
-            self.common.reporter.jq_error(error);
+            self.told.jq_error(error);
         }
         if self.phase != Phase::Submit {
             self.judged = Some((asked, judgement.clone()));
@@ -409,7 +426,7 @@ impl Loop<'_> {
             status,
             verdict: judgement.verdict,
             word,
-            builtin_done: self.common.conditions.builtin_done(),
+            builtin_done: self.common.polling.conditions.builtin_done(),
             named,
         });
         match first {
@@ -427,7 +444,7 @@ impl Loop<'_> {
         if let Some(named) = operation::named(|name| reply.header(name), base) {
             return Some(named);
         }
-        let filter = self.common.submit.as_ref()?.status_url.as_ref()?;
+        let filter = self.common.polling.submit.as_ref()?.status_url.as_ref()?;
         let message = Message { status: reply.status, headers: &reply.headers, body: &reply.body };
         let input = Input::of(message, filter.reads_headers())?;
         match filter.first_string(&input) {
@@ -436,7 +453,7 @@ impl Loop<'_> {
                 Some(Watch { url, mode: Mode::Operation { header: false } })
             }
             Err(error) => {
-                self.common.reporter.jq_error(&error);
+                self.told.jq_error(&error);
                 None
             }
         }
@@ -455,15 +472,14 @@ impl Loop<'_> {
         } else if !named {
             return;
         }
-        let (Some(watch), Some(submit)) = (&self.watch, &self.common.submit) else { return };
+        let (Some(watch), Some(submit)) = (&self.watch, &self.common.polling.submit) else { return };
         self.request = self.submit.status_poll(&watch.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
     }
 
     /// The status polls go to `watch` from now on: kept, and told to the progress and the reporter.
     fn watching(&mut self, watch: Watch) {
-        self.common.progress.watching(self.t, &watch.url);
-        self.common.reporter.watching(self.t, &watch.url);
+        self.told.watching(&watch.url);
         self.watch = Some(watch);
     }
 
@@ -476,11 +492,11 @@ impl Loop<'_> {
 
     /// The next request is the final GET of the submit's URL, retried like any GET.
     fn fetch_resource(&mut self) {
-        let Some(submit) = &self.common.submit else { return };
+        let Some(submit) = &self.common.polling.submit else { return };
         self.request = self.submit.status_poll(&self.submit.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Final;
         let message = format!("the operation is done; the resource is at {}", url::redact(&self.submit.url));
-        self.common.reporter.detail(self.t, &message);
+        self.told.detail(&message);
     }
 
     /// After an attempt: feeds the breaker and keeps the server's advice the
@@ -508,24 +524,25 @@ impl Loop<'_> {
             return Ok(None);
         }
         // A status the user listed is an answer they expected.
-        let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.policy.listed(code, record.phase).is_some());
+        let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
         let sample = Sample { ok, latency: clock::ms(record.latency) };
-        common.shared.record(self.key, sample, advised, good_body, self.left(), &self.warn()).map_err(|e| self.named(e))
+        let told = Told { sample, not_before_in: advised, good_body };
+        common.shared.record(self.state_key, told, self.left(), self.hooks.warn)
     }
 
     /// Exit 0 or 4: the body, and `--print`'s outputs on it (a jq error there is exit 3).
     fn finish(&self, record: Record) -> TargetEnd {
         let result = match (&record.action, &record.outcome) {
             (Action::FailWhen, Outcome::Status { code, .. }) => Err(format!("HTTP {code} is in --fail-on")),
-            (Action::FailWhen, _) if self.common.conditions.builtin_fails() => {
+            (Action::FailWhen, _) if self.common.polling.conditions.builtin_fails() => {
                 Err("the operation failed (by --submit's built-in failure test)".to_string())
             }
             (Action::FailWhen, _) => Err("--fail-when matched".to_string()),
             _ => Ok(()),
         };
-        let result = result.map_err(|what| Error::FailWhen(format!("{what} [{}]", url::redact(&self.request.url))));
-        let printed = self.common.print.as_ref().map(|print| {
+        let result = result.map_err(|what| Error::new(Kind::FailWhen, what).at(&self.request.url));
+        let printed = self.common.polling.print.as_ref().map(|print| {
             let (status, headers) = record.reply.as_ref().map_or((0, &[][..]), |r| (r.status, r.headers.as_slice()));
             let body = record.reply.as_ref().map_or(&[][..], |r| r.body.as_slice());
             print.print(Message { status, headers, body })
@@ -534,8 +551,7 @@ impl Loop<'_> {
         let printed = match printed.transpose() {
             Ok(printed) => printed,
             Err(why) => {
-                let error = Error::Permanent(format!("--print: {why} [{}]", url::redact(&self.request.url)));
-                return TargetEnd::failed(error);
+                return TargetEnd::failed(Error::permanent(format!("--print: {why}")).at(&self.request.url));
             }
         };
         TargetEnd { result, body: Some(body), printed }
@@ -548,22 +564,11 @@ impl Loop<'_> {
             None if refusal.reason.is_empty() => ("the breaker is open".to_string(), ""),
             None => (refusal.reason.clone(), ""),
         };
-        Error::CircuitOpen(format!(
-            "circuit open for {} ({why}); next try at {}{latest} [{}]",
-            self.key,
-            when(clock::now_ms(), refusal.retry_in),
-            url::redact(&self.request.url)
-        ))
-    }
-
-    /// A state error with the URL it happened on.
-    fn named(&self, error: Error) -> Error {
-        match error {
-            Error::StateUnreachable(why) => {
-                Error::StateUnreachable(format!("{why} [{}]", url::redact(&self.request.url)))
-            }
-            other => other,
-        }
+        let next = when(clock::now_ms(), refusal.retry_in);
+        Error::new(
+            Kind::CircuitOpen,
+            format!("circuit open for {} ({why}); next try at {next}{latest}", self.state_key),
+        )
     }
 
     /// The error for a run the policy stopped, with the detail and a hint a person needs.
@@ -586,6 +591,7 @@ impl Loop<'_> {
                 if matches!(
                     fault.failure,
                     Failure::Tls
+                        | Failure::NotTls
                         | Failure::Malformed
                         | Failure::Dns
                         | Failure::BadRedirect
@@ -596,14 +602,19 @@ impl Loop<'_> {
             {
                 Some(fault.detail.as_str())
             }
-            Err(fault) if fault.failure == Failure::Refused && self.common.client.unix_socket.is_some() => {
+            Err(fault) if fault.failure == Failure::Refused && self.common.polling.client.unix_socket.is_some() => {
                 Some(fault.detail.as_str())
             }
             _ => None,
         };
+        self.error(stop, detail, &self.hint(stop, record))
+    }
+
+    /// What may help after a stop.
+    fn hint(&self, stop: &Stop, record: &Record) -> String {
         let hint = match (&record.reply, stop) {
             // A URL never reached gets the hint of its failure, whatever ended the run.
-            (Err(_), Stop::Deadline { .. }) if record.not_up_yet => self.refusal_hint(record),
+            (Err(fault), Stop::Deadline { .. }) if record.not_up_yet => return self.unreached_hint(fault),
             (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
                 "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
@@ -611,10 +622,13 @@ impl Loop<'_> {
             (Err(Fault { failure: Failure::Tls, .. }), _) => {
                 "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
             }
-            (Err(Fault { failure: Failure::Refused, .. }), _) => self.refusal_hint(record),
+            (Err(Fault { failure: Failure::NotTls, .. }), _) => {
+                "; something else than TLS answered on that port: is the URL http://, not https://?"
+            }
+            (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return self.unreached_hint(fault),
             // A status poll carries no key: its 422 says nothing of one.
             (Ok(reply), Stop::Permanent { .. })
-                if reply.status == 422 && self.common.policy.keyed && record.phase != Phase::Wait =>
+                if reply.status == 422 && self.common.polling.policy.keyed && record.phase != Phase::Wait =>
             {
                 "; the idempotency key may have been used before with another body: use a new --idempotency-key"
             }
@@ -629,41 +643,43 @@ impl Loop<'_> {
             (Ok(reply), Stop::Permanent { .. }) if reply.status == 407 => {
                 "; check the credentials in the proxy URL (http_proxy)"
             }
-            (Err(Fault { failure: Failure::ProxyRefused, detail }), _)
-                if detail.contains(" 407") || detail.contains(" 401") =>
-            {
+            (Err(Fault { failure: Failure::ProxyRefused, proxy_status: Some(401 | 407), .. }), _) => {
                 "; check the credentials in the proxy URL (https_proxy)"
             }
             _ => "",
         };
-        let message = self.message(stop, detail, hint);
-        match stop {
-            Stop::Permanent { .. } | Stop::NoStatusUrl => Error::Permanent(message),
-            Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Error::GaveUp(message),
-            Stop::Deadline { .. } => Error::Deadline(message),
-        }
+        hint.to_string()
     }
 
-    /// What to check when nothing answered the connection.
-    fn refusal_hint(&self, record: &Record) -> &'static str {
-        match &record.reply {
-            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
-            Err(Fault { failure: Failure::Refused, .. }) if self.common.client.unix_socket.is_some() => {
-                "; is the daemon up, and is --unix-socket its socket?"
+    /// What to check when nothing answered the connection: the proxy it went
+    /// through, the daemon behind `--unix-socket`, or the server.
+    fn unreached_hint(&self, fault: &Fault) -> String {
+        match fault {
+            Fault { proxy: Some(proxy), .. } => {
+                format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
             }
-            Err(Fault { failure: Failure::Refused, .. }) => "; is the server up and listening on that port?",
-            _ => "",
+            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
+            Fault { failure: Failure::Refused, .. } if self.common.polling.client.unix_socket.is_some() => {
+                "; is the daemon up, and is --unix-socket its socket?".to_string()
+            }
+            Fault { failure: Failure::Refused, .. } => "; is the server up and listening on that port?".to_string(),
+            _ => String::new(),
         }
     }
 
-    /// A stop in words, with the URL it happened on; after the submit, where
-    /// the operation is, so that a deadline can be resumed with `poll URL`.
-    fn message(&self, stop: &Stop, detail: Option<&str>, hint: &str) -> String {
-        let resume = match (&self.watch, stop) {
-            (Some(watch), Stop::Deadline { .. }) => resume(&watch.url),
-            _ => String::new(),
+    /// A stop as an error, with its hint; after the submit, where the
+    /// operation is, so that a deadline can be resumed with `poll URL`.
+    fn error(&self, stop: &Stop, detail: Option<&str>, hint: &str) -> Error {
+        let kind = match stop {
+            Stop::Permanent { .. } | Stop::NoStatusUrl => Kind::Permanent,
+            Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Kind::GaveUp,
+            Stop::Deadline { .. } => Kind::Deadline,
         };
-        format!("{} [{}]{hint}{resume}", stop.describe(detail), url::redact(&self.request.url))
+        let error = Error::new(kind, stop.describe(detail)).hint(hint);
+        match (&self.watch, stop) {
+            (Some(watch), Stop::Deadline { .. }) => error.hint(resume(&watch.url)),
+            _ => error,
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::origin::Origin;
-use super::{Admission, Ask, Refusal, Report, Store};
+use super::{Admission, Ask, Refusal, Store, StoreUpdate};
 use crate::util::{clock, file};
 
 /// The format version this `poll` reads and writes.
@@ -52,8 +52,13 @@ impl State {
             let _ = origin.admit(now, &ask);
             for ok in [false, true] {
                 let sample = crate::rules::breaker::Sample { ok, latency: u64::MAX };
-                let report =
-                    Report { pid: 1, sample, not_before_in: Some(u64::MAX), good_body: None, breaker: Some(settings) };
+                let report = StoreUpdate {
+                    pid: 1,
+                    sample,
+                    not_before_in: Some(u64::MAX),
+                    good_body: None,
+                    breaker: Some(settings),
+                };
                 let _ = origin.record(now, &report);
             }
         }
@@ -225,7 +230,7 @@ impl Store for FileStore {
         self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().admit(clock::now_ms(), ask))
     }
 
-    fn record(&mut self, key: &str, report: &Report, timeout: Duration) -> Result<Option<Refusal>, String> {
+    fn record(&mut self, key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String> {
         self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().record(clock::now_ms(), report))
     }
 
@@ -249,7 +254,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::breaker::{Breaker, Phase, Sample};
+    use crate::rules::breaker::{Breaker, BreakerState, Sample};
     use crate::rules::bucket::Bucket;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -285,7 +290,7 @@ mod tests {
             bucket: Bucket { next_free: NOW + 100 },
             not_before: NOW + 2_000,
             breaker: Breaker {
-                phase: Phase::HalfOpen { pid: 4242, lease_until: NOW + 30_000 },
+                state: BreakerState::HalfOpen { pid: 4242, lease_until: NOW + 30_000 },
                 window: [Sample { ok: true, latency: 12 }, Sample { ok: false, latency: 5_001 }].into(),
                 cooldown: 30_000,
                 reason: "5 of the last 5 requests failed".into(),
@@ -297,7 +302,7 @@ mod tests {
         let mut state = State::default();
         state.origins.insert("http://127.0.0.1:8080".into(), origin);
         let open = Origin {
-            breaker: Breaker { phase: Phase::Open { until: NOW }, ..Breaker::default() },
+            breaker: Breaker { state: BreakerState::Open { until: NOW }, ..Breaker::default() },
             ..Origin::default()
         };
         state.origins.insert("https://example.com:443".into(), open);
@@ -323,7 +328,7 @@ mod tests {
         let fixture = include_bytes!("../../tests/fixtures/state-v1.json");
         let state = State::from_json(fixture).unwrap_or_else(|e| panic!("the fixture reads: {e}"));
         let origin = &state.origins["http://127.0.0.1:18765"];
-        assert_eq!(origin.breaker.phase, Phase::Open { until: 1_796_114_048_705 });
+        assert_eq!(origin.breaker.state, BreakerState::Open { until: 1_796_114_048_705 });
         assert_eq!(origin.breaker.window.len(), 5);
         assert_eq!(origin.last_good.len(), 1);
         assert_eq!(String::from_utf8_lossy(&state.to_json()), String::from_utf8_lossy(fixture));
@@ -438,7 +443,7 @@ mod tests {
         let (mut one, mut two) = (FileStore::new(&path), FileStore::new(&path));
         assert!(matches!(one.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 0, .. })));
         assert!(matches!(two.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 51..=100, .. })));
-        let good = Report {
+        let good = StoreUpdate {
             pid: 1,
             sample: Sample { ok: true, latency: 1 },
             not_before_in: None,

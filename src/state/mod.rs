@@ -3,7 +3,7 @@
 //! bodies, per key (the origin, or `--state-key`).
 //!
 //! Every store speaks through [`Store`] (the file in `file.rs`, Redis in
-//! `redis.rs`): two atomic steps per attempt,
+//! `redis/`): two atomic steps per attempt,
 //! `admit` before and `record` after (plus `last_good` for `--fallback last`).
 //! [`Shared`] is what the loop talks to: it picks the store, bounds each step
 //! to a second, and when the store cannot be reached follows `--state-fail`:
@@ -16,13 +16,14 @@ mod redis;
 mod test_support;
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::rules::breaker::{Rejection, Sample, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
-use crate::util::error::Error;
+use crate::util::error::{Error, Kind};
+use crate::util::sync::lock;
 use crate::util::text::human;
 
 pub(crate) use self::redis::{RedisStore, RedisUrl};
@@ -56,7 +57,7 @@ pub(crate) trait Store: Send {
     /// Before an attempt: see [`Admission`].
     fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String>;
     /// After an attempt: keep advice and good bodies, feed the breaker.
-    fn record(&mut self, key: &str, report: &Report, timeout: Duration) -> Result<Option<Refusal>, String>;
+    fn record(&mut self, key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String>;
     /// The last good body kept for `url` under `key`.
     fn last_good(&mut self, key: &str, url: &str, timeout: Duration) -> Result<Option<Vec<u8>>, String>;
     /// Warnings that are not failures (a corrupt file set aside), once each.
@@ -114,9 +115,20 @@ impl Refusal {
     }
 }
 
-/// What a loop tells the store after an attempt.
+/// What a loop tells the shared state after an attempt.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Report<'a> {
+pub(crate) struct Told<'a> {
+    /// The attempt as the breaker weighs it.
+    pub sample: Sample,
+    /// The server-advised wait the policy honoured, if any.
+    pub not_before_in: Option<Duration>,
+    /// (URL, body) of a run that is done, to keep for `--fallback last`.
+    pub good_body: Option<(&'a str, &'a [u8])>,
+}
+
+/// What the store is told after an attempt: [`Told`], with who tells it and the breaker's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoreUpdate<'a> {
     pub pid: u32,
     pub sample: Sample,
     /// Milliseconds of server-advised wait the policy honoured, if any.
@@ -207,17 +219,15 @@ impl Shared {
     pub(crate) fn record(
         &self,
         key: &str,
-        sample: Sample,
-        not_before_in: Option<Duration>,
-        good_body: Option<(&str, &[u8])>,
+        told: Told<'_>,
         left: Option<Duration>,
         warn: &dyn Fn(&str),
     ) -> Result<Option<Refusal>, Error> {
-        let report = Report {
+        let report = StoreUpdate {
             pid: self.pid,
-            sample,
-            not_before_in: not_before_in.map(clock::ms),
-            good_body,
+            sample: told.sample,
+            not_before_in: told.not_before_in.map(clock::ms),
+            good_body: told.good_body,
             breaker: Some(self.breaker),
         };
         // `-v` names a store left alone once an attempt, at its admit.
@@ -301,7 +311,10 @@ impl Shared {
             Err(e) => format!("--state {}: {e}", store.name()),
         };
         if self.fail == StateFail::Closed {
-            return Err(Error::StateUnreachable(format!("{why}; nothing more is sent (--state-fail closed)")));
+            return Err(Error::new(
+                Kind::StateUnreachable,
+                format!("{why}; nothing more is sent (--state-fail closed)"),
+            ));
         }
         let mut away = lock(&self.away);
         let period = away.period.map_or(BACKOFF_START, |period| (period * 2).min(BACKOFF_MAX));
@@ -324,12 +337,6 @@ struct Away {
     until: Option<Instant>,
 }
 
-/// Locks even after a panicking thread poisoned the mutex: the state inside is
-/// whole (every change is one assignment), and the panic is reported elsewhere.
-fn lock<T: ?Sized>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +350,7 @@ mod tests {
         assert!(matches!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
         assert_eq!(shared.admit("b", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }), "another key");
         let sample = Sample { ok: false, latency: 1 };
-        assert_eq!(shared.record("a", sample, None, None, None, &quiet), Ok(None));
+        assert_eq!(shared.record("a", Told { sample, not_before_in: None, good_body: None }, None, &quiet), Ok(None));
     }
 
     /// A store that is never there.
@@ -356,7 +363,7 @@ mod tests {
         fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
             Err("nowhere is unreachable".into())
         }
-        fn record(&mut self, _: &str, _: &Report, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
             Err("nowhere is unreachable".into())
         }
         fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {
@@ -386,10 +393,9 @@ mod tests {
         );
 
         let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed, Duration::ZERO);
-        let Err(Error::StateUnreachable(why)) = closed.admit("a", None, &warn, &quiet) else {
-            panic!("closed ends the run")
-        };
-        assert!(why.contains("--state-fail closed"), "{why}");
+        let Err(error) = closed.admit("a", None, &warn, &quiet) else { panic!("closed ends the run") };
+        assert_eq!(error.kind(), Kind::StateUnreachable);
+        assert!(error.to_string().contains("--state-fail closed"), "{error}");
     }
 
     /// A store that fails, counting the steps it was asked.
@@ -403,7 +409,7 @@ mod tests {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("down".into())
         }
-        fn record(&mut self, _: &str, _: &Report, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("down".into())
         }
@@ -455,7 +461,7 @@ mod tests {
             self.steps += 1;
             if self.steps == 1 { Err("down".into()) } else { Ok(Admission::Go { wait: 7, why: None }) }
         }
-        fn record(&mut self, _: &str, _: &Report, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
             Ok(None)
         }
         fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Admission, Ask, Refusal, Report};
-use crate::rules::breaker::{Admit, Breaker, Phase};
+use super::{Admission, Ask, Refusal, StoreUpdate};
+use crate::rules::breaker::{Admit, Breaker, BreakerState};
 use crate::rules::bucket::Bucket;
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
@@ -36,20 +36,20 @@ pub(crate) struct Origin {
     pub breaker: Breaker,
     /// The final body of the last run that ended with exit 0, by URL (redacted).
     #[serde(default)]
-    pub last_good: BTreeMap<String, Kept>,
+    pub last_good: BTreeMap<String, GoodBody>,
 }
 
 /// A kept body: text stays readable in the file, anything else is base64.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "KeptBody", try_from = "KeptBody")]
-pub(crate) struct Kept {
+#[serde(into = "GoodBodyForm", try_from = "GoodBodyForm")]
+pub(crate) struct GoodBody {
     /// Epoch ms when it was kept.
     pub at: u64,
     pub body: Vec<u8>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct KeptBody {
+struct GoodBodyForm {
     #[serde(default, deserialize_with = "clock::stored_ms")]
     at_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,12 +58,12 @@ struct KeptBody {
     base64: Option<String>,
 }
 
-impl From<Kept> for KeptBody {
-    fn from(kept: Kept) -> KeptBody {
+impl From<GoodBody> for GoodBodyForm {
+    fn from(kept: GoodBody) -> GoodBodyForm {
         use base64::Engine as _;
         match String::from_utf8(kept.body) {
-            Ok(text) => KeptBody { at_ms: kept.at, text: Some(text), base64: None },
-            Err(e) => KeptBody {
+            Ok(text) => GoodBodyForm { at_ms: kept.at, text: Some(text), base64: None },
+            Err(e) => GoodBodyForm {
                 at_ms: kept.at,
                 text: None,
                 base64: Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
@@ -72,10 +72,10 @@ impl From<Kept> for KeptBody {
     }
 }
 
-impl TryFrom<KeptBody> for Kept {
+impl TryFrom<GoodBodyForm> for GoodBody {
     type Error = String;
 
-    fn try_from(kept: KeptBody) -> Result<Kept, String> {
+    fn try_from(kept: GoodBodyForm) -> Result<GoodBody, String> {
         use base64::Engine as _;
         let body = match (kept.text, kept.base64) {
             (Some(text), _) => text.into_bytes(),
@@ -84,7 +84,7 @@ impl TryFrom<KeptBody> for Kept {
                 .map_err(|e| format!("last_good: bad base64: {e}"))?,
             (None, None) => return Err("last_good: no `text` or `base64`".into()),
         };
-        Ok(Kept { at: kept.at_ms, body })
+        Ok(GoodBody { at: kept.at_ms, body })
     }
 }
 
@@ -116,10 +116,10 @@ impl Origin {
             self.bucket = Bucket::default();
             found.push("a rate slot that is negative or more than 24 h away; treated as absent");
         }
-        if let Phase::Open { until: at } | Phase::HalfOpen { lease_until: at, .. } = self.breaker.phase
+        if let BreakerState::Open { until: at } | BreakerState::HalfOpen { lease_until: at, .. } = self.breaker.state
             && far(at)
         {
-            self.breaker.phase = Phase::Closed;
+            self.breaker.state = BreakerState::Closed;
             found.push("a breaker time that is negative or more than 24 h away; treated as absent");
         }
         if self.breaker.cooldown > LAST_RFC3339_MS {
@@ -155,7 +155,7 @@ impl Origin {
         let why = if at > advised {
             Some(WaitReason::Rate)
         } else if at > now {
-            Some(WaitReason::Kept)
+            Some(WaitReason::StoredAdvice)
         } else {
             None
         };
@@ -177,7 +177,7 @@ impl Origin {
     /// After an attempt at `now`: keep the server's advice and a good body,
     /// and feed the breaker. Returns the refusal a caller would now get, when
     /// the breaker is open afterwards.
-    pub(crate) fn record(&mut self, now: u64, report: &Report) -> Option<Refusal> {
+    pub(crate) fn record(&mut self, now: u64, report: &StoreUpdate) -> Option<Refusal> {
         if let Some(not_before_in) = report.not_before_in {
             self.not_before = self.not_before.max(now.saturating_add(not_before_in));
         }
@@ -195,7 +195,7 @@ impl Origin {
             self.last_good.remove(url);
             return;
         }
-        self.last_good.insert(url.to_string(), Kept { at: now, body: body.to_vec() });
+        self.last_good.insert(url.to_string(), GoodBody { at: now, body: body.to_vec() });
         while self.last_good.len() > MAX_KEPT_BODIES {
             let oldest = self.last_good.iter().min_by_key(|(_, kept)| kept.at).map(|(url, _)| url.clone());
             if let Some(url) = oldest {
@@ -223,7 +223,7 @@ mod tests {
             bucket: Bucket { next_free: u64::MAX },
             not_before: year_9999,
             breaker: Breaker {
-                phase: Phase::HalfOpen { pid: 7, lease_until: u64::MAX },
+                state: BreakerState::HalfOpen { pid: 7, lease_until: u64::MAX },
                 window: (0..1500).map(|n| Sample { ok: n % 2 == 0, latency: n }).collect(),
                 ..Breaker::default()
             },
@@ -231,7 +231,7 @@ mod tests {
         };
         let mut checked = hostile.clone();
         assert!(checked.checked(NOW).is_some());
-        assert_eq!((checked.not_before, checked.bucket.next_free, checked.breaker.phase), (0, 0, Phase::Closed));
+        assert_eq!((checked.not_before, checked.bucket.next_free, checked.breaker.state), (0, 0, BreakerState::Closed));
         assert_eq!(checked.breaker.window.len(), MAX_WINDOW);
         assert_eq!(checked.breaker.window.front().map(|s| s.latency), Some(500), "the newest outcomes are kept");
         // Negative numbers read as u64::MAX (clock::stored_ms): absent, each value alone.
@@ -244,7 +244,7 @@ mod tests {
         // What is within a day stays as it is.
         let sound = Origin {
             not_before: NOW + 60_000,
-            breaker: Breaker { phase: Phase::Open { until: NOW + 30_000 }, ..Breaker::default() },
+            breaker: Breaker { state: BreakerState::Open { until: NOW + 30_000 }, ..Breaker::default() },
             ..Origin::default()
         };
         let mut same = sound.clone();
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn admit_honours_the_servers_not_before_then_the_slot() {
         let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
-        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_000, why: Some(WaitReason::Kept) });
+        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_000, why: Some(WaitReason::StoredAdvice) });
         assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_100, why: Some(WaitReason::Rate) });
     }
 
@@ -275,7 +275,7 @@ mod tests {
         let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
         let before = origin.clone();
         let late = Ask { deadline_in: Some(5_000), ..ask() };
-        assert_eq!(origin.admit(NOW, &late), Admission::TooLate { wait: 5_000, why: WaitReason::Kept });
+        assert_eq!(origin.admit(NOW, &late), Admission::TooLate { wait: 5_000, why: WaitReason::StoredAdvice });
         assert_eq!(origin, before, "a slot that is not used is not taken");
         let ok = Ask { deadline_in: Some(5_001), ..ask() };
         assert!(matches!(origin.admit(NOW, &ok), Admission::Go { .. }));
@@ -286,7 +286,7 @@ mod tests {
         let settings = Settings::default();
         let mut origin = Origin::default();
         origin.breaker.cooldown = 1_000;
-        origin.breaker.phase = Phase::Open { until: NOW + 1_000 };
+        origin.breaker.state = BreakerState::Open { until: NOW + 1_000 };
         origin.breaker.reason = "down".into();
         let with_breaker = Ask { breaker: Some(settings), ..ask() };
         let Admission::Open(refusal) = origin.admit(NOW, &with_breaker) else { panic!("open") };
@@ -295,7 +295,7 @@ mod tests {
 
         let later = Ask { pid: 7, ..with_breaker };
         assert_eq!(origin.admit(NOW + 1_000, &later), Admission::Go { wait: 0, why: None });
-        assert_eq!(origin.breaker.phase, Phase::HalfOpen { pid: 7, lease_until: NOW + 2_000 });
+        assert_eq!(origin.breaker.state, BreakerState::HalfOpen { pid: 7, lease_until: NOW + 2_000 });
         let other = Ask { pid: 8, ..later };
         assert!(matches!(origin.admit(NOW + 1_000, &other), Admission::Open(Refusal { prober: Some(7), .. })));
     }
@@ -304,7 +304,7 @@ mod tests {
     fn record_keeps_advice_good_bodies_and_feeds_the_breaker() {
         let settings = Settings::default();
         let mut origin = Origin::default();
-        let report = Report {
+        let report = StoreUpdate {
             pid: 1,
             sample: Sample { ok: false, latency: 1 },
             not_before_in: Some(3_000),
@@ -315,15 +315,15 @@ mod tests {
             assert_eq!(origin.record(NOW, &report), None);
         }
         assert_eq!(origin.not_before, NOW + 3_000);
-        let earlier = Report { not_before_in: Some(1_000), ..report };
+        let earlier = StoreUpdate { not_before_in: Some(1_000), ..report };
         assert!(origin.record(NOW, &earlier).is_some(), "the fifth failure opens the breaker");
         assert_eq!(origin.not_before, NOW + 3_000, "the later advice stands");
 
-        let good = Report { good_body: Some(("http://h/a", b"{\"ok\":1}")), ..report };
+        let good = StoreUpdate { good_body: Some(("http://h/a", b"{\"ok\":1}")), ..report };
         origin.record(NOW, &good);
         assert_eq!(origin.last_good.get("http://h/a").map(|k| &k.body[..]), Some(&b"{\"ok\":1}"[..]));
         let huge = vec![b' '; MAX_KEPT_BODY + 1];
-        origin.record(NOW, &Report { good_body: Some(("http://h/a", &huge)), ..report });
+        origin.record(NOW, &StoreUpdate { good_body: Some(("http://h/a", &huge)), ..report });
         assert!(origin.last_good.is_empty(), "a body too large to keep drops the older one");
     }
 

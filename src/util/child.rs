@@ -7,7 +7,9 @@
 use std::io::Read;
 use std::process::{ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::util::sync::lock;
 use std::time::{Duration, Instant};
 
 use crate::util::file;
@@ -139,10 +141,6 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
     let stdout = std::mem::take(&mut lock(&stdout).bytes);
     let stderr = std::mem::take(&mut lock(&stderr).bytes);
     Ok(Output { status, success, stdout, stderr })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The command's exit in words: `exit status 7`, `killed by signal 9`.

@@ -62,8 +62,8 @@ mod tests {
     #[test]
     fn a_stored_negative_time_reads_as_out_of_bounds_and_other_odd_numbers_fail() {
         #[derive(serde::Deserialize)]
-        struct Kept(#[serde(deserialize_with = "stored_ms")] u64);
-        let read = |text: &str| serde_json::from_str::<Kept>(text).map(|kept| kept.0).map_err(|e| e.to_string());
+        struct Stored(#[serde(deserialize_with = "stored_ms")] u64);
+        let read = |text: &str| serde_json::from_str::<Stored>(text).map(|kept| kept.0).map_err(|e| e.to_string());
         assert_eq!(read("12"), Ok(12));
         assert_eq!(read("18446744073709551615"), Ok(u64::MAX));
         assert_eq!(read("-1"), Ok(u64::MAX));

@@ -1,54 +1,140 @@
-//! The one error type of a run and the exit-code table, in one place: the
-//! help text, the man page and README's table are all made from
-//! [`EXIT_CODES`] (or checked against it by a test).
+//! The one error type of a run and the one table of how a run can end: each
+//! [`Kind`] is a row ([`Kind::row`]) with its exit code, the `reason` of the
+//! JSON log, the words of the step summary and what it means. `--help`, the
+//! man page and README's table are made from [`EXIT_CODES`] (or checked
+//! against it by a test); nothing else names a code.
 
 use std::fmt;
 
-/// Every exit code `poll` uses, with what it means.
-pub const EXIT_CODES: [(u8, &str); 12] = [
-    (0, "condition met (without --until: a 2xx arrived; or a status in --done-on arrived)"),
-    (1, "deadline: --timeout passed, or would pass before the next attempt could start"),
-    (2, "usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent"),
-    (3, "permanent failure: a non-retryable status or error"),
-    (4, "--fail-when matched, or a status in --fail-on arrived"),
-    (5, "gave up on transient failures: --retries spent, or a non-idempotent request that may not be retried"),
-    (
-        6,
-        "circuit open: the breaker for this origin is open (only with --state), or the state store is unreachable under --state-fail closed",
-    ),
-    (126, "the command after -- could not be run"),
-    (127, "the command after -- was not found"),
-    (129, "hung up: SIGHUP"),
-    (130, "interrupted by SIGINT (Ctrl-C)"),
-    (143, "terminated by SIGTERM"),
-];
+/// One way a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitRow {
+    pub code: u8,
+    /// The `reason` of `--log-format json`'s final object.
+    pub reason: &'static str,
+    /// The step summary's words for it.
+    pub words: &'static str,
+    /// What it means, for `--help`, the man page and README.
+    pub meaning: &'static str,
+    /// How bad it is when several URLs failed under `--any` (higher wins).
+    severity: u8,
+}
 
-/// Why a run did not end with its condition met.
-///
-/// Each variant is one row of [`EXIT_CODES`], so [`Error::exit_code`] cannot
-/// drift from it (a test checks every row).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Error {
-    /// Exit 1: `--timeout` passed, or would pass before the next attempt could start.
-    Deadline(String),
-    /// Exit 2: a bad flag, URL, duration, header, body or filter; nothing was sent.
-    Usage(String),
-    /// Exit 3: a non-retryable status or error.
-    Permanent(String),
-    /// Exit 4: `--fail-when` matched (the body is still printed).
-    FailWhen(String),
-    /// Exit 5: the retry budget is spent, or a non-idempotent request may not be retried.
-    GaveUp(String),
-    /// Exit 6: the circuit breaker for this origin is open.
-    CircuitOpen(String),
-    /// Exit 6: the state store cannot be reached and `--state-fail closed` says stop.
-    StateUnreachable(String),
-    /// Exit 126: the command after `--` exists but could not be run.
-    CommandCannotRun(String),
-    /// Exit 127: the command after `--` was not found.
-    CommandNotFound(String),
-    /// Exit 129 / 130 / 143: a signal ended the run.
-    Interrupted { signal: Signal, attempts: u32 },
+/// A run whose condition was met.
+pub const DONE: ExitRow = ExitRow {
+    code: 0,
+    reason: "done",
+    words: "done",
+    meaning: "condition met (without --until: a 2xx arrived; or a status in --done-on arrived)",
+    severity: 0,
+};
+
+/// Why a run did not end with its condition met: one row of the table each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Deadline,
+    Usage,
+    Permanent,
+    FailWhen,
+    GaveUp,
+    CircuitOpen,
+    StateUnreachable,
+    CannotRun,
+    NotFound,
+    HungUp,
+    Interrupted,
+    Terminated,
+}
+
+impl Kind {
+    const ALL: [Kind; 12] = [
+        Kind::Deadline,
+        Kind::Usage,
+        Kind::Permanent,
+        Kind::FailWhen,
+        Kind::GaveUp,
+        Kind::CircuitOpen,
+        Kind::StateUnreachable,
+        Kind::CannotRun,
+        Kind::NotFound,
+        Kind::HungUp,
+        Kind::Interrupted,
+        Kind::Terminated,
+    ];
+
+    /// The table: the one place each ending is named.
+    pub(crate) const fn row(self) -> ExitRow {
+        let (code, reason, words, meaning, severity) = match self {
+            Kind::Deadline => (
+                1,
+                "deadline",
+                "deadline",
+                "deadline: --timeout passed, or would pass before the next attempt could start",
+                1,
+            ),
+            Kind::Usage => (
+                2,
+                "usage",
+                "usage error",
+                "usage: bad flag, URL, duration, header, JSON body or jq filter; nothing sent",
+                6,
+            ),
+            Kind::Permanent => {
+                (3, "permanent", "permanent failure", "permanent failure: a non-retryable status or error", 4)
+            }
+            Kind::FailWhen => {
+                (4, "fail_when", "--fail-when matched", "--fail-when matched, or a status in --fail-on arrived", 5)
+            }
+            Kind::GaveUp => (
+                5,
+                "gave_up",
+                "gave up",
+                "gave up on transient failures: --retries spent, or a non-idempotent request that may not be retried",
+                2,
+            ),
+            Kind::CircuitOpen => (
+                6,
+                "circuit_open",
+                "circuit open",
+                "circuit open: the breaker for this origin is open (only with --state), or the state store is unreachable under --state-fail closed",
+                3,
+            ),
+            Kind::StateUnreachable => (6, "state_unreachable", "circuit open", "", 3),
+            Kind::CannotRun => {
+                (126, "cannot_run", "could not run the command", "the command after -- could not be run", 6)
+            }
+            Kind::NotFound => (127, "not_found", "command not found", "the command after -- was not found", 6),
+            Kind::HungUp => (129, "hung_up", "hung up", "hung up: SIGHUP", 7),
+            Kind::Interrupted => (130, "interrupted", "interrupted", "interrupted by SIGINT (Ctrl-C)", 7),
+            Kind::Terminated => (143, "terminated", "terminated", "terminated by SIGTERM", 7),
+        };
+        ExitRow { code, reason, words, meaning, severity }
+    }
+}
+
+/// Every exit code `poll` uses, once each and in order, with what it means:
+/// the table's rows, made when the crate compiles.
+pub const EXIT_CODES: [(u8, &str); 12] = exit_codes();
+
+const fn exit_codes() -> [(u8, &'static str); 12] {
+    let mut codes = [(DONE.code, DONE.meaning); 12];
+    let (mut i, mut n) = (0, 1);
+    while i < Kind::ALL.len() {
+        let row = Kind::ALL[i].row();
+        // Endings that share a code (circuit open, state unreachable) share its line.
+        if row.code != codes[n - 1].0 {
+            codes[n] = (row.code, row.meaning);
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == codes.len(), "EXIT_CODES has one line per code");
+    codes
+}
+
+/// The step summary's words for an exit code (the first ending that has it).
+pub(crate) fn words(code: u8) -> &'static str {
+    std::iter::once(DONE).chain(Kind::ALL.map(Kind::row)).find(|row| row.code == code).map_or("failed", |row| row.words)
 }
 
 /// The signals that end a run early.
@@ -63,88 +149,106 @@ pub(crate) enum Signal {
     HangUp,
 }
 
+/// Why a run did not end with its condition met: which ending, what
+/// happened, where (the URL, placed by each reporter) and what may help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Error {
+    kind: Kind,
+    /// What happened, without the URL.
+    what: String,
+    /// The URL it happened on, redacted.
+    url: Option<String>,
+    /// What may help, written after the URL (`; is the server up ...?`).
+    hint: String,
+}
+
 impl Error {
+    pub(crate) fn new(kind: Kind, what: impl Into<String>) -> Error {
+        Error { kind, what: what.into(), url: None, hint: String::new() }
+    }
+
+    pub(crate) fn deadline(what: impl Into<String>) -> Error {
+        Error::new(Kind::Deadline, what)
+    }
+
+    pub(crate) fn usage(what: impl Into<String>) -> Error {
+        Error::new(Kind::Usage, what)
+    }
+
+    pub(crate) fn permanent(what: impl Into<String>) -> Error {
+        Error::new(Kind::Permanent, what)
+    }
+
+    /// A signal ended the run after `attempts` attempts.
+    pub(crate) fn signalled(signal: Signal, attempts: u32) -> Error {
+        let kind = match signal {
+            Signal::HangUp => Kind::HungUp,
+            Signal::Interrupt => Kind::Interrupted,
+            Signal::Terminate => Kind::Terminated,
+        };
+        Error::new(kind, format!("{} after {}", kind.row().words, crate::util::text::count(attempts, "attempt")))
+    }
+
+    /// The same error, on `url` (redacted here), unless it already names one.
+    pub(crate) fn at(mut self, url: &str) -> Error {
+        self.url.get_or_insert_with(|| crate::util::url::redact(url));
+        self
+    }
+
+    /// The same error, with what may help.
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Error {
+        self.hint.push_str(&hint.into());
+        self
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
     pub(crate) fn exit_code(&self) -> u8 {
-        match self {
-            Error::Deadline(_) => 1,
-            Error::Usage(_) => 2,
-            Error::Permanent(_) => 3,
-            Error::FailWhen(_) => 4,
-            Error::GaveUp(_) => 5,
-            Error::CircuitOpen(_) | Error::StateUnreachable(_) => 6,
-            Error::CommandCannotRun(_) => 126,
-            Error::CommandNotFound(_) => 127,
-            Error::Interrupted { signal: Signal::HangUp, .. } => 129,
-            Error::Interrupted { signal: Signal::Interrupt, .. } => 130,
-            Error::Interrupted { signal: Signal::Terminate, .. } => 143,
-        }
+        self.kind.row().code
     }
 
     /// A short machine-readable name of the ending, for `--log-format json`.
     pub(crate) fn reason(&self) -> &'static str {
-        match self {
-            Error::Deadline(_) => "deadline",
-            Error::Usage(_) => "usage",
-            Error::Permanent(_) => "permanent",
-            Error::FailWhen(_) => "fail_when",
-            Error::GaveUp(_) => "gave_up",
-            Error::CircuitOpen(_) => "circuit_open",
-            Error::StateUnreachable(_) => "state_unreachable",
-            Error::CommandCannotRun(_) => "cannot_run",
-            Error::CommandNotFound(_) => "not_found",
-            Error::Interrupted { signal: Signal::HangUp, .. } => "hung_up",
-            Error::Interrupted { signal: Signal::Interrupt, .. } => "interrupted",
-            Error::Interrupted { signal: Signal::Terminate, .. } => "terminated",
-        }
+        self.kind.row().reason
+    }
+
+    /// The message without its URL, for a reporter that shows the URL apart.
+    pub(crate) fn without_url(&self) -> String {
+        format!("{}{}", self.what, self.hint)
+    }
+
+    /// Whether a signal ended the run.
+    pub(crate) fn is_signal(&self) -> bool {
+        matches!(self.kind, Kind::HungUp | Kind::Interrupted | Kind::Terminated)
     }
 
     /// Whether `--fallback` stands in for the body: on exit 1, 5 and 6,
     /// when there is no answer to give. A permanent failure is an answer.
     pub(crate) fn takes_fallback(&self) -> bool {
-        matches!(self, Error::Deadline(_) | Error::GaveUp(_) | Error::CircuitOpen(_) | Error::StateUnreachable(_))
+        matches!(self.kind, Kind::Deadline | Kind::GaveUp | Kind::CircuitOpen | Kind::StateUnreachable)
     }
 
     /// Whether the run still prints the final body (exit 4 does).
     pub(crate) fn keeps_body(&self) -> bool {
-        matches!(self, Error::FailWhen(_))
+        self.kind == Kind::FailWhen
     }
 
     /// How bad an ending is when several URLs failed under `--any` (higher
     /// wins): a signal, then `--fail-when`, permanent, circuit open, gave up, deadline.
     pub(crate) fn severity(&self) -> u8 {
-        match self {
-            Error::Interrupted { .. } => 7,
-            Error::Usage(_) | Error::CommandCannotRun(_) | Error::CommandNotFound(_) => 6,
-            Error::FailWhen(_) => 5,
-            Error::Permanent(_) => 4,
-            Error::CircuitOpen(_) | Error::StateUnreachable(_) => 3,
-            Error::GaveUp(_) => 2,
-            Error::Deadline(_) => 1,
-        }
+        self.kind.row().severity
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Deadline(why)
-            | Error::Usage(why)
-            | Error::Permanent(why)
-            | Error::FailWhen(why)
-            | Error::GaveUp(why)
-            | Error::CircuitOpen(why)
-            | Error::StateUnreachable(why)
-            | Error::CommandCannotRun(why)
-            | Error::CommandNotFound(why) => f.write_str(why),
-            Error::Interrupted { signal, attempts } => {
-                let name = match signal {
-                    Signal::HangUp => "hung up",
-                    Signal::Interrupt => "interrupted",
-                    Signal::Terminate => "terminated",
-                };
-                write!(f, "{name} after {}", crate::util::text::count(*attempts, "attempt"))
-            }
+        f.write_str(&self.what)?;
+        if let Some(url) = &self.url {
+            write!(f, " [{url}]")?;
         }
+        f.write_str(&self.hint)
     }
 }
 
@@ -154,37 +258,31 @@ impl std::error::Error for Error {}
 mod tests {
     use super::*;
 
-    fn every_ending() -> [Error; 12] {
-        [
-            Error::Deadline(String::new()),
-            Error::Usage(String::new()),
-            Error::Permanent(String::new()),
-            Error::FailWhen(String::new()),
-            Error::GaveUp(String::new()),
-            Error::CircuitOpen(String::new()),
-            Error::StateUnreachable(String::new()),
-            Error::CommandCannotRun(String::new()),
-            Error::CommandNotFound(String::new()),
-            Error::Interrupted { signal: Signal::Interrupt, attempts: 1 },
-            Error::Interrupted { signal: Signal::Terminate, attempts: 2 },
-            Error::Interrupted { signal: Signal::HangUp, attempts: 0 },
-        ]
+    fn every_ending() -> Vec<Error> {
+        Kind::ALL.iter().map(|kind| Error::new(*kind, "")).collect()
     }
 
     #[test]
-    fn exit_codes_match_the_table() {
-        let table: Vec<u8> = EXIT_CODES.iter().map(|(code, _)| *code).collect();
-        for error in every_ending() {
-            assert!(table.contains(&error.exit_code()), "{error:?} exits with a code the table lacks");
+    fn every_code_is_listed_once_in_order() {
+        let codes: Vec<u8> = EXIT_CODES.iter().map(|(code, _)| *code).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 126, 127, 129, 130, 143]);
+        assert!(EXIT_CODES.iter().all(|(_, meaning)| !meaning.is_empty()));
+        let rows = [(Kind::Deadline, 1), (Kind::GaveUp, 5), (Kind::StateUnreachable, 6), (Kind::Terminated, 143)];
+        for (kind, code) in rows {
+            assert_eq!(Error::new(kind, "").exit_code(), code, "{kind:?}");
         }
-        let mut used: Vec<u8> = every_ending().iter().map(Error::exit_code).collect();
-        used.extend([0]);
-        for code in table {
-            assert!(used.contains(&code), "the table lists {code}, which no ending uses");
-        }
-        let rows = [(Error::Deadline(String::new()), 1), (Error::GaveUp(String::new()), 5)];
-        for (error, code) in rows {
-            assert_eq!(error.exit_code(), code, "{error:?}");
+        let reasons: std::collections::HashSet<&str> = every_ending().iter().map(Error::reason).collect();
+        assert_eq!(reasons.len(), Kind::ALL.len(), "one reason per ending");
+    }
+
+    #[test]
+    fn the_step_summary_has_words_for_every_code() {
+        assert_eq!(words(0), "done");
+        assert_eq!(words(6), "circuit open");
+        assert_eq!(words(129), "hung up");
+        assert_eq!(words(42), "failed");
+        for (code, _) in EXIT_CODES {
+            assert_ne!(words(code), "failed", "{code}");
         }
     }
 
@@ -204,6 +302,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_url_sits_between_what_happened_and_the_hint_and_each_reporter_may_leave_it_out() {
+        let error = Error::permanent("HTTP 404").at("http://u:secret@h/x?token=t").hint("; check the URL");
+        assert_eq!(error.to_string(), "HTTP 404 [http://<redacted>@h/x?token=<redacted>]; check the URL");
+        assert_eq!(error.without_url(), "HTTP 404; check the URL");
+        assert_eq!(error.clone().at("http://other/").to_string(), error.to_string(), "the first URL stays");
+    }
+
     /// The guide's row of `reason` values, or `None` for the crate as packaged, which carries no docs/.
     fn guide_row(starts: &str) -> Option<String> {
         let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide/output.md")).ok()?;
@@ -221,12 +327,12 @@ mod tests {
     }
 
     #[test]
-    fn interrupted_counts_attempts() {
-        let e = Error::Interrupted { signal: Signal::Interrupt, attempts: 1 };
+    fn a_signal_counts_attempts() {
+        let e = Error::signalled(Signal::Interrupt, 1);
         assert_eq!(e.to_string(), "interrupted after 1 attempt");
-        let e = Error::Interrupted { signal: Signal::Terminate, attempts: 3 };
+        let e = Error::signalled(Signal::Terminate, 3);
         assert_eq!(e.to_string(), "terminated after 3 attempts");
-        let e = Error::Interrupted { signal: Signal::HangUp, attempts: 2 };
+        let e = Error::signalled(Signal::HangUp, 2);
         assert_eq!((e.to_string().as_str(), e.exit_code(), e.reason()), ("hung up after 2 attempts", 129, "hung_up"));
     }
 }

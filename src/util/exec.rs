@@ -8,7 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::util::error::Error;
+use crate::util::error::{Error, Kind};
 use crate::util::text::printable;
 
 /// The command after `--`, found.
@@ -27,7 +27,7 @@ impl Command {
     /// program this user may run is exit 126.
     pub(crate) fn find(argv: &[OsString]) -> Result<Command, Error> {
         let Some((name, args)) = argv.split_first() else {
-            return Err(Error::Usage("--: give the command to run after the URLs".into()));
+            return Err(Error::usage("--: give the command to run after the URLs"));
         };
         let program = which::which(name).map_err(|_| unfound(name))?;
         Ok(Command { name: name.clone(), program, args: args.to_vec() })
@@ -39,8 +39,8 @@ impl Command {
         imp::hand_over(self).map_err(|e| {
             let why = format!("cannot run `{}`: {e}", shown(&self.name));
             match e.kind() {
-                std::io::ErrorKind::NotFound => Error::CommandNotFound(why),
-                _ => Error::CommandCannotRun(why),
+                std::io::ErrorKind::NotFound => Error::new(Kind::NotFound, why),
+                _ => Error::new(Kind::CannotRun, why),
             }
         })
     }
@@ -60,18 +60,18 @@ fn unfound(name: &OsStr) -> Error {
     let path = Path::new(name);
     if path.components().count() > 1 {
         return match path.exists() {
-            true => Error::CommandCannotRun(format!("cannot run `{shown}`: it is not an executable file")),
-            false => Error::CommandNotFound(format!("`{shown}` not found (the command after --)")),
+            true => Error::new(Kind::CannotRun, format!("cannot run `{shown}`: it is not an executable file")),
+            false => Error::new(Kind::NotFound, format!("`{shown}` not found (the command after --)")),
         };
     }
     let on_path = std::env::var_os("PATH").filter(|_| cfg!(unix));
     let file = on_path.and_then(|dirs| std::env::split_paths(&dirs).map(|dir| dir.join(name)).find(|f| f.is_file()));
     match file {
-        Some(file) => Error::CommandCannotRun(format!(
-            "cannot run `{shown}`: {} is not an executable file",
-            printable(&file.to_string_lossy())
-        )),
-        None => Error::CommandNotFound(format!("`{shown}` not found (the command after --)")),
+        Some(file) => Error::new(
+            Kind::CannotRun,
+            format!("cannot run `{shown}`: {} is not an executable file", printable(&file.to_string_lossy())),
+        ),
+        None => Error::new(Kind::NotFound, format!("`{shown}` not found (the command after --)")),
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod exec;
 pub(crate) mod file;
 pub mod parse;
 pub(crate) mod signals;
+pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod url;
 pub(crate) mod wait;

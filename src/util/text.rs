@@ -89,6 +89,20 @@ pub(crate) fn human(d: Duration) -> String {
     }
 }
 
+/// Two durations in words that read differently when they differ: `2.0s`
+/// and `1.996s` where [`human`]'s one decimal would say `2.0s` twice.
+pub(crate) fn human_pair(a: Duration, b: Duration) -> (String, String) {
+    let (first, second) = (human(a), human(b));
+    if first != second || a.as_millis() == b.as_millis() {
+        return (first, second);
+    }
+    let precise = |d: Duration| match d < Duration::from_secs(1) {
+        true => format!("{}ms", d.as_millis()),
+        false => format!("{:.3}s", d.as_secs_f64()),
+    };
+    (precise(a), precise(b))
+}
+
 /// `1 attempt`, `3 attempts`.
 pub(crate) fn count(n: u32, thing: &str) -> String {
     if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
@@ -113,6 +127,15 @@ pub(crate) const LAST_RFC3339_MS: u64 = 253_402_300_800_000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_durations_that_differ_never_read_the_same() {
+        let pair = |a: u64, b: u64| human_pair(Duration::from_millis(a), Duration::from_millis(b));
+        assert_eq!(pair(2_000, 1_996), ("2.000s".to_string(), "1.996s".to_string()));
+        assert_eq!(pair(2_000, 1_500), ("2.0s".to_string(), "1.5s".to_string()));
+        assert_eq!(pair(2_000, 2_000), ("2.0s".to_string(), "2.0s".to_string()));
+        assert_eq!(pair(90_200, 90_700), ("90.200s".to_string(), "90.700s".to_string()));
+    }
 
     #[test]
     fn control_characters_are_escaped() {

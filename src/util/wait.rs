@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::util::sync::lock;
+
 /// The run is over: a loop stops at its next wait or turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Cancelled;
@@ -21,7 +23,7 @@ pub(crate) struct Cancel {
 
 impl Cancel {
     pub(crate) fn cancel(&self) {
-        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _guard = lock(&self.lock);
         self.set.store(true, Ordering::SeqCst);
         self.woken.notify_all();
     }
@@ -37,7 +39,7 @@ impl Cancel {
             return Ok(());
         }
         let until = Instant::now() + duration;
-        let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = lock(&self.lock);
         loop {
             self.check()?;
             let left = until.saturating_duration_since(Instant::now());

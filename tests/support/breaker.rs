@@ -1,4 +1,4 @@
-//! The circuit breaker's set-up for the `--state` tests (`tests/state.rs`, `tests/redis.rs`).
+//! The circuit breaker's set-up for the `--state` tests (`tests/it/state.rs`, `tests/it/redis.rs`).
 
 use super::process::{run, stderr};
 use super::server::Server;

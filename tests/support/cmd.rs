@@ -14,7 +14,7 @@ use std::time::Duration;
 ///   run under GitHub Actions cannot switch on workflow commands or read the runner's settings
 ///   (`GITHUB_STEP_SUMMARY`); `GITLAB_CI`, which switches on GitLab's sections.
 /// - Locale: `LANG`, `LANGUAGE` and every `LC_*` (`LC_ALL`, `LC_MESSAGES`, `LC_CTYPE`, ...).
-/// - `TERM`: no test wants the tester's terminal type; `tests/terminal.rs` sets its own.
+/// - `TERM`: no test wants the tester's terminal type; `tests/it/terminal.rs` sets its own.
 /// - `SSL_CERT_FILE`, `SSL_CERT_DIR`: the trusted roots are this machine's, unless a test names its own.
 pub const CLEARED_ENV: &[&str] = &[
     "HTTP_PROXY",

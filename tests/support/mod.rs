@@ -1,8 +1,5 @@
-//! Shared helpers for the integration tests: each `tests/*.rs` binary does `mod support;`.
+//! Shared helpers for the integration tests, compiled once into their one binary (`tests/it/main.rs`).
 
-// Every test binary compiles this module on its own and uses a different
-// subset of it, so unused items are expected and not worth a warning.
-#![allow(dead_code)]
 // socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
 #![forbid(unsafe_code)]
 
@@ -13,14 +10,16 @@ pub mod cmd;
 mod no_unix;
 pub mod process;
 pub mod redis;
+// The fake Redis of the hostile-input tests, which are Unix-only.
+#[cfg(unix)]
 pub mod resp;
 pub mod server;
 pub mod tinyproxy;
 pub mod tokens;
 mod tool;
 
-// `support::poll()` reads better than `support::cmd::poll()`; not every binary uses all three.
-#[allow(unused_imports)]
+// `support::poll()` reads better than `support::cmd::poll()`.
 pub use cmd::{hermetic, poll, poll_std};
-#[allow(unused_imports)]
-pub use tool::{have_root, have_tool};
+#[cfg(unix)]
+pub use tool::have_root;
+pub use tool::have_tool;

@@ -1,6 +1,6 @@
 //! Where std has no Unix sockets (Windows), stand-ins of the two types the test server names, so
 //! that the suite compiles for every target: binding and connecting fail, so no value of them is
-//! ever made. The `--unix-socket` tests (`tests/unix.rs`) are Unix-only.
+//! ever made. The `--unix-socket` tests (`tests/it/unix.rs`) are Unix-only.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -14,9 +14,6 @@ fn unsupported() -> io::Error {
 pub struct UnixListener(());
 
 impl UnixListener {
-    pub fn bind(_: &Path) -> io::Result<UnixListener> {
-        Err(unsupported())
-    }
     pub fn accept(&self) -> io::Result<(UnixStream, ())> {
         Err(unsupported())
     }

@@ -73,7 +73,31 @@ impl Drop for Running {
     }
 }
 
-/// Most requests that `servers` saw together in any one-second window.
+/// The command lines of this machine's processes, their arguments joined by spaces (read from
+/// Linux's `/proc`; none where there is no `/proc`). A zombie's is empty.
+pub fn command_lines() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " ").trim_end().to_string())
+        .collect()
+}
+
+/// Waits until no process's command line holds `token` (a process being killed can be seen for
+/// a moment after the kill); false if one still did after `timeout`.
+pub fn none_running(token: &str, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while command_lines().iter().any(|line| line.contains(token)) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// The flags of a process that spends five requests of a shared `--rate 10/s`
 /// under the state key `token-a`: a 409, retried four times at once, ends with exit 5.
 pub const FIVE_REQUESTS_AT_10_PER_S: [&str; 11] =
@@ -96,6 +120,7 @@ pub fn five_requests_each(n: usize, args: impl Fn(usize) -> Vec<String>) {
     }
 }
 
+/// Most requests that `servers` saw together in any one-second window.
 pub fn busiest_second(servers: &[&Server]) -> usize {
     let at: Vec<Instant> = servers.iter().flat_map(|s| s.requests()).map(|r| r.at).collect();
     at.iter()

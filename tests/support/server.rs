@@ -26,7 +26,9 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 #[cfg(unix)]
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -42,7 +44,7 @@ const MAX_LINE: usize = 64 * 1024;
 const MAX_HEADERS: usize = 256;
 /// Largest request body read; larger gets 413.
 const MAX_BODY: usize = 64 << 20;
-/// Chunk size of chunked replies and of `Reply::endless`.
+/// Chunk size of `Reply::endless`.
 const CHUNK: usize = 64 * 1024;
 /// `Reply::endless` gives up after this much, so a client with no body limit cannot spin forever.
 const ENDLESS_CAP: u64 = 1 << 30;
@@ -125,7 +127,6 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     delay: Duration,
-    chunked: bool,
     /// Close the connection after this reply without saying so (no `Connection: close`).
     hang_up: bool,
     kind: Kind,
@@ -141,7 +142,6 @@ impl Reply {
             headers: Vec::new(),
             body: Vec::new(),
             delay: Duration::ZERO,
-            chunked: false,
             hang_up: false,
             kind,
             only_with: None,
@@ -223,12 +223,6 @@ impl Reply {
     /// Writes these bytes verbatim (e.g. `"HTTP/1.1 abc\r\n\r\n"`), then closes cleanly.
     pub fn raw(bytes: impl Into<Vec<u8>>) -> Reply {
         Reply::of(Kind::Raw, 0).body(bytes)
-    }
-
-    /// Sends the body with `Transfer-Encoding: chunked` (64 KiB chunks).
-    pub fn chunked(mut self) -> Reply {
-        self.chunked = true;
-        self
     }
 
     /// `code` with a chunked body that never ends: 64 KiB chunks of `x` until the client goes
@@ -458,30 +452,9 @@ impl Server {
         Server::launch(Script::Any(Seq::new(replies)), Some(tls_config()))
     }
 
-    /// `routes` over TLS with the fixture certificate.
-    pub fn routes_tls(routes: Vec<(&str, Vec<Reply>)>) -> Server {
-        Server::launch(routes_script(routes), Some(tls_config()))
-    }
-
     /// `start` on a chosen loopback port, for a server that comes up after its client.
     pub fn start_on(port: u16, replies: Vec<Reply>) -> Server {
         Server::launch_on(port, Script::Any(Seq::new(replies)), None)
-    }
-
-    /// `start` on a Unix socket at `path` (in a test's temporary folder), which must not exist;
-    /// it is removed when the server is dropped. `url()` names `localhost`.
-    pub fn start_unix(path: &Path, replies: Vec<Reply>) -> Server {
-        Server::launch_unix(path, Script::Any(Seq::new(replies)), None)
-    }
-
-    /// `routes` on a Unix socket at `path`.
-    pub fn routes_unix(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
-        Server::launch_unix(path, routes_script(routes), None)
-    }
-
-    /// `routes` on a Unix socket at `path`, over TLS with the fixture certificate (`localhost`).
-    pub fn routes_unix_tls(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
-        Server::launch_unix(path, routes_script(routes), Some(tls_config()))
     }
 
     fn launch(script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
@@ -493,12 +466,6 @@ impl Server {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local_addr of test server");
         Server::serve_on(Listener::Tcp(listener), addr, None, script, tls)
-    }
-
-    fn launch_unix(path: &Path, script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
-        let listener = UnixListener::bind(path).unwrap_or_else(|e| panic!("bind {}: {e}", path.display()));
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        Server::serve_on(Listener::Unix(listener), addr, Some(path.to_path_buf()), script, tls)
     }
 
     fn serve_on(
@@ -594,11 +561,6 @@ impl Server {
         self.url("").trim_end_matches('/').to_string()
     }
 
-    /// The Unix socket's path, for a server made with `start_unix` or `routes_unix`.
-    pub fn socket_path(&self) -> &Path {
-        self.unix.as_deref().expect("a server on a Unix socket")
-    }
-
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -626,6 +588,37 @@ impl Server {
     /// Waits until at least `n` requests arrived; false on timeout.
     pub fn wait_hits(&self, n: usize, timeout: Duration) -> bool {
         super::arrivals::wait_until(&self.shared.state, &self.shared.arrived, timeout, |state| state.log.len() >= n)
+    }
+}
+
+/// Servers on a Unix socket, where there are Unix sockets (`tests/it/unix.rs`).
+#[cfg(unix)]
+impl Server {
+    /// `start` on a Unix socket at `path` (in a test's temporary folder), which must not exist;
+    /// it is removed when the server is dropped. `url()` names `localhost`.
+    pub fn start_unix(path: &Path, replies: Vec<Reply>) -> Server {
+        Server::launch_unix(path, Script::Any(Seq::new(replies)), None)
+    }
+
+    /// `routes` on a Unix socket at `path`.
+    pub fn routes_unix(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
+        Server::launch_unix(path, routes_script(routes), None)
+    }
+
+    /// `routes` on a Unix socket at `path`, over TLS with the fixture certificate (`localhost`).
+    pub fn routes_unix_tls(path: &Path, routes: Vec<(&str, Vec<Reply>)>) -> Server {
+        Server::launch_unix(path, routes_script(routes), Some(tls_config()))
+    }
+
+    /// The Unix socket's path, for a server made with `start_unix` or `routes_unix`.
+    pub fn socket_path(&self) -> &Path {
+        self.unix.as_deref().expect("a server on a Unix socket")
+    }
+
+    fn launch_unix(path: &Path, script: Script, tls: Option<Arc<ServerConfig>>) -> Server {
+        let listener = UnixListener::bind(path).unwrap_or_else(|e| panic!("bind {}: {e}", path.display()));
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        Server::serve_on(Listener::Unix(listener), addr, Some(path.to_path_buf()), script, tls)
     }
 }
 
@@ -717,6 +710,7 @@ fn tls_config() -> Arc<ServerConfig> {
 /// What the server listens on.
 enum Listener {
     Tcp(TcpListener),
+    #[cfg_attr(not(unix), expect(dead_code, reason = "made by Server::launch_unix alone, which is Unix-only"))]
     Unix(UnixListener),
 }
 
@@ -997,11 +991,7 @@ fn write_head(t: &mut impl Write, reply: &Reply, extra: &str) -> io::Result<()> 
 fn write_normal(t: &mut impl Write, reply: &Reply, head_only: bool, close: bool) -> io::Result<()> {
     let bodyless = reply.status < 200 || reply.status == 204 || reply.status == 304;
     let mut extra = String::new();
-    if reply.chunked {
-        if !reply.has_header("transfer-encoding") {
-            extra.push_str("Transfer-Encoding: chunked\r\n");
-        }
-    } else if !bodyless && !reply.has_header("content-length") && !reply.has_header("transfer-encoding") {
+    if !bodyless && !reply.has_header("content-length") && !reply.has_header("transfer-encoding") {
         extra.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
     }
     if close && !reply.has_header("connection") {
@@ -1009,16 +999,7 @@ fn write_normal(t: &mut impl Write, reply: &Reply, head_only: bool, close: bool)
     }
     write_head(t, reply, &extra)?;
     if !head_only && !bodyless {
-        if reply.chunked {
-            for chunk in reply.body.chunks(CHUNK) {
-                write!(t, "{:x}\r\n", chunk.len())?;
-                t.write_all(chunk)?;
-                t.write_all(b"\r\n")?;
-            }
-            t.write_all(b"0\r\n\r\n")?;
-        } else {
-            t.write_all(&reply.body)?;
-        }
+        t.write_all(&reply.body)?;
     }
     t.flush()
 }

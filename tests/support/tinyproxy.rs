@@ -86,10 +86,6 @@ impl Tinyproxy {
         }
     }
 
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
     /// `http://127.0.0.1:PORT`, or with `user:pass@` before the address.
     pub fn url(&self, credentials: Option<&str>) -> String {
         match credentials {

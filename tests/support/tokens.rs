@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 /// One request as it arrived, and what it got.
 #[derive(Clone, Debug)]
 pub struct Seen {
-    pub method: String,
     pub path: String,
     /// The `Authorization` header, if any.
     pub authorization: Option<String>,
@@ -239,7 +238,7 @@ fn serve(stream: TcpStream, sh: &Shared) {
                     (answer.status, answer.headers.clone(), answer.body.replace("{n}", &n.to_string()))
                 }
             };
-            state.log.push(Seen { method, path, authorization, status: answer.0, at });
+            state.log.push(Seen { path, authorization, status: answer.0, at });
             sh.arrived.notify_all();
             (answer, state.slow_401)
         };

@@ -1,5 +1,5 @@
 //! Whether an external program a test needs is there; also compiled into the
-//! crate's own unit tests (`src/state/redis.rs`), with `redis.rs` beside it.
+//! crate's own unit tests (`src/state/test_support.rs`), with `redis.rs` beside it.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -37,6 +37,7 @@ pub fn have_tool(name: &str, install: &str) -> bool {
 /// Whether the tests run as root, which some need (a chown to another user,
 /// mknod). Otherwise as for a missing tool: one `SKIPPED` line, or a failure
 /// with `POLL_TEST_REQUIRE_TOOLS=1` (`.ci/run` runs as root).
+#[cfg(unix)]
 pub fn have_root(what: &str) -> bool {
     let uid = std::process::Command::new("id")
         .arg("-u")

@@ -1,4 +1,4 @@
--- poll's admit step (src/state/redis.rs): the turn before one attempt, as one
+-- poll's admit step (src/state/redis/mod.rs): the turn before one attempt, as one
 -- atomic script on the Redis server. The rules of Origin::admit in
 -- src/state/origin.rs, on the server's clock: the breaker first, then the
 -- server's "not before", then the --rate slot (GCRA with a burst of one, as

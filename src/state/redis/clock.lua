@@ -1,4 +1,4 @@
--- The clock of poll's scripts (src/state/redis.rs puts this before each):
+-- The clock of poll's scripts (src/state/redis/mod.rs puts this before each):
 -- the Redis server's TIME in epoch ms, so that every machine of a fleet
 -- shares one clock, unless a test pins it with a number in `pinned`.
 local function clock(pinned)

@@ -1,4 +1,4 @@
--- poll's read of a last good body (src/state/redis.rs), for --fallback last:
+-- poll's read of a last good body (src/state/redis/mod.rs), for --fallback last:
 -- the body of URL ARGV[1], or nil when none was kept or it is older than
 -- ARGV[2] ms by the server's clock.
 --

@@ -55,7 +55,7 @@ use self::sentinel::{Sentinels, Unknown};
 pub(crate) use self::url::RedisUrl;
 use self::url::{Addr, Servers};
 use super::origin::{MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
-use super::{Admission, Ask, Refusal, Report, Store};
+use super::{Admission, Ask, Refusal, Store, StoreUpdate};
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
@@ -198,14 +198,14 @@ impl Call {
 
 /// Why a step failed.
 #[derive(Debug)]
-enum Failure {
+enum StepFailure {
     Redis(RedisError),
     Sentinel(Unknown),
 }
 
-impl From<RedisError> for Failure {
-    fn from(e: RedisError) -> Failure {
-        Failure::Redis(e)
+impl From<RedisError> for StepFailure {
+    fn from(e: RedisError) -> StepFailure {
+        StepFailure::Redis(e)
     }
 }
 
@@ -252,7 +252,7 @@ impl RedisStore {
         // The sixth, what the script set aside (checked.lua); a server that answers as an older poll's did has none.
         let odd = if values.len() == 6 { values.pop() } else { None };
         let odd: String = odd.map(FromRedisValue::from_redis_value).transpose().ok().flatten().unwrap_or_default();
-        let reply = Reply::from_redis_value(Value::Array(values))
+        let reply = ScriptAnswer::from_redis_value(Value::Array(values))
             .map_err(|e| scrub(&describe(&RedisError::from(e), timeout), &self.secrets))?;
         let parts: Vec<String> = odd
             .split(',')
@@ -285,7 +285,7 @@ impl RedisStore {
     /// and the Sentinels until it is answered, fails, or `deadline` passes.
     /// A connection that was made in an earlier step and found closed (a
     /// server restart, Redis's `timeout`) is made again once.
-    fn run(&mut self, deadline: Instant, call: &Call) -> Result<Value, Failure> {
+    fn run(&mut self, deadline: Instant, call: &Call) -> Result<Value, StepFailure> {
         self.early = Early::default();
         self.discover(deadline)?;
         let mut asking = None;
@@ -385,7 +385,7 @@ impl RedisStore {
     }
 
     /// At the first step on a URL's server: whether it is a cluster node (and its slot map).
-    fn discover(&mut self, deadline: Instant) -> Result<(), Failure> {
+    fn discover(&mut self, deadline: Instant) -> Result<(), StepFailure> {
         let Place::Seed { seed, topology: Topology::Unknown } = &self.place else { return Ok(()) };
         let seed = seed.clone();
         let reply = self.ask_slots(&seed, deadline);
@@ -408,7 +408,7 @@ impl RedisStore {
     }
 
     /// Where the next try of a step on `slot` goes.
-    fn target(&mut self, deadline: Instant, slot: u16) -> Result<Addr, Failure> {
+    fn target(&mut self, deadline: Instant, slot: u16) -> Result<Addr, StepFailure> {
         match &mut self.place {
             Place::Seed { seed, topology: Topology::Cluster(map) } => Ok(map.owner(slot).unwrap_or(seed).clone()),
             Place::Seed { seed, .. } => Ok(seed.clone()),
@@ -417,7 +417,7 @@ impl RedisStore {
                 Ok(addr) => Ok(master.insert(addr).clone()),
                 Err(unknown) => {
                     self.early.quiet = true;
-                    Err(Failure::Sentinel(unknown))
+                    Err(StepFailure::Sentinel(unknown))
                 }
             },
         }
@@ -487,16 +487,16 @@ impl RedisStore {
     }
 
     /// A failed step in words.
-    fn describe(&self, e: &Failure, timeout: Duration) -> String {
+    fn describe(&self, e: &StepFailure, timeout: Duration) -> String {
         match (e, &self.place) {
-            (Failure::Redis(e), _) => describe(e, timeout),
-            (Failure::Sentinel(Unknown::NoMaster), Place::Sentinel { sentinels, .. }) => {
+            (StepFailure::Redis(e), _) => describe(e, timeout),
+            (StepFailure::Sentinel(Unknown::NoMaster), Place::Sentinel { sentinels, .. }) => {
                 format!("the Sentinels know no master named `{}`", printable(sentinels.master_name()))
             }
-            (Failure::Sentinel(Unknown::Unreachable(e)), _) => {
+            (StepFailure::Sentinel(Unknown::Unreachable(e)), _) => {
                 format!("no Sentinel answered: {}", describe(e, timeout))
             }
-            (Failure::Sentinel(Unknown::NoMaster), _) => "the Sentinels know no such master".to_string(),
+            (StepFailure::Sentinel(Unknown::NoMaster), _) => "the Sentinels know no such master".to_string(),
         }
     }
 }
@@ -543,7 +543,7 @@ impl Store for RedisStore {
         self.answer(timeout, &call, state_key)
     }
 
-    fn record(&mut self, state_key: &str, report: &Report, timeout: Duration) -> Result<Option<Refusal>, String> {
+    fn record(&mut self, state_key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String> {
         let settings = report.breaker.unwrap_or_default();
         let (good, url, body): (&str, &str, &[u8]) = match report.good_body {
             Some((url, body)) if body.len() > MAX_KEPT_BODY => ("drop", url, b""),
@@ -604,18 +604,18 @@ impl Store for RedisStore {
 
 /// What the admit and record scripts answer: kind, ms, why, prober, reason
 /// (then what they found odd, read by [`RedisStore::answer`]).
-type Reply = (String, u64, u8, String, String);
+type ScriptAnswer = (String, u64, u8, String, String);
 
 /// A script's answer as the trait's types (`record` answers `ok` or `open`).
-fn admission((kind, ms, why, prober, reason): Reply) -> Result<Admission, String> {
+fn admission((kind, ms, why, prober, reason): ScriptAnswer) -> Result<Admission, String> {
     let why = match why {
         1 => Some(WaitReason::Rate),
-        2 => Some(WaitReason::Kept),
+        2 => Some(WaitReason::StoredAdvice),
         _ => None,
     };
     match kind.as_str() {
         "go" | "ok" => Ok(Admission::Go { wait: ms, why }),
-        "late" => Ok(Admission::TooLate { wait: ms, why: why.unwrap_or(WaitReason::Kept) }),
+        "late" => Ok(Admission::TooLate { wait: ms, why: why.unwrap_or(WaitReason::StoredAdvice) }),
         "open" => Ok(Admission::Open(Refusal {
             retry_in: ms,
             // The token is `PID:NONCE`; the pid is what a person can look for.
@@ -799,7 +799,7 @@ mod tests {
                     _ => None,
                 };
                 let slow = rng.random_bool(0.1);
-                let report = Report {
+                let report = StoreUpdate {
                     pid,
                     sample: Sample {
                         ok: rng.random_bool(0.65),
@@ -854,7 +854,7 @@ mod tests {
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
         let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), lease: 0 };
-        let report = |pid, ok, latency, not_before_in| Report {
+        let report = |pid, ok, latency, not_before_in| StoreUpdate {
             pid,
             sample: Sample { ok, latency },
             not_before_in,
@@ -863,7 +863,7 @@ mod tests {
         };
         enum Step {
             Admit(u64, Ask),
-            Record(u64, Report<'static>),
+            Record(u64, StoreUpdate<'static>),
         }
         let steps = [
             Step::Record(0, report(1, true, 1, Some(5_000))),

@@ -162,54 +162,54 @@ pub(super) fn timed_out() -> RedisError {
 /// An open connection: the socket, and redis-rs's parser of what it reads
 /// (it may hold the start of the next reply).
 struct Link {
-    stream: Stream,
+    stream: NodeStream,
     parser: ::redis::Parser,
     db: i64,
 }
 
-enum Stream {
+enum NodeStream {
     Tcp(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
     /// `redis+unix://` (`http/unix.rs` owns the platform's Unix sockets).
     Unix(UnixSocket),
 }
 
-impl Stream {
+impl NodeStream {
     /// Bounds the next read and write of the socket by `left`.
     fn set_timeouts(&self, left: Duration) -> io::Result<()> {
         let left = Some(left.max(Duration::from_millis(1)));
         match self {
-            Stream::Tcp(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
-            Stream::Tls(tls) => tls.sock.set_read_timeout(left).and_then(|()| tls.sock.set_write_timeout(left)),
-            Stream::Unix(socket) => socket.set_timeouts(left),
+            NodeStream::Tcp(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
+            NodeStream::Tls(tls) => tls.sock.set_read_timeout(left).and_then(|()| tls.sock.set_write_timeout(left)),
+            NodeStream::Unix(socket) => socket.set_timeouts(left),
         }
     }
 }
 
-impl Read for Stream {
+impl Read for NodeStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(socket) => socket.read(buf),
-            Stream::Tls(tls) => tls.read(buf),
-            Stream::Unix(socket) => socket.read(buf),
+            NodeStream::Tcp(socket) => socket.read(buf),
+            NodeStream::Tls(tls) => tls.read(buf),
+            NodeStream::Unix(socket) => socket.read(buf),
         }
     }
 }
 
-impl Write for Stream {
+impl Write for NodeStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(socket) => socket.write(buf),
-            Stream::Tls(tls) => tls.write(buf),
-            Stream::Unix(socket) => socket.write(buf),
+            NodeStream::Tcp(socket) => socket.write(buf),
+            NodeStream::Tls(tls) => tls.write(buf),
+            NodeStream::Unix(socket) => socket.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Stream::Tcp(socket) => socket.flush(),
-            Stream::Tls(tls) => tls.flush(),
-            Stream::Unix(socket) => socket.flush(),
+            NodeStream::Tcp(socket) => socket.flush(),
+            NodeStream::Tls(tls) => tls.flush(),
+            NodeStream::Unix(socket) => socket.flush(),
         }
     }
 }
@@ -225,11 +225,11 @@ impl Link {
             Addr::Tcp { host, port } => {
                 let socket = tcp(host, *port, &left)?;
                 match &dialer.tls {
-                    Some(config) => Stream::Tls(Box::new(handshake(config, host, socket, &left)?)),
-                    None => Stream::Tcp(socket),
+                    Some(config) => NodeStream::Tls(Box::new(handshake(config, host, socket, &left)?)),
+                    None => NodeStream::Tcp(socket),
                 }
             }
-            Addr::Unix(path) => Stream::Unix(UnixSocket::connect(path).map_err(|e| match e.kind() {
+            Addr::Unix(path) => NodeStream::Unix(UnixSocket::connect(path).map_err(|e| match e.kind() {
                 // No Unix sockets on this system: the URL cannot work here, not a server that is down.
                 io::ErrorKind::Unsupported => {
                     RedisError::from((ErrorKind::InvalidClientConfig, "Unix sockets need a Unix-like system"))
@@ -332,7 +332,7 @@ impl<'a> Bounded<'a> {
 /// The socket as the parser reads it: each read bounded by what is left of
 /// the step's time and of [`MAX_REPLY`].
 struct Reader<'a> {
-    stream: &'a mut Stream,
+    stream: &'a mut NodeStream,
     deadline: Instant,
     read: &'a mut usize,
 }

@@ -1,6 +1,6 @@
--- poll's record step (src/state/redis.rs): what one attempt leaves behind, as
+-- poll's record step (src/state/redis/mod.rs): what one attempt leaves behind, as
 -- one atomic script on the Redis server. The rules of Origin::record in
--- src/state/origin.rs and Breaker::record in src/breaker.rs, on the server's
+-- src/state/origin.rs and Breaker::record in src/rules/breaker.rs, on the server's
 -- clock: keep the server's advice and a good body, and feed the breaker.
 --
 -- KEYS[1] advice   the server's "not before" (epoch ms)

@@ -1,4 +1,4 @@
--- The breaker's answer to a caller (src/state/redis.rs puts this before the
+-- The breaker's answer to a caller (src/state/redis/mod.rs puts this before the
 -- admit and record scripts): the refusal an open breaker, or a half-open one
 -- whose probe's lease `probe_key` still runs, gives at `now`, or nil; and
 -- when the lease's time is over but its key is still there, its holder.

@@ -109,8 +109,8 @@ impl RedisUrl {
         let shown = url::redact_userinfo(raw);
         let bad = |why: &str| format!("invalid Redis URL `{}`: {why}", printable(&shown));
         let scheme = raw.split_once("://").map_or(raw, |(scheme, _)| scheme).to_ascii_lowercase();
-        let kind = match Kind::of(&scheme) {
-            Some(Kind::Sentinel { tls }) => return sentinel(raw, tls, shown.clone()).map_err(|why| bad(&why)),
+        let kind = match Scheme::of(&scheme) {
+            Some(Scheme::Sentinel { tls }) => return sentinel(raw, tls, shown.clone()).map_err(|why| bad(&why)),
             Some(kind) => kind,
             None => {
                 return Err(format!(
@@ -124,7 +124,7 @@ impl RedisUrl {
         // `redis+unix://:PASS@/PATH` has a login but no host, which the url crate
         // refuses: such a URL is parsed with a stand-in host, taken out again below.
         let stand_in = match (kind, raw.split_once("://")) {
-            (Kind::Unix, Some((scheme, rest))) => {
+            (Scheme::Unix, Some((scheme, rest))) => {
                 let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
                 authority.ends_with('@').then(|| format!("{scheme}://{authority}{UNIX_HOST}{path}"))
             }
@@ -141,7 +141,7 @@ impl RedisUrl {
         };
         let path = parsed.path();
 
-        let (addr, db) = if kind == Kind::Unix {
+        let (addr, db) = if kind == Scheme::Unix {
             if !host.is_empty() {
                 return Err(bad("a unix socket URL names no host: redis+unix:///PATH"));
             }
@@ -167,7 +167,7 @@ impl RedisUrl {
             };
             (addr, db)
         };
-        let tls = kind == Kind::Tcp { tls: true };
+        let tls = kind == Scheme::Tcp { tls: true };
         let Login { user, password, secrets } = login;
         Ok(RedisUrl { servers: Servers::Node(addr), tls, db, user, password, secrets, shown })
     }
@@ -256,21 +256,21 @@ const UNIX_HOST: &str = "unix-socket.invalid";
 
 /// What a scheme names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum Scheme {
     Tcp { tls: bool },
     Unix,
     Sentinel { tls: bool },
 }
 
-impl Kind {
+impl Scheme {
     /// The redis schemes, and Valkey's names for the same (it speaks the same protocol).
-    fn of(scheme: &str) -> Option<Kind> {
+    fn of(scheme: &str) -> Option<Scheme> {
         match scheme {
-            "redis" | "valkey" => Some(Kind::Tcp { tls: false }),
-            "rediss" | "valkeys" => Some(Kind::Tcp { tls: true }),
-            "redis+unix" | "valkey+unix" => Some(Kind::Unix),
-            "redis+sentinel" | "valkey+sentinel" => Some(Kind::Sentinel { tls: false }),
-            "rediss+sentinel" | "valkeys+sentinel" => Some(Kind::Sentinel { tls: true }),
+            "redis" | "valkey" => Some(Scheme::Tcp { tls: false }),
+            "rediss" | "valkeys" => Some(Scheme::Tcp { tls: true }),
+            "redis+unix" | "valkey+unix" => Some(Scheme::Unix),
+            "redis+sentinel" | "valkey+sentinel" => Some(Scheme::Sentinel { tls: false }),
+            "rediss+sentinel" | "valkeys+sentinel" => Some(Scheme::Sentinel { tls: true }),
             _ => None,
         }
     }

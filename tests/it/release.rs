@@ -14,7 +14,7 @@
 //! Tools: `dist` (cargo-dist, the version Cargo.toml pins), Python's PyYAML (to read the
 //! workflows), `curl`, `tar`, `sha256sum`, `git` and `jq`; `.ci/run` installs them.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! redirects, body limits and decoding, TLS trust, connection reuse and proxies.
 //! Every test runs the real binary against the scripted loopback server.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -1184,4 +1184,43 @@ fn a_socks_or_broken_proxy_is_a_usage_error_and_nothing_is_sent() {
         assert!(!stderr.contains("secret"), "{stderr}");
     }
     assert_eq!(server.connections(), 0);
+}
+
+/// `https://` to a port that speaks plain HTTP says so, rather than suggesting `-k`.
+#[test]
+fn https_to_a_plain_http_port_says_it_does_not_speak_tls() {
+    // A plain-HTTP server: whatever comes, a 400 (the scripted server would count the TLS hello against the test).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let url = format!("https://{}/", listener.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let _ = std::io::Read::read(&mut stream, &mut [0; 1024]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let output = poll().args(["-k", "--retries", "0", &url]).output().expect("run poll");
+    assert_eq!(output.status.code(), Some(3));
+    let text = stderr_of(&output);
+    assert_one_error_line(&text);
+    assert!(text.contains("the server does not speak TLS there"), "{text}");
+    assert!(text.contains("is the URL http://, not https://?"), "{text}");
+    assert!(!text.contains("-k to skip verification"), "{text}");
+}
+
+/// A proxy nobody answers at is named, with the variable it came from (its password
+/// redacted), in `-v` and in the error line, not taken for a dead server.
+#[test]
+fn a_dead_proxy_is_named_in_the_error_line_and_in_minus_v() {
+    let proxy = format!("http://user:secret@127.0.0.1:{}", support::redis::free_port());
+    let output = poll()
+        .args(["-v", "--timeout", "1s", "-i", "100ms", "http://server.test/"])
+        .env("HTTP_PROXY", &proxy)
+        .output()
+        .expect("run poll");
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr_of(&output);
+    let shown = proxy.replace("user:secret", "<redacted>");
+    assert!(text.contains(&format!("proxy: {shown} (HTTP_PROXY)\n")), "{text}");
+    assert!(text.contains(&format!("nothing answered at the proxy {shown} (HTTP_PROXY): is it up?")), "{text}");
+    assert!(!text.contains("secret") && !text.contains("is the server up"), "{text}");
 }

@@ -2,12 +2,15 @@
 //! file changes, and `--auth-cmd`'s token made again before it expires and after a 401,
 //! against a loopback server that accepts only the tokens it holds valid (support/tokens.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use predicates::prelude::PredicateBooleanExt as _;
+use predicates::str::contains;
+use support::process::none_running;
 use support::server::{Reply, Server};
 use support::tokens::{Answer, TokenServer};
 use support::{poll, poll_std};
@@ -96,21 +99,19 @@ fn a_header_file_that_cannot_be_read_at_the_start_is_a_usage_error() {
     let scratch = Scratch::new("missing");
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
     let header = format!("@{}", scratch.path("nothing-here").display());
-    let output = poll().args(["-H", &header, &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("nothing-here: cannot read it"), "{}", stderr(&output));
+    poll().args(["-H", &header, &server.url("/")]).assert().code(2).stderr(contains("nothing-here: cannot read it"));
 
     // A line that is no header is named by its number, never quoted: it may hold a secret.
     let file = scratch.path("bad");
     write(&file, "X-Ok: 1\nAuthorization Bearer hush-hush\n");
     let header = format!("@{}", file.display());
-    let output = poll().args(["-H", &header, &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("line 2 is not a header"), "{}", stderr(&output));
-    assert!(!stderr(&output).contains("hush-hush"), "{}", stderr(&output));
+    poll()
+        .args(["-H", &header, &server.url("/")])
+        .assert()
+        .code(2)
+        .stderr(contains("line 2 is not a header").and(contains("hush-hush").not()));
 
-    let output = poll().args(["-H", "@-", &server.url("/")]).output().expect("poll runs");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    poll().args(["-H", "@-", &server.url("/")]).assert().code(2);
 }
 
 #[test]
@@ -220,6 +221,13 @@ fn an_exec_credential_is_made_again_before_it_expires_without_a_401() {
     assert!(requests[second..].iter().all(|seen| seen.token() == Some(token(2).as_str())));
 }
 
+/// `sleep SECONDS.0PID`: a sleep of about `seconds` whose command line (and that of the sh
+/// running it) is this test's alone, so that a test can see that none is left once poll ended,
+/// rather than wait until it would have finished.
+fn unique_sleep(seconds: u32) -> String {
+    format!("sleep {seconds}.{:07}", std::process::id())
+}
+
 /// Runs a command that gives no token; returns (exit code, stderr, elapsed).
 fn broken(command: &str) -> (Option<i32>, String, Duration) {
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
@@ -250,13 +258,15 @@ fn a_command_that_runs_longer_than_30s_is_killed_and_exit_3() {
     let scratch = Scratch::new("slow");
     let marker = scratch.path("still-running");
     // The child of sh must die too: it would write the marker at 40 s.
-    let command = format!("echo stdout-secret; echo 'still working' >&2; sleep 40; touch '{}'", marker.display());
+    let sleep = unique_sleep(40);
+    let command = format!("echo stdout-secret; echo 'still working' >&2; {sleep}; touch '{}'", marker.display());
     let (code, text, elapsed) = broken(&command);
     assert_eq!(code, Some(3), "{text}");
-    assert!(elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(38), "{elapsed:?}");
+    // The upper bound is loose: a loaded machine starts poll and sh late.
+    assert!(elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(60), "{elapsed:?}");
     assert!(text.contains("--auth-cmd: ran longer than 30s and was killed: still working"), "{text}");
     assert!(!text.contains("stdout-secret"), "{text}");
-    std::thread::sleep(Duration::from_secs(11));
+    assert!(none_running(&sleep, Duration::from_secs(5)), "`{sleep}` (sh or its sleep) outlived poll");
     assert!(!marker.exists(), "the command's whole process group was killed");
 }
 
@@ -412,9 +422,7 @@ fn auth_cmd_with_other_credentials_is_a_usage_error() {
         vec!["--auth-cmd", "echo t", "-H", header.as_str(), url.as_str()],
         vec!["--auth-cmd", " ", url.as_str()],
     ] {
-        let output = poll().args(&args).output().expect("poll runs");
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains("--auth-cmd") || stderr(&output).contains("--user"), "{}", stderr(&output));
+        poll().args(&args).assert().code(2).stderr(contains("--auth-cmd").or(contains("--user")));
     }
     assert_eq!(scratch.runs(), 0);
 }
@@ -423,7 +431,8 @@ fn auth_cmd_with_other_credentials_is_a_usage_error() {
 fn a_command_still_running_at_the_deadline_is_killed_and_exit_1() {
     let scratch = Scratch::new("deadline");
     let marker = scratch.path("still-running");
-    let command = format!("sleep 5; touch '{}'; echo t", marker.display());
+    let sleep = unique_sleep(5);
+    let command = format!("{sleep}; touch '{}'; echo t", marker.display());
     let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
     let started = Instant::now();
     let output =
@@ -431,6 +440,6 @@ fn a_command_still_running_at_the_deadline_is_killed_and_exit_1() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
     assert!(stderr(&output).contains("deadline reached while --auth-cmd ran"), "{}", stderr(&output));
-    std::thread::sleep(Duration::from_secs(5));
+    assert!(none_running(&sleep, Duration::from_secs(5)), "`{sleep}` (sh or its sleep) outlived poll");
     assert!(!marker.exists(), "the command was killed");
 }

@@ -2,7 +2,7 @@
 //! operation it names), idempotency keys and `--print`, against the scripted
 //! loopback server.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! and `$headers`, jq as its users write it (`$ENV`, `--arg`, `--argjson`),
 //! the once-only jq error, and `-- CMD`.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -491,9 +491,7 @@ fn bad_args_are_usage_errors_and_nothing_is_sent() {
         (vec!["--arg", "status", "1"], "--arg: `status` is already bound"),
         (vec!["--until", "$nope"], "undefined variable `$nope`"),
     ] {
-        let out = poll().args(&args).arg(&url).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        poll().args(&args).arg(&url).assert().code(2).stderr(predicates::str::contains(says));
     }
 }
 

@@ -2,7 +2,7 @@
 //! order, stdout's lines, the deadline message, a shared `--rate`, signals,
 //! `-v` and JSON log), `--stable`, and GitHub Actions workflow commands.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -427,9 +427,11 @@ fn a_bad_second_url_is_a_usage_error_and_nothing_is_sent() {
         assert!(err.starts_with("poll: error: invalid URL `"), "{bad}: {err}");
         assert_eq!(out.stdout, b"");
     }
-    let out = poll().args(["--fallback", "{}", &server.url("/a"), &server.url("/b")]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--fallback"), "{}", stderr(&out));
+    poll()
+        .args(["--fallback", "{}", &server.url("/a"), &server.url("/b")])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--fallback"));
     assert_eq!(server.connections(), 0, "nothing reached the first URL's server");
 }
 

@@ -2,9 +2,9 @@
 //! share nothing but the server, `--state-key`, the probe's lease, a Redis
 //! that is down, dies, comes back or stalls, expiries, passwords, TLS and unix
 //! sockets. Each test starts its own redis-server (`support::redis`); the
-//! behaviour both stores share is tested on both in `tests/state.rs`.
+//! behaviour both stores share is tested on both in `tests/it/state.rs`.
 
-mod support;
+use crate::support;
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -360,7 +360,8 @@ fn every_key_poll_writes_expires() {
         ("/busy", vec![Reply::status(429).header("Retry-After", "20")]),
         ("/down", down),
     ]);
-    let cooldown = ["--breaker-cooldown", "2s"];
+    // Short, so that the probe below comes soon after the breaker opened.
+    let cooldown = ["--breaker-cooldown", "500ms"];
     // The breaker's window and a last good body.
     let out = run(&["--state", &state, "--fallback", "last", cooldown[0], cooldown[1], &server.url("/good")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -374,7 +375,8 @@ fn every_key_poll_writes_expires() {
     let down = server.url("/down");
     let out = run(&["--state", &state, "--retries", "9", "--backoff", "0", cooldown[0], cooldown[1], &down]);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    std::thread::sleep(Duration::from_millis(2_100));
+    // The cool-down, and then the next process is the probe.
+    std::thread::sleep(Duration::from_millis(600));
     // The probe takes a --rate slot too; its lease outlasts its 1 s + 2 s budget by a second.
     let budget = ["--connect-timeout", "1s", "--request-timeout", "2s"];
     let prober = Running::spawn(&[

@@ -1,9 +1,9 @@
 //! End-to-end tests of `--rate`, `--state`, the circuit breaker and
 //! `--fallback`, with real `poll` processes side by side and one after another
 //! against the scripted loopback server; what both stores do runs on a state
-//! file and on a redis-server of the test's own (`tests/redis.rs` has the rest).
+//! file and on a redis-server of the test's own (`tests/it/redis.rs` has the rest).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;
@@ -215,7 +215,7 @@ fn exactly_one_of_eight_processes_probes_after_the_cooldown(backend: Backend) {
 
 /// A probe that hangs holds the origin for as long as it may take (its connect
 /// plus request timeout, plus a second), not one cool-down: a second process
-/// 1.5 s after it, past the 1 s cool-down, is turned away and sends nothing.
+/// 0.7 s after it, past the 500 ms cool-down, is turned away and sends nothing.
 fn a_hanging_probe_is_the_only_probe_in_flight(backend: Backend) {
     let _serial = serial();
     let Some(store) = backend.store("hanging-probe") else { return };
@@ -223,16 +223,16 @@ fn a_hanging_probe_is_the_only_probe_in_flight(backend: Backend) {
     let mut script = vec![Reply::status(503); 5];
     script.push(Reply::hang());
     let server = Server::start(script);
-    open_breaker(&server, &state, &["--breaker-cooldown", "1s"]);
-    std::thread::sleep(Duration::from_millis(1_100));
+    open_breaker(&server, &state, &["--breaker-cooldown", "500ms"]);
+    std::thread::sleep(Duration::from_millis(600));
 
     let url = server.url("/");
-    let args = ["--state", &state, "--breaker-cooldown", "1s", "--request-timeout", "20s", &url];
+    let args = ["--state", &state, "--breaker-cooldown", "500ms", "--request-timeout", "20s", &url];
     let prober = Running::spawn(&args);
     let prober_pid = prober.pid();
     assert!(server.wait_hits(6, Duration::from_secs(10)), "the probe arrives");
     let probed = server.requests()[5].at;
-    std::thread::sleep((probed + Duration::from_millis(1_500)).saturating_duration_since(Instant::now()));
+    std::thread::sleep((probed + Duration::from_millis(700)).saturating_duration_since(Instant::now()));
     let out = run(&args);
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert!(stderr(&out).contains(&format!("process {prober_pid} is probing it")), "{}", stderr(&out));
@@ -252,9 +252,9 @@ fn a_prober_killed_with_kill_9_frees_the_origin_when_its_lease_ends(backend: Bac
     script.push(Reply::hang());
     script.push(Reply::json(200, DONE));
     let server = Server::start(script);
-    let cooldown = ["--breaker-cooldown", "1s"];
+    let cooldown = ["--breaker-cooldown", "500ms"];
     open_breaker(&server, &state, &cooldown);
-    std::thread::sleep(Duration::from_millis(1_100));
+    std::thread::sleep(Duration::from_millis(600));
 
     let url = server.url("/");
     let args =

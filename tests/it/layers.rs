@@ -10,18 +10,19 @@ const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse", "prelude", "wait"],
-    &["advice", "error", "url", "summary"],
-    &["policy", "exec", "signals", "tls"],
-    &["condition", "bucket", "breaker", "proxy", "unix", "cookies"],
+    &["clock", "text", "file", "parse", "prelude", "sync"],
+    &["wait", "url", "advice"],
+    &["error", "policy", "tls"],
+    &["exec", "signals", "summary", "condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
-    &["progress"],
-    &["output"],
+    &["progress", "term"],
+    &["reporter"],
     &["flags"],
     &["docs"],
     &["config"],
     &["target"],
+    &["ending"],
     &["run"],
     &["fuzz"],
     &["lib"],
@@ -208,4 +209,156 @@ fn platform_conditions_live_in_the_seams_only() {
     let sprinkled =
         "#[cfg(unix)]\nuse std::os::unix::net::UnixStream;\n#[cfg(test)]\nmod tests {\n    #[cfg(windows)]\n}\n";
     assert_eq!(platform_cfgs(sprinkled), ["#[cfg(unix)]"]);
+}
+
+/// What a line of rustfmt'd Rust begins, after its visibility and `unsafe`: the keyword and the
+/// name after it (`("struct", "Breaker")`, `("impl", "")`).
+fn item(line: &str) -> (&str, &str) {
+    let mut rest = line.trim_start();
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(scope) => scope.split_once(')').map_or(after, |(_, rest)| rest),
+            None => after,
+        }
+        .trim_start();
+    }
+    rest = rest.strip_prefix("unsafe ").unwrap_or(rest);
+    let keyword: &str = rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or_default();
+    let name = rest[keyword.len()..].trim_start();
+    let name = &name[..name.find(|c: char| !c.is_ascii_alphanumeric() && c != '_').unwrap_or(name.len())];
+    (keyword, name)
+}
+
+/// The type names one file of `src/` defines, with their lines: its structs, enums, unions,
+/// traits and type aliases, wherever they stand (a platform's `mod imp`, a function). Not an
+/// impl's or a trait's associated types (`type Out = ...` for a ureq `Connector`, `type Error`
+/// of a `TryFrom`, `type Target` of a `Deref`), nor anything in a `#[cfg(test)]` module. Read by
+/// rustfmt's layout: a block ends at a `}` as indented as the line that opened it.
+fn type_definitions(text: &str) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    // The line that will close the impl, trait or unit-test module the lines are in; whether it is tests.
+    let mut inside: Option<(String, bool)> = None;
+    let mut cfg_test = false;
+    for (n, line) in text.lines().enumerate() {
+        if let Some((close, test)) = &inside {
+            if line == close {
+                inside = None;
+            } else if !test && item(line).0 != "type" {
+                // Structs of a method's body are definitions; its associated types are not.
+                found.extend(definition(line).map(|name| (name, n + 1)));
+            }
+            continue;
+        }
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let opens = line.trim_end().ends_with('{') || !line.trim_end().ends_with([';', '}', ',']);
+        match item(line).0 {
+            "mod" if cfg_test && opens => inside = Some((format!("{indent}}}"), true)),
+            "impl" | "trait" if opens => inside = Some((format!("{indent}}}"), false)),
+            _ => {}
+        }
+        found.extend(definition(line).map(|name| (name, n + 1)));
+        cfg_test = line.trim() == "#[cfg(test)]";
+    }
+    found
+}
+
+/// The name a line defines as a struct, enum, union, trait or type alias, if it does.
+fn definition(line: &str) -> Option<String> {
+    match item(line) {
+        ("struct" | "enum" | "union" | "trait" | "type", name) if !name.is_empty() => Some(name.to_string()),
+        _ => None,
+    }
+}
+
+/// The Rust files of `src/` that build the crate, `main.rs` too; not those only its unit tests
+/// compile (`#[cfg(test)] mod test_support;`).
+fn crate_files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    let mut test_only = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let lines: Vec<&str> = text.lines().collect();
+            for pair in lines.windows(2) {
+                if pair[0].trim() == "#[cfg(test)]" && item(pair[1]).0 == "mod" && pair[1].trim_end().ends_with(';') {
+                    test_only.push(format!("{}.rs", item(pair[1]).1));
+                }
+            }
+        }
+    }
+    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            crate_files(&path, found);
+        } else if name.ends_with(".rs") && !test_only.contains(&name) {
+            found.push(path);
+        }
+    }
+}
+
+/// STYLE.md, habit 12: a grep for a type finds its one definition.
+#[test]
+fn each_type_name_is_defined_in_one_file_of_src() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    crate_files(&src, &mut files);
+    files.sort();
+    let mut defined: std::collections::BTreeMap<String, Vec<(String, usize)>> = std::collections::BTreeMap::new();
+    for path in &files {
+        let relative = path.strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(path).expect("a source file");
+        for (name, line) in type_definitions(&text) {
+            defined.entry(name).or_default().push((relative.clone(), line));
+        }
+    }
+    assert!(defined.contains_key("Breaker") && defined.len() >= 50, "too few types found: {defined:?}");
+    let mut twice = Vec::new();
+    for (name, places) in &defined {
+        let mut files: Vec<&str> = places.iter().map(|(file, _)| file.as_str()).collect();
+        files.dedup();
+        if files.len() > 1 {
+            let at: Vec<String> = places.iter().map(|(file, line)| format!("src/{file}:{line}")).collect();
+            twice.push(format!("{name}: {}", at.join(", ")));
+        }
+    }
+    assert!(twice.is_empty(), "type names defined in more than one file of src/:\n{}", twice.join("\n"));
+}
+
+#[test]
+fn associated_types_and_unit_tests_define_no_type_name() {
+    let text = "\
+pub struct A;
+pub(crate) enum B {
+    X,
+}
+type C = u8;
+impl std::ops::Deref for A {
+    type Target = str;
+    fn deref(&self) -> &str {
+        struct Local;
+        \"\"
+    }
+}
+impl<T> TryFrom<T> for B
+where
+    T: Into<u8>,
+{
+    type Error = String;
+}
+#[cfg(unix)]
+mod imp {
+    pub(super) unsafe trait D {
+        type Out;
+    }
+    pub(in crate::x) type E = u16;
+}
+#[cfg(test)]
+mod tests {
+    struct F;
+}
+pub struct G {}
+";
+    let names: Vec<String> = type_definitions(text).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["A", "B", "C", "Local", "D", "E", "G"]);
 }

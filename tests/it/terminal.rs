@@ -2,7 +2,7 @@
 //! under a pseudo-terminal made by util-linux `script` (`support::have_tool`: a
 //! loud skip where it is missing, a failure with `POLL_TEST_REQUIRE_TOOLS=1`).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 
@@ -137,4 +137,62 @@ fn the_progress_line_says_a_service_is_not_up_yet() {
     assert!(drawn.contains("attempt 1 · connection refused · next poll in 0."), "{drawn}");
     assert!(drawn.contains("s (not up yet)"), "{drawn}");
     assert!(drawn.contains("never reached: connection refused"), "{drawn}");
+}
+
+/// Ctrl-C at a terminal: the terminal echoes `^C` where the cursor is, at the end
+/// of the progress line. Each frame leaves two columns free for it, so the echo
+/// does not wrap to a line of its own and the clearing at the end takes the frame
+/// with it: nothing of the progress line stays above the error line.
+#[test]
+fn ctrl_c_at_a_terminal_leaves_no_progress_frame_behind() {
+    if !have_script() {
+        return;
+    }
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#)]);
+    let command = format!(
+        "stty rows 24 cols 60; '{}' --until '.status==\"done\"' -i 100ms --timeout 1m '{}'",
+        env!("CARGO_BIN_EXE_poll"),
+        server.url("/a-path-long-enough-to-fill-the-line")
+    );
+    let mut cmd = Command::new("script");
+    support::hermetic(&mut cmd).args(["-qfec", &command, "/dev/null"]).env("TERM", "xterm");
+    let mut child =
+        cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("run script");
+    assert!(server.wait_hits(3, std::time::Duration::from_secs(10)), "the run polls");
+    // The terminal's interrupt character, typed: the line discipline echoes ^C and sends SIGINT.
+    let mut stdin = child.stdin.take().expect("script's stdin");
+    std::io::Write::write_all(&mut stdin, b"\x03").expect("type Ctrl-C");
+    let output = child.wait_with_output().expect("script ends");
+    drop(stdin);
+    let drawn = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(130), "{drawn}");
+    // Every frame is drawn after a cleared line start (a long one wraps); where it ends, the
+    // cursor must be short of the terminal's last two columns of 60.
+    let frames: Vec<String> = drawn.split("\r\x1b[2K").map(visible).filter(|f| f.contains("attempt")).collect();
+    assert!(!frames.is_empty(), "{drawn:?}");
+    for frame in &frames {
+        let column = frame.trim_end_matches("^C").chars().count() % 60;
+        assert!((1..=58).contains(&column), "a frame ends at column {column} of 60: {frame:?}");
+    }
+    assert!(drawn.contains("poll: \x1b[31merror:\x1b[0m interrupted after "), "{drawn:?}");
+}
+
+/// `text` as a terminal shows it on one line: escape sequences and line ends out.
+fn visible(text: &str) -> String {
+    let mut shown = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI: ESC [ parameters, then a final letter.
+                if chars.next_if_eq(&'[').is_some() {
+                    while chars.next_if(|c| !c.is_ascii_alphabetic()).is_some() {}
+                    chars.next();
+                }
+            }
+            '\r' | '\n' => {}
+            c => shown.push(c),
+        }
+    }
+    shown
 }

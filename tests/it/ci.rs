@@ -1,7 +1,7 @@
 //! End-to-end tests of what CI users read: the GitHub Actions step summary
 //! (`GITHUB_STEP_SUMMARY`) and GitLab's collapsed sections around `-v` lines.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Output;

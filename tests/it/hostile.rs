@@ -3,9 +3,8 @@
 //! out of bounds in `--state`, secrets in usage errors, huge jq errors,
 //! invisible characters, the step summary's Markdown, secret headers across
 //! origins. Files, modes, owners and devices as Unix has them.
-#![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -806,13 +805,7 @@ fn an_endless_redis_error_line_fails_the_step_after_a_mebibyte() {
 
 /// Processes whose command line is `marker` (`sleep 31234`; not poll itself, whose arguments hold it).
 fn running(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    entries
-        .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-        .filter(|cmdline| String::from_utf8_lossy(cmdline).replace('\0', " ").trim_end() == marker)
-        .count()
+    support::process::command_lines().iter().filter(|line| *line == marker).count()
 }
 
 #[test]
@@ -960,4 +953,33 @@ fn headers_from_a_fifo_that_never_writes_cannot_outlast_the_timeout() {
     assert!(stderr(&out).contains("nothing came before the deadline"), "{}", stderr(&out));
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+}
+
+/// `-o FIFO` with no reader and no `--timeout` waits as `cat > FIFO` would, but a
+/// signal then ends the process at once, with its code and one line.
+#[test]
+fn a_signal_ends_a_wait_for_an_output_fifo_reader() {
+    let folder = std::env::temp_dir().join(format!("poll-fifo-signal-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let fifo = folder.join("out");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(1);
+    let child = support::poll_std()
+        .args(["--timeout", "0", "-o"])
+        .arg(&fifo)
+        .arg(server.url("/"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run poll");
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let output = child.wait_with_output().expect("poll ends");
+    assert!(sent.elapsed() < Duration::from_secs(5), "{:?}", sent.elapsed());
+    assert_eq!(output.status.code(), Some(130));
+    assert_eq!(stderr(&output), "poll: error: interrupted while the run's output was written\n");
+    let _ = std::fs::remove_dir_all(&folder);
 }

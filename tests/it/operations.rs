@@ -4,7 +4,7 @@
 //! moves and the final GET of the resource. Each runs against the scripted
 //! loopback server.
 
-mod support;
+use crate::support;
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::process::Output;

@@ -6,17 +6,20 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
 use crate::http::request::Request;
-use crate::report::progress::Progress;
+use crate::report::progress::LoopProgress;
 use crate::report::record::Record;
+use crate::report::term::Narrowed;
 use crate::rules::condition::JqError;
 use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
+use crate::util::error::{DONE, Error, ExitRow, Kind};
+use crate::util::sync::lock;
 use crate::util::text::{count, human, json_line, printable};
 use crate::util::url;
 
@@ -87,7 +90,7 @@ fn workflow_escape(text: &str) -> String {
 
 /// How one URL's loop ended, for the final line and the JSON summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TargetSummary {
+pub(crate) struct TargetResult {
     pub url: String,
     /// `None` when the run ended before this URL did.
     pub exit_code: Option<u8>,
@@ -97,17 +100,46 @@ pub(crate) struct TargetSummary {
 
 /// The end of the run, as the reporter shows it.
 #[derive(Debug, Clone)]
-pub(crate) struct Summary {
-    pub code: u8,
-    pub reason: &'static str,
+pub(crate) struct RunEnd {
+    /// Its row of the exit-code table.
+    pub row: ExitRow,
     /// The error line's message; `None` on success.
     pub message: Option<String>,
     /// One per URL, when there are several.
-    pub targets: Option<Vec<TargetSummary>>,
+    pub targets: Option<Vec<TargetResult>>,
     /// `--submit`: the status URL, redacted.
     pub operation_url: Option<String>,
     /// Attempts made by every loop.
     pub attempts: u32,
+    /// stdout holds the run's answer (the body, `--print`'s outputs), not a fallback.
+    pub answered: bool,
+}
+
+impl RunEnd {
+    /// A run that ended with `error` (`None`: done).
+    pub(crate) fn of(
+        error: Option<&Error>,
+        targets: Option<Vec<TargetResult>>,
+        operation_url: Option<String>,
+        attempts: u32,
+    ) -> RunEnd {
+        let mut end = RunEnd { row: DONE, message: None, targets, operation_url, attempts, answered: false };
+        if let Some(error) = error {
+            end.failed(error);
+        }
+        end
+    }
+
+    /// The run ends with `error` after all.
+    pub(crate) fn failed(&mut self, error: &Error) {
+        self.row = error.kind().row();
+        self.message = Some(error.to_string());
+    }
+
+    /// The exit code.
+    pub(crate) fn code(&self) -> u8 {
+        self.row.code
+    }
 }
 
 /// Writes progress, attempt lines and events to stderr, for every loop of
@@ -118,15 +150,15 @@ pub(crate) struct Reporter {
     is_terminal: bool,
     multi: MultiProgress,
     started: Instant,
-    targets: Vec<Target>,
+    targets: Vec<TargetView>,
     /// `--idempotency-key`, when requests carry it (every one but status polls).
     idempotency_key: Option<String>,
     /// Everything written from more than one thread goes through here.
-    out: Mutex<Out>,
+    out: Mutex<Sink>,
 }
 
 /// What the reporter knows of one URL's loop.
-struct Target {
+struct TargetView {
     /// The URL as given, redacted.
     url: String,
     bar: ProgressBar,
@@ -137,9 +169,11 @@ struct Target {
 }
 
 #[derive(Default)]
-struct Out {
+struct Sink {
     /// After [`Reporter::finish`], loops still running write nothing more.
     closed: bool,
+    /// [`Reporter::settle`] ran.
+    settled: bool,
     /// `--log-format json` warnings not yet printed: they ride on the next
     /// object, so that stderr holds exactly one object per attempt plus one.
     pending_warnings: Vec<String>,
@@ -162,12 +196,12 @@ impl Reporter {
         };
         let live = is_terminal && !style.quiet && !style.json;
         let multi = if live {
-            MultiProgress::with_draw_target(ProgressDrawTarget::stderr())
+            MultiProgress::with_draw_target(ProgressDrawTarget::term_like(Box::new(Narrowed::stderr())))
         } else {
             MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
         };
         let several = targets.len() > 1;
-        let targets: Vec<Target> = targets
+        let targets: Vec<TargetView> = targets
             .iter()
             .map(|url| {
                 let url = url::redact(url);
@@ -180,11 +214,11 @@ impl Reporter {
                 } else {
                     ProgressBar::hidden()
                 };
-                Target { url, bar, wait, reauthenticated: AtomicBool::new(false) }
+                TargetView { url, bar, wait, reauthenticated: AtomicBool::new(false) }
             })
             .collect();
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
-        let out = Out { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Out::default() };
+        let out = Sink { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Sink::default() };
         Reporter {
             style,
             voice: Voice { color, github: style.github },
@@ -195,6 +229,11 @@ impl Reporter {
             idempotency_key,
             out: Mutex::new(out),
         }
+    }
+
+    /// Loop `t`'s reporter, which also keeps its `progress`.
+    pub(crate) fn for_loop<'a>(&'a self, t: usize, progress: &'a LoopProgress) -> LoopReporter<'a> {
+        LoopReporter { reporter: self, progress, t }
     }
 
     /// How the final error line is to be written.
@@ -221,7 +260,7 @@ impl Reporter {
     }
 
     /// Before loop `t`'s first attempt: `-v` shows the request, secrets redacted.
-    pub(crate) fn start(&self, t: usize, request: &Request, user_agent: &str) {
+    fn start(&self, t: usize, request: &Request, user_agent: &str, proxy: Option<&str>) {
         if !self.verbose_text() {
             return;
         }
@@ -238,50 +277,53 @@ impl Reporter {
                 if self.idempotency_key.as_deref() == Some(value) { value } else { url::redact_header(name, value) };
             self.line(t, &format!("{named}> {name}: {}", printable(shown)));
         }
+        if let Some(proxy) = proxy {
+            self.line(t, &format!("{named}proxy: {}", printable(proxy)));
+        }
     }
 
     /// Loop `t` sends attempt `number`; the progress line names what the last one saw.
-    pub(crate) fn sending(&self, t: usize, number: u32, progress: &Progress) {
+    fn sending(&self, t: usize, number: u32, progress: &LoopProgress) {
         let Some(target) = self.targets.get(t) else { return };
         if target.bar.is_hidden() {
             return; // Nothing to draw: tight polling pays for no formatting.
         }
         set(&target.wait, None);
-        let last = progress.last(t).map(|last| format!(" · last: {last}")).unwrap_or_default();
+        let last = progress.last().map(|last| format!(" · last: {last}")).unwrap_or_default();
         target.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
 
     /// Attempt `number` of loop `t` waits `wait` for its turn: its `--rate`
     /// slot, or the server's advice kept in `--state`, which `-v` names since
     /// no reply of this run asked for it.
-    pub(crate) fn queued(&self, t: usize, number: u32, wait: Duration, why: WaitReason) {
+    fn queued(&self, t: usize, number: u32, wait: Duration, why: WaitReason) {
         let Some(target) = self.targets.get(t) else { return };
         let shown = match why {
-            WaitReason::Kept => " (server advice in --state)".to_string(),
+            WaitReason::StoredAdvice => " (server advice in --state)".to_string(),
             other => format!(" ({other})"),
         };
         set(&target.wait, Some(Wait { until: Instant::now() + wait, what: "next attempt", why: shown }));
-        if why == WaitReason::Kept && self.verbose_text() {
+        if why == WaitReason::StoredAdvice && self.verbose_text() {
             self.line(t, &format!("{}attempt {number}: waits {} for {why}", self.named(t), human(wait)));
         }
     }
 
     /// A detail of loop `t` that `-v` shows, such as a state store left alone.
-    pub(crate) fn detail(&self, t: usize, message: &str) {
+    fn detail(&self, t: usize, message: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}{message}", self.named(t)));
         }
     }
 
     /// `--submit`: loop `t` now watches the operation at `url`.
-    pub(crate) fn watching(&self, t: usize, url: &str) {
+    fn watching(&self, t: usize, url: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}operation: {}", self.named(t), url::redact(url)));
         }
     }
 
     /// An attempt of loop `t` sent `request`, and the policy decided.
-    pub(crate) fn attempt(&self, t: usize, request: &Request, record: &Record) {
+    fn attempt(&self, t: usize, request: &Request, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
         if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
             return;
@@ -336,7 +378,7 @@ impl Reporter {
     /// one is masked first (`::add-mask::TOKEN`, whatever `-q` or
     /// `--log-format` say), so that the runner hides it in every log; `-v`
     /// then says when it expires, never what it is.
-    pub(crate) fn token(&self, t: usize, token: &str, expires: Option<SystemTime>, new: bool) {
+    fn token(&self, t: usize, token: &str, expires: Option<SystemTime>, new: bool) {
         if self.style.github && new {
             let line = format!("::add-mask::{}", workflow_escape(token));
             self.multi.suspend(|| {
@@ -353,7 +395,7 @@ impl Reporter {
     /// Attempt `number` of loop `t` got a 401 after `latency`: the token is
     /// made again and the attempt sent again at once (no retry). `-v` says
     /// so; the JSON attempt object of the re-sent attempt has `"reauthenticated": true`.
-    pub(crate) fn reauthenticated(&self, t: usize, number: u32, latency: Duration) {
+    fn reauthenticated(&self, t: usize, number: u32, latency: Duration) {
         let Some(target) = self.targets.get(t) else { return };
         target.reauthenticated.store(true, Ordering::SeqCst);
         if self.verbose_text() {
@@ -402,10 +444,15 @@ impl Reporter {
         });
     }
 
-    /// The run is over: clear the progress lines, leave one summary (or the
-    /// final JSON object), and render the error line for `main` to print.
-    /// Loops still running write nothing after this.
-    pub(crate) fn finish(&self, summary: &Summary) -> Option<String> {
+    /// The run is over, before its body goes to stdout: the progress lines
+    /// are cleared (so the body never lands in one), `-v`'s groups closed,
+    /// and a run that ends with its answer says how, on a terminal or with
+    /// `-v` (the others have their error line, after stdout).
+    pub(crate) fn settle(&self, summary: &RunEnd) {
+        let settled = std::mem::replace(&mut lock(&self.out).settled, true);
+        if settled {
+            return;
+        }
         for t in 0..self.targets.len() {
             self.ended(t);
         }
@@ -416,6 +463,19 @@ impl Reporter {
         if (self.style.github || self.style.gitlab) && self.verbose_text() && !self.several() {
             self.write(&self.fold_close(0));
         }
+        let show_summary = !self.style.json && !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
+        if show_summary && (summary.row == DONE || summary.row == Kind::FailWhen.row()) {
+            let attempts = count(summary.attempts, "attempt");
+            let elapsed = human(self.started.elapsed());
+            self.write(&format!("poll: {} after {attempts} in {elapsed}", summary.row.words));
+        }
+    }
+
+    /// The run is over and its body written: the JSON log's final object,
+    /// and the error line rendered for `main` to print. Loops still running
+    /// write nothing after this.
+    pub(crate) fn finish(&self, summary: &RunEnd) -> Option<String> {
+        self.settle(summary);
         let elapsed = self.started.elapsed();
         if self.style.json {
             let mut event = json!({
@@ -423,8 +483,8 @@ impl Reporter {
                 "ts": now_rfc3339(),
                 "elapsed_ms": elapsed.as_millis() as u64,
                 "attempts": summary.attempts,
-                "exit_code": summary.code,
-                "reason": summary.reason,
+                "exit_code": summary.row.code,
+                "reason": summary.row.reason,
                 "message": summary.message,
             });
             if let Some(targets) = &summary.targets {
@@ -442,12 +502,6 @@ impl Reporter {
             self.event(event);
             lock(&self.out).closed = true;
             return None;
-        }
-        let show_summary = !self.style.quiet && (self.is_terminal || self.style.verbose >= 1);
-        if show_summary && matches!(summary.code, 0 | 4) {
-            let what = if summary.code == 0 { "done" } else { "--fail-when matched" };
-            let attempts = count(summary.attempts, "attempt");
-            self.write(&format!("poll: {what} after {attempts} in {}", human(elapsed)));
         }
         lock(&self.out).closed = true;
         summary.message.as_deref().map(|message| self.voice.error_line(message))
@@ -518,10 +572,6 @@ impl Reporter {
         // The server's text in it escaped as the text reporter escapes it, in JSON's own way.
         let _ = writeln!(io::stderr().lock(), "{}", json_line(&value));
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn set(slot: &Mutex<Option<Wait>>, wait: Option<Wait>) {
@@ -629,6 +679,73 @@ fn unix_time() -> u64 {
 
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// One loop's reporter: what the loop tells goes to its progress line, its
+/// `-v` lines and JSON objects, and into its [`LoopProgress`], which the
+/// run's ending reads. Each loop holds this one handle.
+pub(crate) struct LoopReporter<'a> {
+    reporter: &'a Reporter,
+    progress: &'a LoopProgress,
+    t: usize,
+}
+
+impl LoopReporter<'_> {
+    /// Before the first attempt: `-v` shows the request, secrets redacted.
+    pub(crate) fn start(&self, request: &Request, user_agent: &str, proxy: Option<&str>) {
+        self.reporter.start(self.t, request, user_agent, proxy);
+    }
+
+    /// Attempt `number` goes out; the progress line names what the last one saw.
+    pub(crate) fn sending(&self, number: u32) {
+        self.progress.sending(number);
+        self.reporter.sending(self.t, number, self.progress);
+    }
+
+    /// Attempt `number` waits `wait` for its turn (`--rate`, or advice kept in `--state`).
+    pub(crate) fn queued(&self, number: u32, wait: Duration, why: WaitReason) {
+        self.reporter.queued(self.t, number, wait, why);
+    }
+
+    /// A detail that `-v` shows, such as a state store left alone.
+    pub(crate) fn detail(&self, message: &str) {
+        self.reporter.detail(self.t, message);
+    }
+
+    /// `--submit`: the loop now watches the operation at `url`.
+    pub(crate) fn watching(&self, url: &str) {
+        self.progress.watching(url);
+        self.reporter.watching(self.t, url);
+    }
+
+    /// An attempt sent `request`, and the policy decided.
+    pub(crate) fn attempt(&self, request: &Request, record: &Record) {
+        self.progress.made(record);
+        self.reporter.attempt(self.t, request, record);
+    }
+
+    /// `--auth-cmd` made a token (`new`: never seen before in this run).
+    pub(crate) fn token(&self, token: &str, expires: Option<SystemTime>, new: bool) {
+        self.reporter.token(self.t, token, expires, new);
+    }
+
+    /// Attempt `number` got a 401 after `latency` and is sent again with a new token.
+    pub(crate) fn reauthenticated(&self, number: u32, latency: Duration) {
+        self.reporter.reauthenticated(self.t, number, latency);
+    }
+
+    pub(crate) fn warn(&self, message: &str) {
+        self.reporter.warn(message);
+    }
+
+    pub(crate) fn jq_error(&self, error: &JqError) {
+        self.reporter.jq_error(error);
+    }
+
+    /// The last outcome as a deadline names it.
+    pub(crate) fn cause(&self) -> Option<String> {
+        self.progress.cause()
+    }
 }
 
 #[cfg(test)]

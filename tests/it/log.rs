@@ -1,6 +1,6 @@
 //! `--log-format json`: one NDJSON object per attempt and one final object, on stderr.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::server::{Reply, Server};
@@ -116,4 +116,22 @@ fn warnings_ride_on_the_next_object_so_each_attempt_stays_one_line() {
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].as_str().unwrap().contains("jq error"), "{warnings:?}");
     assert!(events[1].get("warnings").is_none() && events[2].get("warnings").is_none());
+}
+
+/// The final object is written after stdout: a body stdout cannot take (a full
+/// disk) makes it say 3, with the error in its message (stderr stays NDJSON).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_body_stdout_cannot_take_makes_the_final_object_say_3() {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"done"}"#)]).expect_hits(1);
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { panic!("/dev/full") };
+    let output =
+        support::poll_std().args(["--log-format", "json", &server.url("/")]).stdout(full).output().expect("run poll");
+    assert_eq!(output.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&output.stderr);
+    let events = parse_events(&output.stderr);
+    let Some(done) = events.iter().find(|event| event["event"] == "done") else { panic!("no final object: {text}") };
+    assert_eq!((done["exit_code"].as_u64(), done["reason"].as_str()), (Some(3), Some("permanent")), "{text}");
+    assert!(done["message"].as_str().is_some_and(|m| m.starts_with("cannot write the body to stdout: ")), "{text}");
+    assert_eq!(events.last(), Some(done), "the final object is the last line: {text}");
 }

@@ -4,9 +4,8 @@
 //! bypassed; and the Docker health recipe of docs/guide/ci.md, as written.
 
 // `--unix-socket` is a usage error off Unix (tests/windows.sh checks that under Wine).
-#![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

@@ -3,7 +3,7 @@
 //! Retry-After-Ms, x-ms-retry-after-ms), --interval-max and --prefer-wait,
 //! against the scripted loopback server.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! End-to-end tests of the poll loop: conditions, retries, server advice, the
 //! deadline, non-idempotent requests, signals and what lands on stdout/stderr.
 
-mod support;
+use crate::support;
 
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -461,9 +461,12 @@ fn deep_operator_chains_in_a_filter_do_not_crash() {
     }
     // One byte over the 4 KiB limit: a usage error, and nothing is sent.
     let hits = server.hits();
-    let out = poll().args(["--until", &format!("{}1", " -".repeat(2048)), &server.url("/")]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("the limit is 4096"), "{}", stderr(&out));
+    let too_long = format!("{}1", " -".repeat(2048));
+    poll()
+        .args(["--until", &too_long, &server.url("/")])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the limit is 4096"));
     assert_eq!(server.hits(), hits);
 }
 
@@ -523,4 +526,32 @@ fn a_server_that_silently_closes_keep_alive_connections_costs_no_failed_attempt(
     assert_eq!(server.hits(), 3);
     assert_eq!(server.connections(), 3);
     assert!(!stderr(&out).contains("retry"), "{}", stderr(&out));
+}
+
+/// A newcomer who types `poll` or `poll help` is pointed at the help, as every clap error is.
+#[test]
+fn poll_alone_and_poll_help_point_at_the_help() {
+    let cases: [(&[&str], &str); 3] = [
+        (&[], "poll: error: the following required arguments were not provided: <URL>...; see `poll --help`\n"),
+        (&["help"], "poll: error: `help` is no URL; see `poll --help`\n"),
+        (&["--bogus", "http://127.0.0.1:9/"], "poll: error: unexpected argument '--bogus' found; see `poll --help`\n"),
+    ];
+    for (args, line) in cases {
+        let output = poll().args(args).output().expect("run poll");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&output), line, "{args:?}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+/// `--stable N` says how many polls in a row the condition has held, not "done" before it is.
+#[test]
+fn stable_says_met_and_how_many_in_a_row() {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"ok"}"#)]).expect_hits(3);
+    let output = poll().args(["-v", "--stable", "3", "-i", "50ms", &server.url("/")]).output().expect("run poll");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("attempt 1: 200 met, 1 of 3 in "), "{text}");
+    assert!(text.contains("attempt 2: 200 met, 2 of 3 in "), "{text}");
+    assert!(text.contains("attempt 3: 200 done in "), "{text}");
 }

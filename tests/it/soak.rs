@@ -4,9 +4,9 @@
 //! JSON), then a scripted ending. `poll` must get through every answer without
 //! a panic or a hang, end with the exit code the ending demands, and keep its
 //! memory flat. CI runs 300 chaos answers; `SOAK_ATTEMPTS=5000 cargo test
-//! --release --test soak` runs the large soak.
+//! --release --test it soak::` runs the large soak.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! group (`redis+sentinel://`). Each test starts its own servers
 //! (`support::redis`), on free loopback ports, stopped by their PIDs.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

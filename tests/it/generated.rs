@@ -1,10 +1,10 @@
 //! `completions/` and `man/poll.1` are generated from the clap model by the
 //! hidden `poll --generate KIND` and committed; this test generates them again
-//! and fails when a committed file differs. `UPDATE=1 cargo test --test
-//! generated` rewrites them. The help and README's exit-code table are checked
+//! and fails when a committed file differs. `UPDATE=1 cargo test --test it
+//! generated::` rewrites them. The help and README's exit-code table are checked
 //! against the one table in `src/util/error.rs`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,7 @@ fn completions_and_man_page_are_current() {
             stale.push(file);
         }
     }
-    assert!(stale.is_empty(), "stale generated files {stale:?}: run `UPDATE=1 cargo test --test generated`");
+    assert!(stale.is_empty(), "stale generated files {stale:?}: run `UPDATE=1 cargo test --test it generated::`");
 }
 
 #[test]

@@ -136,7 +136,7 @@ fn halt_does_not_exit_the_process() {
     // silently pass. So the probe runs in a child and must print its marker.
     let exe = std::env::current_exe().expect("the test binary");
     let output = std::process::Command::new(exe)
-        .args(["--exact", "halt_probe", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "condition::halt_probe", "--ignored", "--nocapture", "--test-threads=1"])
         .output()
         .expect("run the probe");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -2,7 +2,7 @@
 //! as scripted (`tests/support/server.rs`), so that a test that stops reaching it fails.
 //! A raw loopback client stands in for `poll` here, so these tests hold whatever `poll` does.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

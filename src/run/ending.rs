@@ -1,0 +1,419 @@
+//! The one place a run ends: from how each loop ended (or why the run ended
+//! first) to the run's error, what goes to stdout (the body, `--print`'s
+//! outputs, one line per URL, or the `--fallback`), `-o`, the step summary,
+//! and the reporter's last word, said once stdout is written ([`Ending::close`]).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::cli::config::{self, Fallback};
+use crate::report::progress::{LoopProgress, Progress};
+use crate::report::reporter::{Reporter, RunEnd, TargetResult, Voice};
+use crate::report::summary;
+use crate::rules::condition::Message;
+use crate::rules::policy::last_words;
+use crate::run::target::{self, Common, TargetEnd};
+use crate::util::error::{Error, Kind, Signal};
+use crate::util::exec::Command;
+use crate::util::{file, url};
+
+/// How a run ends: what goes to stdout, then the reporter's last word (the
+/// error line, the JSON log's final object), which waits for stdout to be
+/// written so that it can tell the truth about it; after exit 0, the command
+/// that takes poll's place (`-- CMD`).
+pub struct Ending {
+    stdout: Vec<u8>,
+    last_word: LastWord,
+    then: Option<Box<Command>>,
+}
+
+/// The reporter's last word: already said, or to be said once stdout is written.
+pub(super) enum LastWord {
+    Said { error_line: Option<String>, code: u8, voice: Option<Voice> },
+    Due { common: Arc<Common>, summary: Box<RunEnd> },
+}
+
+/// An ending once stdout is written: the error line for stderr and the exit
+/// code, and `-- CMD` to hand over to.
+pub struct Closed {
+    pub error_line: Option<String>,
+    pub code: u8,
+    /// How a late error line is written; `None` when stderr carries JSON only.
+    voice: Option<Voice>,
+    then: Option<Box<Command>>,
+}
+
+/// How `-- CMD` went, when it returned at all.
+#[derive(Debug)]
+pub enum HandedOver {
+    /// It could not be run: exit 126 or 127, with this line on stderr.
+    Failed { error_line: String, code: u8 },
+    /// (Windows) it ran and exited with this status.
+    Exited(i32),
+}
+
+impl Ending {
+    /// The ending of a run that never started its loops (`--help`, a usage
+    /// error): `stdout`, and the error line in `voice`.
+    pub(crate) fn new(stdout: Vec<u8>, error: Option<&Error>, voice: Voice) -> Ending {
+        let error_line = error.map(|e| voice.error_line(&e.to_string()));
+        let code = error.map_or(0, Error::exit_code);
+        Ending { stdout, last_word: LastWord::Said { error_line, code, voice: Some(voice) }, then: None }
+    }
+
+    /// The process could not even start its run (no thread for it).
+    pub fn cannot_start(error: &io::Error) -> Ending {
+        let voice = Voice::plain(config::github_actions(None));
+        Ending::new(Vec::new(), Some(&Error::permanent(format!("cannot start: {error}"))), voice)
+    }
+
+    /// What goes to stdout.
+    pub fn stdout(&self) -> &[u8] {
+        &self.stdout
+    }
+
+    /// stdout is written (`written`; a closed pipe counts as written): the
+    /// reporter's last word. stdout that could not take the answer fails the
+    /// run with exit 3, and the JSON log's final object says so; a
+    /// fallback's exit code stands.
+    pub fn close(self, written: io::Result<()>) -> Closed {
+        let (error_line, code, voice) = match self.last_word {
+            LastWord::Said { error_line, code, voice } => match written {
+                // `--help` and `--generate` print their answer too.
+                Err(e) if code == 0 => {
+                    let error = Error::permanent(format!("cannot write to stdout: {e}"));
+                    (voice.map(|voice| voice.error_line(&error.to_string())), error.exit_code(), voice)
+                }
+                _ => (error_line, code, voice),
+            },
+            LastWord::Due { common, mut summary } => {
+                if let (Err(e), true) = (written, summary.answered) {
+                    let error = Error::permanent(format!("cannot write the body to stdout: {e}"));
+                    summary.failed(&error);
+                }
+                let reporter = &common.reporter;
+                (reporter.finish(&summary), summary.code(), (!reporter.is_json()).then(|| reporter.voice()))
+            }
+        };
+        let then = self.then.filter(|_| code == 0);
+        Closed { error_line, code, voice, then }
+    }
+}
+
+impl Closed {
+    /// Once stdout and stderr are written: `-- CMD` runs in poll's place.
+    /// On Unix this returns only when it could not be run (exit 126 or 127,
+    /// with its error line); on Windows also with the command's exit status.
+    pub fn hand_over(&mut self) -> Option<HandedOver> {
+        let command = self.then.take()?;
+        Some(match command.hand_over() {
+            Ok(status) => HandedOver::Exited(status),
+            Err(error) => {
+                let voice = self.voice.unwrap_or_else(|| Voice::plain(false));
+                HandedOver::Failed { error_line: voice.error_line(&error.to_string()), code: error.exit_code() }
+            }
+        })
+    }
+}
+
+/// Why the run is over.
+pub(super) enum Over {
+    /// Every URL is done (or, with `--any`, this one).
+    Done,
+    /// This URL's ending ends the run.
+    Failed(usize),
+    Signal(Signal),
+    /// Still running after the deadline.
+    Stuck,
+}
+
+/// Each URL's loop as configured, and how it ended (`None`: the run ended first).
+pub(super) struct Loops<'a> {
+    pub targets: &'a [config::Target],
+    pub ends: &'a [Option<TargetEnd>],
+}
+
+impl Loops<'_> {
+    /// How loop `t` ended, if it did.
+    fn end(&self, t: usize) -> Option<&TargetEnd> {
+        self.ends.get(t).and_then(Option::as_ref)
+    }
+
+    /// Every loop: its number, its target and its ending.
+    fn each(&self) -> impl Iterator<Item = (usize, &config::Target, Option<&TargetEnd>)> + '_ {
+        self.targets.iter().enumerate().map(|(t, target)| (t, target, self.end(t)))
+    }
+}
+
+/// What the run's ending does besides the reporter's last word: `-o`,
+/// `--fallback`, `-- CMD`.
+pub(super) struct Finale {
+    pub output_file: Option<PathBuf>,
+    pub fallback: Option<Fallback>,
+    pub command: Option<Command>,
+}
+
+/// The run's ending. After exit 0, `-- CMD` takes the place of stdout.
+pub(super) fn finish(common: Arc<Common>, loops: Loops<'_>, over: Over, finale: Finale) -> Ending {
+    let (reporter, progress) = (&common.reporter, &common.progress);
+    let error = run_error(progress, &loops, over);
+    let (stdout, fell_back) = match loops.targets.len() {
+        1 => single_stdout(&common, &loops, error.as_ref(), finale.fallback.as_ref()),
+        _ => (several_stdout(&loops), false),
+    };
+    // `-o /dev/stdout` is stdout itself: `main` writes it through the stdout handle, as without `-o`.
+    let to_stdout = finale.output_file.as_deref().is_some_and(file::names_stdout);
+    let (stdout, error) = match finale.output_file.as_deref().filter(|_| !to_stdout) {
+        Some(path) => (Vec::new(), write_output(&common, path, &stdout, error, fell_back)),
+        None => (stdout, error),
+    };
+    let mut summary = summarise(reporter, progress, &loops, error.as_ref());
+    reporter.settle(&summary);
+    // What stdout holds is the run's answer (not a fallback), so a stdout that cannot take it fails the run.
+    summary.answered = !fell_back && error.as_ref().is_none_or(Error::keeps_body);
+    let then = finale.command.filter(|_| summary.code() == 0).map(Box::new);
+    // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too).
+    let stdout = if then.is_some() && !to_stdout { Vec::new() } else { stdout };
+    Ending { stdout, last_word: LastWord::Due { common: Arc::clone(&common), summary: Box::new(summary) }, then }
+}
+
+/// The run's error, if any: the failing URL's own, a signal, or a deadline
+/// (with several URLs, naming those still pending).
+fn run_error(progress: &Progress, loops: &Loops<'_>, over: Over) -> Option<Error> {
+    let error = match over {
+        Over::Done => None,
+        Over::Failed(t) => loops.end(t).and_then(|end| end.result.clone().err()),
+        Over::Signal(signal) => Some(Error::signalled(signal, progress.attempts())),
+        Over::Stuck => {
+            let stuck = loops.ends.iter().position(Option::is_none).unwrap_or(0);
+            Some(Error::deadline(format!(
+                "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
+                progress.of(stuck).map_or(0, LoopProgress::attempts)
+            )))
+        }
+    };
+    match error {
+        Some(error) if error.kind() == Kind::Deadline && loops.targets.len() > 1 => {
+            Some(Error::deadline(pending(progress, loops)))
+        }
+        error => error,
+    }
+}
+
+/// stdout with several URLs: one JSON line for each URL that ended with 0 or 4, in the order given.
+fn several_stdout(loops: &Loops<'_>) -> Vec<u8> {
+    let mut stdout = Vec::new();
+    for (_, target, end) in loops.each() {
+        let Some(end) = end else { continue };
+        if end.result.as_ref().is_err_and(|error| !error.keeps_body()) {
+            continue;
+        }
+        let body = match (&end.printed, &end.body) {
+            (None, Some(body)) => Some(
+                serde_json::from_slice(body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
+            ),
+            _ => None,
+        };
+        let url = url::redact(&target.request.url);
+        let line = Line { url, exit_code: end.code(), body, print: end.printed.as_deref() };
+        stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+        stdout.push(b'\n');
+    }
+    stdout
+}
+
+/// stdout with one URL: the body (or `--print`'s outputs) on exit 0 and 4,
+/// else the `--fallback` where the error takes one; and whether it fell back.
+fn single_stdout(
+    common: &Common,
+    loops: &Loops<'_>,
+    error: Option<&Error>,
+    fallback: Option<&Fallback>,
+) -> (Vec<u8>, bool) {
+    let reporter = &common.reporter;
+    if let Some(end) = loops.end(0)
+        && end.result.as_ref().err().is_none_or(Error::keeps_body)
+    {
+        let stdout = match (&end.printed, &end.body) {
+            (Some(printed), _) => print_lines(printed),
+            (None, Some(body)) => body.clone(),
+            (None, None) => Vec::new(),
+        };
+        return (stdout, false);
+    }
+    let (Some(fallback), Some(true)) = (fallback, error.map(Error::takes_fallback)) else { return (Vec::new(), false) };
+    let body = match fallback {
+        Fallback::Body(body) => Some(body.clone()),
+        Fallback::Last => loops.targets.first().and_then(|target| {
+            let url = url::redact(&target.request.url);
+            common.shared.last_good(&target.state_key, &url, &|w| reporter.warn(w))
+        }),
+    };
+    let Some(body) = body else { return (Vec::new(), false) };
+    // A fallback is no reply: no $status, no $headers.
+    let message = Message { status: 0, headers: &[], body: &body };
+    let stdout = match common.polling.print.as_ref().map(|print| print.print(message)) {
+        None => body,
+        Some(Ok(values)) => print_lines(&values),
+        Some(Err(e)) => {
+            reporter.warn(&format!("--fallback: --print: {e}"));
+            Vec::new()
+        }
+    };
+    (stdout, true)
+}
+
+/// `-o FILE`: what would go to stdout, written atomically (a FIFO by the
+/// run's deadline); the run's error after it. A failure is the run's error,
+/// except that a run that printed its `--fallback` keeps its own.
+fn write_output(
+    common: &Common,
+    path: &std::path::Path,
+    stdout: &[u8],
+    error: Option<Error>,
+    fell_back: bool,
+) -> Option<Error> {
+    if stdout.is_empty() && error.as_ref().is_some_and(|e| !e.keeps_body()) {
+        return error;
+    }
+    let Err(e) = file::replace(path, stdout, true, file::Access::Umask, common.deadline) else { return error };
+    let why = format!("cannot write `{}`: {e}", path.display());
+    if fell_back {
+        common.reporter.warn(&format!("--fallback: {why}"));
+        return error;
+    }
+    Some(Error::permanent(why))
+}
+
+/// The run's summary for the reporter's last word, and the GitHub step summary.
+fn summarise(reporter: &Reporter, progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> RunEnd {
+    let several = loops.targets.len() > 1;
+    let operation = progress.of(0).and_then(LoopProgress::operation).filter(|_| !several);
+    let target_results = several.then(|| {
+        loops
+            .each()
+            .zip(progress.each())
+            .map(|((_, target, end), progress)| TargetResult {
+                url: url::redact(&target.request.url),
+                exit_code: end.map(TargetEnd::code),
+                reason: end
+                    .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
+                    .to_string(),
+                attempts: progress.attempts(),
+            })
+            .collect()
+    });
+    // A --submit run that a signal ended names where its operation is, to resume the wait.
+    let resumable = match (error, &operation) {
+        (Some(error), Some(operation)) if error.is_signal() => Some(error.clone().hint(target::resume(operation))),
+        _ => None,
+    };
+    let error = resumable.as_ref().or(error);
+    let summary = RunEnd::of(error, target_results, operation.as_deref().map(url::redact), progress.attempts());
+    if let Some(path) = summary::path(reporter.github()) {
+        let table = summary::render(&step_rows(progress, loops, error), summary.code(), progress.elapsed());
+        if let Err(why) = summary::append(&path, &table) {
+            reporter.warn(&why);
+        }
+    }
+    summary
+}
+
+/// The step summary's rows: each URL's own ending; one the run ended first
+/// shares a signal or deadline of the run, and is abandoned otherwise.
+fn step_rows(progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> Vec<summary::Row> {
+    let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline);
+    let rows = loops.each().zip(progress.each()).map(|((_, target, end), progress)| summary::Row {
+        url: url::redact(&target.request.url),
+        exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
+        message: end.and_then(|end| end.result.as_ref().err()).map(Error::without_url),
+        attempts: progress.attempts(),
+        elapsed: progress.elapsed(),
+        last: progress.last().unwrap_or_default(),
+    });
+    rows.collect()
+}
+
+/// One line of stdout with several URLs, its fields in the documented order.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    url: String,
+    exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    print: Option<&'a [Value]>,
+}
+
+/// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
+fn print_lines(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in values {
+        match value {
+            Value::String(text) => out.extend_from_slice(text.as_bytes()),
+            other => out.extend_from_slice(other.to_string().as_bytes()),
+        }
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A deadline with several URLs names only those still pending, each with its last outcome.
+fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
+    let pending: Vec<String> = loops
+        .each()
+        .zip(progress.each())
+        .filter(|((_, _, end), _)| end.is_none_or(|end| end.result.is_err()))
+        .map(|((_, target, _), progress)| {
+            let last = match (progress.cause(), progress.attempts()) {
+                (Some(cause), _) => last_words(&cause),
+                (None, 0) => "no attempt yet".to_string(),
+                // Its first request is unanswered (or its body still being judged).
+                (None, n) => format!("attempt {n} still running"),
+            };
+            format!("{} ({last})", url::redact(&target.request.url))
+        })
+        .collect();
+    format!(
+        "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
+        pending.len(),
+        loops.targets.len(),
+        first_few(&pending)
+    )
+}
+
+/// How many URLs a line names before it counts the rest: the JSON log's final
+/// object and the step summary name every one.
+const NAMED_IN_A_LINE: usize = 3;
+
+/// `a, b, c and 997 more`: one line stays short however many URLs there are.
+fn first_few(items: &[String]) -> String {
+    match items.len().checked_sub(NAMED_IN_A_LINE) {
+        Some(rest) if rest > 0 => format!("{} and {rest} more", items[..NAMED_IN_A_LINE].join(", ")),
+        _ => items.join(", "),
+    }
+}
+
+/// A run that ends before its loops could run: only the reporter's last word.
+pub(super) fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
+    let error_line = reporter.finish(&RunEnd::of(Some(error), None, None, 0));
+    let voice = (!reporter.is_json()).then(|| reporter.voice());
+    Ending { stdout: Vec::new(), last_word: LastWord::Said { error_line, code: error.exit_code(), voice }, then: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_the_first_three_urls_and_counts_the_rest() {
+        let urls: Vec<String> = (1..=1000).map(|n| format!("http://h/{n}")).collect();
+        assert_eq!(first_few(&urls), "http://h/1, http://h/2, http://h/3 and 997 more");
+        assert_eq!(first_few(&urls[..3]), "http://h/1, http://h/2, http://h/3");
+        assert_eq!(first_few(&urls[..1]), "http://h/1");
+    }
+}

@@ -1,0 +1,259 @@
+//! Every relative link in every Markdown file of the repository resolves: to a
+//! file that exists and, with `#anchor`, to a heading of that file. Every path
+//! of the repository that a document or a comment names exists.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Markdown files of the repository, outside `target/` and hidden folders.
+fn markdown_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            markdown_files(&path, found);
+        } else if name.ends_with(".md") {
+            found.push(path);
+        }
+    }
+}
+
+/// The targets of `[text](target)` links, outside code blocks and code spans.
+fn links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans may hold `](` that is no link.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = prose.as_str();
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            found.push(rest[..end].trim().to_string());
+            rest = &rest[end..];
+        }
+    }
+    found
+}
+
+/// GitHub's anchor of a heading: lowercase, punctuation dropped, spaces to `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            found.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_relative_link_resolves() {
+    let mut files = Vec::new();
+    markdown_files(&root(), &mut files);
+    assert!(files.len() >= 5, "{files:?}");
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a Markdown file");
+        for link in links(&text) {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (path, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() { file.clone() } else { file.parent().expect("a folder").join(path) };
+            let shown = format!("{}: ({link})", file.strip_prefix(root()).unwrap_or(file).display());
+            if !target.exists() {
+                broken.push(format!("{shown}: no such file"));
+            } else if !fragment.is_empty() {
+                let headings = anchors(&std::fs::read_to_string(&target).unwrap_or_default());
+                if !headings.iter().any(|a| a == fragment) {
+                    broken.push(format!("{shown}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn links_and_anchors_are_read_as_github_does() {
+    assert_eq!(links("see [a](docs/a.md#x) and `[b](c)` but [d](e)"), ["docs/a.md#x", "e"]);
+    assert_eq!(
+        anchor(" One polite client across a CI fleet: `--state redis://`"),
+        "one-polite-client-across-a-ci-fleet---state-redis"
+    );
+    assert_eq!(anchors("# A b\n```\n# not\n```\n## C, d"), ["a-b", "c-d"]);
+}
+
+/// Where a path of the repository, written from its root, starts: one of its folders, or it is
+/// one of its top-level files by name.
+const FOLDERS: &[&str] = &[
+    "src/",
+    "tests/",
+    "docs/",
+    "benches/",
+    "examples/",
+    "install/",
+    "fuzz/",
+    "man/",
+    "completions/",
+    ".ci/",
+    ".github/",
+    ".cargo/",
+];
+const TOP_FILES: &[&str] =
+    &["Cargo.toml", "Cargo.lock", "README.md", "CONTRIBUTING.md", "LICENSE-MIT", "LICENSE-APACHE", "action.yml"];
+
+/// The paths of the repository that `text` names, as written from its root: each word that
+/// starts with one of `FOLDERS` or is one of `TOP_FILES`, without the punctuation around it, a
+/// possessive `'s`, a `:line` or a `#anchor`. Not one path, so skipped: globs (`*`, `?`, `[`),
+/// elisions (`...`, `…`), placeholders (`<name>`, `{name}`, `$VAR`, `%s`), URLs. Paths outside
+/// the repository (`../shared/...`) and paths relative to a file's own folder (`redis/node.rs`)
+/// start with none of `FOLDERS`, so they are not checked either.
+fn repo_paths(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || c == '`') {
+        let word = word.trim_start_matches(|c: char| "'\"([".contains(c));
+        if ["*", "?", "[", "...", "…", "<", "{", "$", "%", "://"].iter().any(|p| word.contains(p)) {
+            continue;
+        }
+        let word = word.trim_end_matches(|c: char| "'\")],;:.!".contains(c));
+        let word = word.strip_suffix("'s").unwrap_or(word);
+        let word = word.split([':', '#']).next().unwrap_or(word);
+        if FOLDERS.iter().any(|folder| word.starts_with(folder)) || TOP_FILES.contains(&word) {
+            found.push(word.to_string());
+        }
+    }
+    found
+}
+
+/// What a Markdown file names in code: its code spans and fenced code blocks, by line number.
+fn markdown_code(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut fenced = false;
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if fenced {
+            found.push((n + 1, line.to_string()));
+        } else {
+            found.extend(line.split('`').skip(1).step_by(2).map(|span| (n + 1, span.to_string())));
+        }
+    }
+    found
+}
+
+/// The comments of a source file, by line number: after `//` in Rust (`//!` and `///` too; not
+/// the `//` of a URL or of a string), after `--` in Lua.
+fn comments(text: &str, lua: bool) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    // Inside a string when an odd number of quotes, not escaped, comes before.
+    let in_string = |before: &str| before.replace("\\\\", "").replace("\\\"", "").matches('"').count() % 2 == 1;
+    for (n, line) in text.lines().enumerate() {
+        let start = if lua {
+            line.find("--")
+        } else {
+            line.match_indices("//").map(|(i, _)| i).find(|i| !line[..*i].ends_with(':') && !in_string(&line[..*i]))
+        };
+        if let Some(i) = start {
+            found.push((n + 1, line[i..].to_string()));
+        }
+    }
+    found
+}
+
+/// The `.rs` and `.lua` files of `dir` and of the folders in it.
+fn source_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            source_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "lua") {
+            found.push(path);
+        }
+    }
+}
+
+/// `file:line: `path`` for each path of `named` (line, text) that does not exist.
+fn missing(root: &Path, file: &Path, named: &[(usize, String)]) -> Vec<String> {
+    let shown = file.strip_prefix(root).unwrap_or(file).display().to_string();
+    named
+        .iter()
+        .flat_map(|(line, text)| repo_paths(text).into_iter().map(move |path| (line, path)))
+        .filter(|(_, path)| !root.join(path).exists())
+        .map(|(line, path)| format!("{shown}:{line}: `{path}`"))
+        .collect()
+}
+
+#[test]
+fn every_path_a_document_or_a_comment_names_exists() {
+    let root = root();
+    let mut documents = Vec::new();
+    markdown_files(&root, &mut documents);
+    let mut sources = Vec::new();
+    source_files(&root.join("src"), &mut sources);
+    source_files(&root.join("tests"), &mut sources);
+    assert!(sources.iter().any(|f| f.ends_with("src/state/redis/admit.lua")), "the Lua scripts are read");
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &documents {
+        let named = markdown_code(&std::fs::read_to_string(file).expect("a Markdown file"));
+        checked += named.iter().map(|(_, text)| repo_paths(text).len()).sum::<usize>();
+        broken.extend(missing(&root, file, &named));
+    }
+    for file in &sources {
+        let text = std::fs::read_to_string(file).expect("a source file");
+        let named = comments(&text, file.extension().is_some_and(|e| e == "lua"));
+        checked += named.iter().map(|(_, text)| repo_paths(text).len()).sum::<usize>();
+        broken.extend(missing(&root, file, &named));
+    }
+    assert!(checked >= 100, "only {checked} paths were found");
+    assert!(broken.is_empty(), "paths that do not exist:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn paths_are_read_as_written_and_patterns_are_skipped() {
+    let text = "see `src/run/mod.rs:93-128`, (src/http/tls.rs's roots), `tests/it/`. And `Cargo.toml`, \
+                but not `fuzz/seeds/state/hostile-*`, `src/...`, `docs/<topic>.md`, `../shared/contract.md`, \
+                `https://example.com/src/x.rs` or `docs/DESIGN.md#choices`";
+    assert_eq!(repo_paths(text), ["src/run/mod.rs", "src/http/tls.rs", "tests/it/", "Cargo.toml", "docs/DESIGN.md"]);
+    let markdown = "a `src/lib.rs` b\n```\ntests/windows.sh musl\n```\nsrc/prose.rs\n";
+    assert_eq!(markdown_code(markdown), [(1, "src/lib.rs".to_string()), (3, "tests/windows.sh musl".to_string())]);
+    let rust = "let url = \"http://x/\"; // see src/lib.rs\n/// `src/main.rs`\nlet s = \"a \\\" // no comment\";\n";
+    assert_eq!(comments(rust, false), [(1, "// see src/lib.rs".to_string()), (2, "/// `src/main.rs`".to_string())]);
+    assert_eq!(
+        comments("-- poll's step (src/c.rs)\nlocal x = 1\n", true),
+        [(1, "-- poll's step (src/c.rs)".to_string())]
+    );
+    let named = [(7, "`src/lib.rs` and `src/no-such-file.rs`".to_string())];
+    assert_eq!(missing(&root(), &root().join("src/x.rs"), &named), ["src/x.rs:7: `src/no-such-file.rs`"]);
+}

@@ -1,0 +1,44 @@
+//! The integration tests, as one binary with a module per topic (as cargo's own
+//! test suite is): the helpers of `tests/support/` compile and link once, and
+//! each helper is used, or the build says so.
+//!
+//! `cargo test --test it TOPIC::` runs one topic (`cargo test --test it soak::`).
+
+// tests/support/ stays beside tests/it/ rather than inside it: the crate's own unit
+// tests compile two of its files (redis.rs, tool.rs) by path (src/state/test_support.rs).
+#[path = "../support/mod.rs"]
+mod support;
+
+// The binary's behaviour end to end, against the scripted loopback server.
+mod ci;
+mod conditional;
+mod credentials;
+#[cfg(unix)] // Files, modes, owners, devices and process groups as Unix has them.
+mod hostile;
+mod log;
+mod operations;
+mod request;
+mod run;
+mod several;
+mod soak;
+mod submit;
+mod terminal;
+#[cfg(unix)] // --unix-socket.
+mod unix;
+mod waits;
+
+// Shared state: the file, Redis, a Redis Cluster and Sentinels.
+mod cluster;
+mod redis;
+mod state;
+
+// The pure rules as tables.
+mod condition;
+mod policy;
+
+// The repository: generated files, documents, the release, the layers, the harness itself.
+mod docs;
+mod generated;
+mod harness;
+mod layers;
+mod release;
