@@ -17,11 +17,12 @@ use base64::Engine as _;
 use ureq::http::Uri;
 use ureq::http::uri::Scheme;
 use ureq::unversioned::transport::{
-    self, Buffers, ConnectProxyConnector, ConnectionDetails, Connector as _, NextTimeout, TcpConnector, Transport,
+    self, Buffers, ConnectProxyConnector, ConnectionDetails, Connector as _, NextTimeout, Transport,
 };
 use ureq::{Proxy, ProxyProtocol};
 
 use crate::http::tls;
+use crate::http::wire::TcpConnector;
 
 /// The variables that name the proxy of http:// and of https:// URLs, first found wins.
 const HTTP_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
@@ -159,10 +160,11 @@ impl ProxyConnector {
     /// `agent` is the config the agent is built with; it must name no proxy.
     /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
     pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> ProxyConnector {
-        // ureq's DefaultConnector, with the TLS of `tls.rs` (SOCKS is refused before any request).
+        // ureq's DefaultConnector, with the socket of `wire.rs` and the TLS of `tls.rs` (SOCKS is refused
+        // before any request).
         let inner =
             ().chain(ConnectProxyConnector::default())
-                .chain(TcpConnector::default())
+                .chain(TcpConnector)
                 .chain(tls::TlsConnector::new(cacert));
         ProxyConnector { inner: Box::new(inner), direct: agent }
     }

@@ -15,13 +15,14 @@ use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::http::wire;
 use crate::util::text::count;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
 use ureq::unversioned::transport::{
-    self, Buffers, ConnectionDetails, LazyBuffers, NextTimeout, RustlsConnector, Transport, TransportAdapter,
+    self, Buffers, ConnectionDetails, NextTimeout, RustlsConnector, Transport, TransportAdapter,
 };
 
 /// The roots of this process, once loaded.
@@ -340,14 +341,14 @@ impl<In: Transport> transport::Connector<In> for TlsConnector {
         let mut socket = TransportAdapter::new(plain.boxed(), details.current_time.clone());
         socket.set_timeout(details.timeout);
         connection.complete_io(&mut socket)?;
-        let buffers = LazyBuffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
+        let buffers = wire::Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
         Ok(Some(Box::new(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } })))
     }
 }
 
 /// HTTP/1.1 over TLS: ureq's rustls transport, on this process's configuration.
 struct Tls {
-    buffers: LazyBuffers,
+    buffers: wire::Buffers,
     stream: StreamOwned<ClientConnection, TransportAdapter>,
 }
 
