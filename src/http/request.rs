@@ -117,8 +117,9 @@ impl Fault {
 /// the head limit and no more: 100 URLs at once cost 100 of them.
 const MAX_RESPONSE_HEAD: usize = 32 << 10;
 
-/// The smallest output buffer: request heads and the body, in chunks, go through it.
-const MIN_OUTPUT_BUFFER: usize = 16 << 10;
+/// The smallest output buffer: request heads and the body, in chunks, go
+/// through it. A page: each connection keeps one, and a poll's head is short.
+const MIN_OUTPUT_BUFFER: usize = 4 << 10;
 
 /// The largest `Cookie` header sent back: servers refuse longer header lines
 /// (nginx's default is 8 KiB), and the request head must fit its buffer.

@@ -331,18 +331,32 @@ impl<In: Transport> transport::Connector<In> for TlsConnector {
         if !details.needs_tls() || plain.is_tls() {
             return Ok(Some(plain.boxed()));
         }
+        self.handshake(details, plain.boxed()).map(Some)
+    }
+}
+
+impl TlsConnector {
+    /// TLS over `plain`. Not inlined into the connector chain, whose stack
+    /// frame every connect (`http://` too) would then take, and each URL's
+    /// thread keep.
+    #[inline(never)]
+    fn handshake(
+        &self,
+        details: &ConnectionDetails,
+        plain: Box<dyn Transport>,
+    ) -> Result<Box<dyn Transport>, ureq::Error> {
         if details.config.tls_config().disable_verification() {
             let wrapped = transport::Connector::connect(&self.insecure, details, Some(plain))?;
-            return Ok(wrapped.map(Transport::boxed));
+            return wrapped.map(Transport::boxed).ok_or(ureq::Error::ConnectionFailed);
         }
         let host = details.uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| ureq::Error::Tls("invalid dns name"))?;
         let mut connection = ClientConnection::new(config(self.cacert.as_deref())?, name)?;
-        let mut socket = TransportAdapter::new(plain.boxed(), details.current_time.clone());
+        let mut socket = TransportAdapter::new(plain, details.current_time.clone());
         socket.set_timeout(details.timeout);
         connection.complete_io(&mut socket)?;
         let buffers = wire::Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-        Ok(Some(Box::new(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } })))
+        Ok(Box::new(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } }))
     }
 }
 

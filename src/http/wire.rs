@@ -212,9 +212,12 @@ impl ShutdownHandle for Shared {
     }
 }
 
-/// ureq's input and output buffers (its `LazyBuffers`, allocated zeroed
-/// rather than zero-filled): allocated on first use, never grown but for a
-/// request body's scratch space.
+/// ureq's input and output buffers, as its `LazyBuffers` keeps them but
+/// for their memory: the input starts at [`FIRST_INPUT`] and doubles, up to
+/// its size, only when a read filled it (a poll's reply is mostly a few
+/// hundred bytes, and each connection keeps its buffers); the output is
+/// allocated at its size on first use. The allocator zero-fills both
+/// (`calloc` clears memory it reuses), so what is not allocated is not touched.
 pub(crate) struct Buffers {
     input_size: usize,
     output_size: usize,
@@ -222,28 +225,26 @@ pub(crate) struct Buffers {
     /// `input[consumed..filled]` is read and not yet used.
     filled: usize,
     consumed: usize,
+    /// The last read filled all the room it had: the next gets more.
+    outgrown: bool,
     output: Vec<u8>,
     /// The last consume took something: what is left may be usable as it is.
     progress: bool,
 }
 
+/// The input buffer's first size: a page.
+const FIRST_INPUT: usize = 4 << 10;
+
 impl Buffers {
     pub(crate) fn new(input_size: usize, output_size: usize) -> Buffers {
+        let (input_size, output_size) = (input_size.max(1), output_size.max(1));
         let (input, output) = (Vec::new(), Vec::new());
-        Buffers { input_size, output_size, input, filled: 0, consumed: 0, output, progress: false }
+        Buffers { input_size, output_size, input, filled: 0, consumed: 0, outgrown: false, output, progress: false }
     }
 
-    fn allocate(&mut self) {
-        if self.output.is_empty() {
-            self.output = vec![0; self.output_size.max(1)];
-        }
-        if self.input.is_empty() {
-            self.input = vec![0; self.input_size.max(1)];
-        }
-    }
-
-    /// The free space at the end of the input, moving what is unread to the
-    /// start when it was all used or fills more than half.
+    /// The free space at the end of the input, with what is unread moved to
+    /// the start when it was all used or fills more than half, and the
+    /// buffer grown when the last read filled it.
     fn free(&mut self) -> &mut [u8] {
         if self.consumed == self.filled {
             (self.consumed, self.filled) = (0, 0);
@@ -252,13 +253,20 @@ impl Buffers {
             self.filled -= self.consumed;
             self.consumed = 0;
         }
+        if self.input.is_empty() || (self.outgrown && self.input.len() < self.input_size) {
+            let size = (self.input.len() * 2).clamp(FIRST_INPUT, self.input_size);
+            self.input.resize(size, 0);
+            self.outgrown = false;
+        }
         &mut self.input[self.filled..]
     }
 }
 
 impl transport::Buffers for Buffers {
     fn output(&mut self) -> &mut [u8] {
-        self.allocate();
+        if self.output.is_empty() {
+            self.output = vec![0; self.output_size];
+        }
         &mut self.output
     }
 
@@ -267,11 +275,11 @@ impl transport::Buffers for Buffers {
     }
 
     fn input_append_buf(&mut self) -> &mut [u8] {
-        self.allocate();
         self.free()
     }
 
     fn input_appended(&mut self, amount: usize) {
+        self.outgrown = amount > 0 && self.filled + amount >= self.input.len();
         self.filled = (self.filled + amount).min(self.input.len());
     }
 
@@ -283,7 +291,7 @@ impl transport::Buffers for Buffers {
     fn tmp_and_output(&mut self) -> (&mut [u8], &mut [u8]) {
         // ureq reads a request body into the input's free space: at least 10 KiB of it, as in LazyBuffers.
         const MIN_TMP: usize = 10 * 1024;
-        self.allocate();
+        transport::Buffers::output(self);
         let free = self.free().len();
         if free < MIN_TMP {
             self.input.resize(self.input.len() + MIN_TMP - free, 0);
@@ -341,6 +349,26 @@ mod probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ureq::unversioned::transport::Buffers as _;
+
+    #[test]
+    fn the_input_grows_only_when_a_read_fills_it_and_never_past_its_size() {
+        let mut buffers = Buffers::new(10_000, 100);
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT);
+        buffers.input_appended(300);
+        assert_eq!(buffers.input(), &[0; 300][..]);
+        buffers.input_consume(300);
+        // All used: the room is the whole first page again, not more.
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT);
+        buffers.input_appended(FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT, "filled: doubled, the unread kept");
+        assert_eq!(buffers.input().len(), FIRST_INPUT);
+        buffers.input_appended(FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), 10_000 - 2 * FIRST_INPUT, "capped at its size");
+        buffers.input_appended(10_000 - 2 * FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), 0, "full: ureq sees a head too large");
+        assert_eq!(buffers.output().len(), 100);
+    }
 
     #[test]
     fn a_socket_timeout_is_kept_while_it_is_close_enough() {
