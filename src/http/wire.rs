@@ -98,7 +98,7 @@ fn only_this_address(e: &io::Error) -> bool {
 /// HTTP/1.1 bytes over a connected stream socket, TCP or Unix.
 #[derive(Debug)]
 pub(crate) struct Wire {
-    socket: Arc<Shared>,
+    socket: Arc<SharedSocket>,
     buffers: Buffers,
     /// The timeouts last set on the socket, so that one is set only when it moved.
     read_timeout: Option<Duration>,
@@ -108,7 +108,7 @@ pub(crate) struct Wire {
 impl Wire {
     /// A transport over `socket`, registered for the agent's shutdown.
     pub(crate) fn new(socket: Socket, details: &ConnectionDetails) -> Result<Wire, ureq::Error> {
-        let socket = Arc::new(Shared(socket));
+        let socket = Arc::new(SharedSocket(socket));
         (details.register_shutdown)(Arc::downgrade(&socket) as Weak<dyn ShutdownHandle>)?;
         let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
         Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None })
@@ -204,9 +204,9 @@ fn close_enough(set: Option<Duration>, wanted: Option<Duration>) -> bool {
 
 /// The socket, shared with the agent's shutdown handle.
 #[derive(Debug)]
-struct Shared(Socket);
+struct SharedSocket(Socket);
 
-impl ShutdownHandle for Shared {
+impl ShutdownHandle for SharedSocket {
     fn shutdown(&self) {
         let _ = self.0.shutdown(std::net::Shutdown::Both);
     }
