@@ -6,6 +6,8 @@
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
+    python3 benches/bench.py --limits [--before BIN]  # one-shot, tight polling, 1,000 URLs, syscalls
+                                        # per attempt, beside another build (BIN) in one run
     python3 benches/bench.py --https [--before BIN]  # one-shot https:// and http:// runs (needs hyperfine),
                                         # beside another build of poll (BIN) when given, then
                                         # paired: BIN and this build alternately, run by run
@@ -38,8 +40,10 @@ import urllib.request
 PIN = ["taskset", "-c", "0"] if shutil.which("taskset") else []
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-POLL = os.path.join(ROOT, "target", "release", "poll")
-JOBSERVER = os.path.join(ROOT, "target", "release", "examples", "jobserver")
+# cargo builds where CARGO_TARGET_DIR says, as for any other build.
+TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+POLL = os.path.join(TARGET, "release", "poll")
+JOBSERVER = os.path.join(TARGET, "release", "examples", "jobserver")
 
 
 def need(tools, packages):
@@ -208,14 +212,14 @@ def threads_of(pid):
     return 0
 
 
-def several_run(server, urls, polls_each, interval):
+def several_run(server, urls, polls_each, interval, binary=None):
     """`urls` URLs of one origin polled at once until the job is done, about
     `polls_each` polls each: the job server counts the polls of all of them, so
     a target of urls * polls_each is reached after about polls_each rounds."""
     server.reset(urls * polls_each)
     before = server.get("/stats")
     targets = [f"{server.base}/job?u={i}" for i in range(urls)]
-    cmd = [POLL, "--until", '.status=="done"', "--interval", interval, "--timeout", "5m", *targets]
+    cmd = [binary or POLL, "--until", '.status=="done"', "--interval", interval, "--timeout", "5m", *targets]
     with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
         # GNU time for peak RSS: a child forked from Python would report
         # Python's own size (ru_maxrss survives exec). poll is time's child.
@@ -261,6 +265,8 @@ def several_main():
     build()
     with JobServer() as server:
         runs = [several_run(server, n, 20, interval) for interval in ("100ms", "300ms") for n in (1, 100)]
+        # A thousand URLs polled about 5 times each, once a second.
+        runs.append(several_run(server, 1000, 5, "1s"))
     print(f"\ncpus={os.cpu_count()}, {'server and poll pinned to CPU 0' if PIN else 'not pinned (no taskset)'}\n")
     print("| URLs | --interval | attempts | wall | peak RSS | peak threads | CPU | CPU per attempt | connections |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -268,6 +274,9 @@ def several_main():
         print(f"| {r['urls']} | {r['interval']} | {r['attempts']:,} | {r['wall_s']:.2f} s | {r['rss_mib']:.1f} MiB "
               f"| {r['threads']} | {r['cpu_ms']:.1f} ms | {r['cpu_us_per_attempt']:.0f} µs | {r['connections']} |")
     hundred = [r for r in runs if r["urls"] == 100]
+    thousand = runs[-1]["rss_mib"]
+    print(f"\n1,000 URLs at --interval 1s: peak RSS {thousand:.1f} MiB (goal <= 64 MiB: "
+          f"{'met' if thousand <= 64 else 'NOT met'})")
     rss = max(r["rss_mib"] for r in hundred)
     ratio = hundred[1]["cpu_us_per_attempt"] / hundred[0]["cpu_us_per_attempt"]
     print(f"\n100 URLs: peak RSS {rss:.1f} MiB (goal < 20 MiB: {'met' if rss < 20 else 'NOT met'}); "
@@ -688,6 +697,91 @@ def paired_https(args, cert, key, bundle, pairs):
               f"| {statistics.median(cpus['after']):.2f} ms | {statistics.median(cpu_diffs):+.3f} ms |")
 
 
+def limits_main(args):
+    """The three figures of issue 27, this build beside another (`--before BIN`) in one run:
+    a one-shot http:// and https:// GET against curl (hyperfine, interleaved), tight polling
+    against wrk's one-connection rate, 1,000 URLs at `--interval 1s` (peak RSS), and the
+    system calls per attempt (strace -c, when installed)."""
+    need(("hyperfine", "wrk", "curl", "/usr/bin/time"), "hyperfine wrk curl time")
+    build()
+    builds = [("this build", POLL)] + ([("before", os.path.abspath(args.before))] if args.before else [])
+    runs, rounds, polls = (100, 3, 2000) if args.quick else (500, 9, 20000)
+    cert = os.path.join(ROOT, "tests", "fixtures", "cert.pem")
+    key = os.path.join(ROOT, "tests", "fixtures", "key.pem")
+    tls = subprocess.Popen([*PIN, sys.executable, os.path.join(ROOT, "tests", "tls_server.py"), cert, key],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        https = f"https://127.0.0.1:{tls.stdout.readline().strip()}/ok"
+        with JobServer() as server:
+            http = server.base + "/ok"
+            # One-shot: every command's runs interleaved, hyperfine's median of each.
+            shots = {}
+            commands = ["-n", "curl http", f"curl -s {http}", "-n", "curl https", f"curl -s --cacert {cert} {https}"]
+            for name, binary in builds:
+                commands += ["-n", f"{name} http", f"{binary} {http}"]
+                commands += ["-n", f"{name} https", f"{binary} --cacert {cert} {https}"]
+            for _ in range(rounds):
+                with tempfile.NamedTemporaryFile(suffix=".json") as export:
+                    subprocess.run([*PIN, "hyperfine", "-N", "--warmup", "5", "--runs", str(runs // rounds),
+                                    "--export-json", export.name, *commands], check=True, stdout=subprocess.DEVNULL)
+                    for r in json.load(open(export.name))["results"]:
+                        shots.setdefault(r["command"], []).extend(r["times"])
+            shots = {name: statistics.median(times) * 1000 for name, times in shots.items()}
+            # Tight polling: wrk's rate, then each build's, interleaved round by round.
+            limit = wrk_limit(server, 2 if args.quick else 5)
+            rates = {name: [] for name, _ in builds}
+            for _ in range(rounds):
+                for name, binary in builds:
+                    server.reset(polls)
+                    cmd = [binary, "--until", '.status=="done"', "--interval", "0", "--timeout", "0", "--retries",
+                           "0", server.base + "/job"]
+                    wall, code, _ = run_rusage(cmd)
+                    assert code == 0, f"{name} exited {code}"
+                    rates[name].append(polls / wall)
+            rates = {name: statistics.median(v) for name, v in rates.items()}
+            calls = {name: syscalls_per_attempt(server, binary, 2000) for name, binary in builds}
+            # 1,000 URLs, polled about 5 times each at --interval 1s.
+            several = {name: several_run(server, 1000, 5, "1s", binary) for name, binary in builds}
+    finally:
+        tls.terminate()
+        tls.wait()
+    pinned = "server and poll pinned to CPU 0" if PIN else "not pinned (no taskset)"
+    print(f"\nhyperfine runs={runs} ({rounds} rounds), tight polling {polls:,} polls x {rounds} rounds, "
+          f"cpus={os.cpu_count()}, {pinned}\n")
+    print("| measure | " + " | ".join(name for name, _ in builds) + " | goal |")
+    print("|---|" + "---|" * len(builds) + "---|")
+    cells = lambda f: " | ".join(f(name) for name, _ in builds)
+    print(f"| one-shot http:// GET (curl {shots['curl http']:.2f} ms) | "
+          + cells(lambda n: f"{shots[n + ' http']:.2f} ms ({shots[n + ' http'] / shots['curl http']:.2f} of curl)")
+          + " | <= 0.33 of curl |")
+    print(f"| one-shot https:// GET, --cacert (curl {shots['curl https']:.2f} ms) | "
+          + cells(lambda n: f"{shots[n + ' https']:.2f} ms ({shots[n + ' https'] / shots['curl https']:.2f} of curl)")
+          + " | no slower |")
+    print(f"| tight polling, --interval 0 (wrk -t1 -c1: {limit:,.0f} req/s) | "
+          + cells(lambda n: f"{rates[n]:,.0f} polls/s ({rates[n] / limit:.2f} of wrk)") + " | >= 0.75 of wrk |")
+    print("| system calls per attempt (strace -c -f, 2,000 polls) | "
+          + cells(lambda n: f"{calls[n]:.1f}" if calls[n] else "strace missing") + " | - |")
+    print("| 1,000 URLs, --interval 1s: peak RSS | "
+          + cells(lambda n: f"{several[n]['rss_mib']:.1f} MiB") + " | <= 64 MiB |")
+    print("| 1,000 URLs: attempts, wall, peak threads, CPU per attempt | "
+          + cells(lambda n: f"{several[n]['attempts']:,}, {several[n]['wall_s']:.2f} s, {several[n]['threads']}, "
+                            f"{several[n]['cpu_us_per_attempt']:.0f} µs") + " | about 5,000 in about 5 s |")
+
+
+def syscalls_per_attempt(server, binary, polls):
+    """System calls of a whole tight-polling run (every thread) divided by its attempts;
+    None without strace."""
+    if not shutil.which("strace"):
+        return None
+    server.reset(polls)
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        subprocess.run([*PIN, "strace", "-f", "-c", "-o", out.name, binary, "--until", '.status=="done"',
+                        "--interval", "0", "--timeout", "0", server.base + "/job"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        total = re.search(r"^\s*100\.00\s+\S+\s+\S+\s+(\d+)", out.read(), re.M)
+    return int(total.group(1)) / polls if total else None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -695,10 +789,14 @@ def main():
     parser.add_argument("--state", action="store_true", help="only the cost of --state (file and redis://)")
     parser.add_argument("--conditional", action="store_true", help="only the GitHub-like wait: quota and bytes")
     parser.add_argument("--https", action="store_true", help="only one-shot https:// and http:// runs")
-    parser.add_argument("--before", help="with --https: another build of poll to compare with")
+    parser.add_argument("--limits", action="store_true",
+                        help="only issue 27's figures: one-shot, tight polling, 1,000 URLs, syscalls")
+    parser.add_argument("--before", help="with --https or --limits: another build of poll to compare with")
     args = parser.parse_args()
     if args.https:
         return https_main(args)
+    if args.limits:
+        return limits_main(args)
     if args.conditional:
         return conditional_main(args)
     if args.several:

@@ -10,3 +10,4 @@ pub(crate) mod proxy;
 pub(crate) mod request;
 pub(crate) mod tls;
 pub(crate) mod unix;
+pub(crate) mod wire;

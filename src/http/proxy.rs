@@ -17,11 +17,12 @@ use base64::Engine as _;
 use ureq::http::Uri;
 use ureq::http::uri::Scheme;
 use ureq::unversioned::transport::{
-    self, Buffers, ConnectProxyConnector, ConnectionDetails, Connector as _, NextTimeout, TcpConnector, Transport,
+    self, Buffers, ConnectProxyConnector, ConnectionDetails, Connector as _, NextTimeout, Transport,
 };
 use ureq::{Proxy, ProxyProtocol};
 
 use crate::http::tls;
+use crate::http::wire::TcpConnector;
 
 /// The variables that name the proxy of http:// and of https:// URLs, first found wins.
 const HTTP_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
@@ -149,7 +150,11 @@ impl Proxies {
 /// absolute form to it, where ureq would open a `CONNECT` tunnel.
 #[derive(Debug)]
 pub(crate) struct ProxyConnector {
-    inner: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
+    /// ureq's CONNECT tunnel, then TCP and TLS: for a request through a proxy.
+    tunnelled: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
+    /// TCP and TLS, for a request with no proxy: a chain of its own, so that
+    /// the tunnel's stack frame (kilobytes) is not part of every connect.
+    straight: Box<dyn transport::Connector<(), Out = Box<dyn Transport>>>,
     /// The agent's config, which names no proxy, for the connection to the
     /// proxy itself: plain TCP, or TLS for an `https://` proxy URL.
     direct: ureq::config::Config,
@@ -159,12 +164,12 @@ impl ProxyConnector {
     /// `agent` is the config the agent is built with; it must name no proxy.
     /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
     pub(crate) fn new(agent: ureq::config::Config, cacert: Option<Vec<u8>>) -> ProxyConnector {
-        // ureq's DefaultConnector, with the TLS of `tls.rs` (SOCKS is refused before any request).
-        let inner =
-            ().chain(ConnectProxyConnector::default())
-                .chain(TcpConnector::default())
-                .chain(tls::TlsConnector::new(cacert));
-        ProxyConnector { inner: Box::new(inner), direct: agent }
+        // ureq's DefaultConnector, with the socket of `wire.rs` and the TLS of `tls.rs` (SOCKS is refused
+        // before any request).
+        let straight = ().chain(TcpConnector).chain(tls::TlsConnector::new(cacert.clone()));
+        let tunnelled =
+            ().chain(ConnectProxyConnector::default()).chain(TcpConnector).chain(tls::TlsConnector::new(cacert));
+        ProxyConnector { tunnelled: Box::new(tunnelled), straight: Box::new(straight), direct: agent }
     }
 }
 
@@ -175,8 +180,20 @@ impl transport::Connector for ProxyConnector {
         let proxy =
             details.config.proxy().filter(|p| matches!(p.protocol(), ProxyProtocol::Http | ProxyProtocol::Https));
         let Some(proxy) = proxy.filter(|_| details.uri.scheme() == Some(&Scheme::HTTP)) else {
-            return self.inner.connect(details, chained);
+            return match details.config.proxy() {
+                Some(_) => self.tunnelled.connect(details, chained),
+                None => self.straight.connect(details, chained),
+            };
         };
+        self.absolute_form(details, proxy).map(Some)
+    }
+}
+
+impl ProxyConnector {
+    /// A connection to `proxy` that speaks absolute form for `details.uri`. Not
+    /// inlined: its stack frame would be part of every connect.
+    #[inline(never)]
+    fn absolute_form(&self, details: &ConnectionDetails, proxy: &Proxy) -> Result<Box<dyn Transport>, ureq::Error> {
         // The target's name is left to the proxy (ureq resolves nothing for a
         // proxied request); the proxy's own resolves within the connect timeout,
         // as in ureq's CONNECT connector.
@@ -193,8 +210,8 @@ impl transport::Connector for ProxyConnector {
             run_connector: details.run_connector.clone(),
             register_shutdown: details.register_shutdown.clone(),
         };
-        let transport = self.inner.connect(&to_proxy, None)?.ok_or(ureq::Error::ConnectionFailed)?;
-        Ok(Some(Box::new(AbsoluteForm::new(transport, details.uri, proxy))))
+        let transport = self.straight.connect(&to_proxy, None)?.ok_or(ureq::Error::ConnectionFailed)?;
+        Ok(Box::new(AbsoluteForm::new(transport, details.uri, proxy)))
     }
 }
 

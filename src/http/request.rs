@@ -117,8 +117,9 @@ impl Fault {
 /// the head limit and no more: 100 URLs at once cost 100 of them.
 const MAX_RESPONSE_HEAD: usize = 32 << 10;
 
-/// The smallest output buffer: request heads and the body, in chunks, go through it.
-const MIN_OUTPUT_BUFFER: usize = 16 << 10;
+/// The smallest output buffer: request heads and the body, in chunks, go
+/// through it. A page: each connection keeps one, and a poll's head is short.
+const MIN_OUTPUT_BUFFER: usize = 4 << 10;
 
 /// The largest `Cookie` header sent back: servers refuse longer header lines
 /// (nginx's default is 8 KiB), and the request head must fit its buffer.
@@ -317,10 +318,8 @@ impl Client {
             .collect();
         let limit = self.spec.max_body;
         let raw = response.body_mut().with_config().limit(limit).read_to_vec().map_err(|e| classify(&e))?;
-        let deflated = headers
-            .iter()
-            .any(|(n, v)| n.eq_ignore_ascii_case("content-encoding") && v.trim().eq_ignore_ascii_case("deflate"));
-        let body = if deflated { inflate(&raw, limit)? } else { raw };
+        let coding = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-encoding")).map(|(_, v)| v.trim());
+        let body = decode(coding, raw, limit)?;
         Ok(Reply { status, headers, body })
     }
 }
@@ -367,17 +366,23 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
     }
 }
 
-/// `Content-Encoding: deflate` is zlib-wrapped by the RFC, raw deflate by some
-/// servers; try both. The decoded size is bounded by `--max-body`.
-fn inflate(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
-    let decode = |reader: &mut dyn Read| -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        reader.take(limit.saturating_add(1)).read_to_end(&mut out)?;
-        Ok(out)
+/// The body as sent, decoded by its `Content-Encoding` (gzip, deflate, br)
+/// within `--max-body`. Decoded here, not by ureq: ureq builds its gzip and
+/// brotli decoders (43 KiB each) on the stack of every body read, encoded or
+/// not, and a stack page once touched stays with its thread: with a thread
+/// per URL, that was most of the memory of a run over many URLs. Each
+/// decoder is built in a function of its own, called only for its coding.
+fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Fault> {
+    let is = |name: &str| coding.is_some_and(|coding| coding.eq_ignore_ascii_case(name));
+    let body = if is("gzip") || is("x-gzip") {
+        gunzip(&raw, limit)?
+    } else if is("deflate") {
+        inflate(&raw, limit)?
+    } else if is("br") {
+        unbrotli(&raw, limit)?
+    } else {
+        return Ok(raw);
     };
-    let body = decode(&mut flate2::read::ZlibDecoder::new(raw))
-        .or_else(|_| decode(&mut flate2::read::DeflateDecoder::new(raw)))
-        .map_err(|e| Fault::new(Failure::Malformed, format!("deflate body does not decode: {e}")))?;
     if body.len() as u64 > limit {
         return Err(Fault::new(
             Failure::BodyTooLarge,
@@ -385,6 +390,34 @@ fn inflate(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
         ));
     }
     Ok(body)
+}
+
+/// gzip, members one after another as ureq read them.
+#[inline(never)]
+fn gunzip(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+    decoded(&mut flate2::read::MultiGzDecoder::new(raw), limit)
+        .map_err(|e| Fault::new(Failure::Malformed, format!("gzip body does not decode: {e}")))
+}
+
+/// deflate is zlib-wrapped by the RFC, raw deflate by some servers; try both.
+#[inline(never)]
+fn inflate(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+    decoded(&mut flate2::read::ZlibDecoder::new(raw), limit)
+        .or_else(|_| decoded(&mut flate2::read::DeflateDecoder::new(raw), limit))
+        .map_err(|e| Fault::new(Failure::Malformed, format!("deflate body does not decode: {e}")))
+}
+
+#[inline(never)]
+fn unbrotli(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+    decoded(&mut brotli_decompressor::Decompressor::new(raw, 4096), limit)
+        .map_err(|e| Fault::new(Failure::Malformed, format!("brotli body does not decode: {e}")))
+}
+
+/// What `reader` decodes, one byte past `limit` at most.
+fn decoded(reader: &mut dyn Read, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    reader.take(limit.saturating_add(1)).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 fn is_redirect(status: u16) -> bool {
@@ -420,7 +453,7 @@ fn classify(error: &ureq::Error) -> Fault {
         E::TooManyRedirects => Failure::TooManyRedirects,
         E::RedirectFailed | E::BadUri(_) | E::Http(_) => Failure::BadRedirect,
         E::BodyExceedsLimit(_) => Failure::BodyTooLarge,
-        E::Protocol(_) | E::LargeResponseHeader(..) | E::Decompress(..) => Failure::Malformed,
+        E::Protocol(_) | E::LargeResponseHeader(..) => Failure::Malformed,
         E::BodyStalled => Failure::Timeout,
         // A status the proxy answered CONNECT with; none: it hung up.
         E::ConnectProxyFailed(reason) if proxy_status(reason).is_some() => Failure::ProxyRefused,

@@ -15,13 +15,14 @@ use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::http::wire;
 use crate::util::text::count;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
 use ureq::unversioned::transport::{
-    self, Buffers, ConnectionDetails, LazyBuffers, NextTimeout, RustlsConnector, Transport, TransportAdapter,
+    self, Buffers, ConnectionDetails, NextTimeout, RustlsConnector, Transport, TransportAdapter,
 };
 
 /// The roots of this process, once loaded.
@@ -330,24 +331,38 @@ impl<In: Transport> transport::Connector<In> for TlsConnector {
         if !details.needs_tls() || plain.is_tls() {
             return Ok(Some(plain.boxed()));
         }
+        self.handshake(details, plain.boxed()).map(Some)
+    }
+}
+
+impl TlsConnector {
+    /// TLS over `plain`. Not inlined into the connector chain, whose stack
+    /// frame every connect (`http://` too) would then take, and each URL's
+    /// thread keep.
+    #[inline(never)]
+    fn handshake(
+        &self,
+        details: &ConnectionDetails,
+        plain: Box<dyn Transport>,
+    ) -> Result<Box<dyn Transport>, ureq::Error> {
         if details.config.tls_config().disable_verification() {
             let wrapped = transport::Connector::connect(&self.insecure, details, Some(plain))?;
-            return Ok(wrapped.map(Transport::boxed));
+            return wrapped.map(Transport::boxed).ok_or(ureq::Error::ConnectionFailed);
         }
         let host = details.uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| ureq::Error::Tls("invalid dns name"))?;
         let mut connection = ClientConnection::new(config(self.cacert.as_deref())?, name)?;
-        let mut socket = TransportAdapter::new(plain.boxed(), details.current_time.clone());
+        let mut socket = TransportAdapter::new(plain, details.current_time.clone());
         socket.set_timeout(details.timeout);
         connection.complete_io(&mut socket)?;
-        let buffers = LazyBuffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-        Ok(Some(Box::new(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } })))
+        let buffers = wire::Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
+        Ok(Box::new(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } }))
     }
 }
 
 /// HTTP/1.1 over TLS: ureq's rustls transport, on this process's configuration.
 struct Tls {
-    buffers: LazyBuffers,
+    buffers: wire::Buffers,
     stream: StreamOwned<ClientConnection, TransportAdapter>,
 }
 

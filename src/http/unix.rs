@@ -89,8 +89,7 @@ mod socket {
     use std::os::unix::fs::FileTypeExt as _;
     use std::os::unix::net::UnixStream;
     use std::path::Path;
-    use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// A connected Unix stream socket, for a caller that does its own reads and writes (Redis).
     #[derive(Debug)]
@@ -125,27 +124,22 @@ mod socket {
     }
 
     use ureq::Timeout;
-    use ureq::unversioned::transport::{
-        Buffers, ConnectionDetails, LazyBuffers, NextTimeout, ShutdownHandle, Transport,
-    };
+    use ureq::unversioned::transport::{ConnectionDetails, Transport};
 
     use super::NotASocket;
+    use crate::http::wire::Wire;
 
-    /// A plain transport over the socket at `path`, registered for the agent's shutdown.
+    /// A transport over the socket at `path`, registered for the agent's shutdown.
     pub(super) fn open(path: &Path, details: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
-        let stream = connect(path, details.timeout.not_zero().map(|t| *t))?;
-        let config = details.config;
-        let stream = Arc::new(SharedSocket(stream));
-        (details.register_shutdown)(Arc::downgrade(&stream) as std::sync::Weak<dyn ShutdownHandle>)?;
-        let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
-        Ok(Box::new(UnixTransport { stream, buffers, read_timeout: None, write_timeout: None }))
+        let socket = connect(path, details.timeout.not_zero().map(|t| *t))?;
+        Ok(Box::new(Wire::new(socket, details)?))
     }
 
     /// Opens the socket. The kernel answers a connect to a Unix socket at once,
     /// except when the listener's backlog is full: then the wait is bounded by
     /// the socket's send timeout, set to the connect timeout first (std's
     /// `UnixStream::connect` cannot, hence socket2).
-    pub(super) fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStream, ureq::Error> {
+    pub(super) fn connect(path: &Path, timeout: Option<Duration>) -> Result<socket2::Socket, ureq::Error> {
         let shown = path.display();
         match std::fs::metadata(path) {
             Ok(meta) if !meta.file_type().is_socket() => {
@@ -187,106 +181,11 @@ mod socket {
             Err(e) => return Err(e.into()),
         }
         socket.set_write_timeout(None)?;
-        Ok(socket.into())
+        Ok(socket)
     }
 
     fn refused(detail: String) -> ureq::Error {
         ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, detail))
-    }
-
-    /// The socket, shared with the agent's shutdown handle.
-    #[derive(Debug)]
-    struct SharedSocket(UnixStream);
-
-    impl ShutdownHandle for SharedSocket {
-        fn shutdown(&self) {
-            let _ = self.0.shutdown(std::net::Shutdown::Both);
-        }
-    }
-
-    /// HTTP/1.1 bytes over a Unix socket: ureq's TCP transport, with a Unix stream.
-    #[derive(Debug)]
-    struct UnixTransport {
-        stream: Arc<SharedSocket>,
-        buffers: LazyBuffers,
-        /// The timeouts last set on the socket, so that one is set only when it changes.
-        read_timeout: Option<std::time::Duration>,
-        write_timeout: Option<std::time::Duration>,
-    }
-
-    /// ureq's deadline for one read or write, or its error when already passed.
-    fn left(timeout: NextTimeout) -> Result<Option<std::time::Duration>, ureq::Error> {
-        if timeout.after.is_zero() {
-            return Err(ureq::Error::Timeout(timeout.reason));
-        }
-        Ok(timeout.not_zero().map(|t| *t))
-    }
-
-    /// A socket timeout that fired, as ureq's transports report it.
-    fn io_error(e: io::Error, reason: Timeout) -> ureq::Error {
-        match e.kind() {
-            ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(reason),
-            _ => ureq::Error::Io(e),
-        }
-    }
-
-    impl Transport for UnixTransport {
-        fn buffers(&mut self) -> &mut dyn Buffers {
-            &mut self.buffers
-        }
-
-        fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-            let timeout = timeout.for_write();
-            let wanted = left(timeout)?;
-            if wanted != self.write_timeout {
-                self.stream.0.set_write_timeout(wanted)?;
-                self.write_timeout = wanted;
-            }
-            let output = &self.buffers.output()[..amount];
-            (&self.stream.0).write_all(output).map_err(|e| io_error(e, timeout.reason))
-        }
-
-        fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-            let timeout = timeout.for_read();
-            let wanted = left(timeout)?;
-            let started = Instant::now();
-            let mut stream = &self.stream.0;
-            let input = self.buffers.input_append_buf();
-            // Linux does not restart a socket read with a timeout after a signal
-            // (EINTR): read again with what is left of the timeout.
-            let mut current = wanted;
-            let amount = loop {
-                if current != self.read_timeout {
-                    stream.set_read_timeout(current)?;
-                    self.read_timeout = current;
-                }
-                match stream.read(input) {
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {
-                        if let Some(wanted) = wanted {
-                            let rest = wanted.saturating_sub(started.elapsed());
-                            if rest.is_zero() {
-                                return Err(ureq::Error::Timeout(timeout.reason));
-                            }
-                            current = Some(rest);
-                        }
-                    }
-                    result => break result.map_err(|e| io_error(e, timeout.reason))?,
-                }
-            };
-            self.buffers.input_appended(amount);
-            Ok(amount > 0)
-        }
-
-        fn is_open(&mut self) -> bool {
-            // Open when a read would block: no bytes waiting, no end of stream.
-            let stream = &self.stream.0;
-            if stream.set_nonblocking(true).is_err() {
-                return false;
-            }
-            let mut byte = [0];
-            let open = matches!((&*stream).read(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
-            stream.set_nonblocking(false).is_ok() && open
-        }
     }
 }
 

@@ -269,8 +269,10 @@ impl Input {
     /// Parses a body as JSON; `None` when it is not JSON (an empty body included).
     pub fn parse(body: &[u8]) -> Option<Input> {
         // serde_json limits nesting to 128 levels, so a hostile body cannot overflow the stack here.
-        let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-        let body = Val::deserialize(&value).ok()?;
+        // Straight into jaq's value, with no serde_json::Value between: one tree built per poll, not two.
+        let mut json = serde_json::Deserializer::from_slice(body);
+        let body = Val::deserialize(&mut json).ok()?;
+        json.end().ok()?;
         Some(Input { body, status: Val::Null, headers: Val::obj(jaq_json::Map::default()) })
     }
 

@@ -11,7 +11,7 @@ const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "parse", "prelude", "sync"],
-    &["wait", "url", "advice"],
+    &["wait", "url", "advice", "wire"],
     &["error", "policy", "tls"],
     &["exec", "signals", "summary", "condition", "bucket", "breaker", "proxy", "unix", "cookies"],
     &["request", "child", "operation"],
@@ -177,6 +177,7 @@ const SEAMS: &[&str] = &[
     "util/exec.rs",    // -- CMD: exec, or run and wait
     "util/file.rs",    // a file's identity, modes and owners
     "http/unix.rs",    // Unix sockets: --unix-socket and redis+unix://
+    "http/wire.rs",    // a pooled connection's liveness probe; Windows' WSAEACCES
     "http/tls.rs",     // where the system's roots are
     "util/error.rs",   // Signal's variants that a platform never sends
 ];

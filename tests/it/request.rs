@@ -1150,7 +1150,7 @@ fn a_response_head_over_32_kib_is_refused_and_retried() {
 
 #[test]
 fn a_long_request_head_still_fits_its_buffer() {
-    // 100 KiB of headers: far more than the 16 KiB output buffer a short request gets.
+    // 100 KiB of headers: far more than the 4 KiB output buffer a short request gets.
     let value = "v".repeat(10 << 10);
     let server = Server::start(vec![Reply::json(200, "{}")]);
     let mut cmd = poll();

@@ -1,0 +1,388 @@
+//! The connection under HTTP/1.1: one ureq transport ([`Wire`]) for a TCP or
+//! a Unix socket, and the TCP connect ([`TcpConnector`]) that opens one.
+//!
+//! ureq's own TCP transport asks the kernel six more times per request than
+//! a poll needs: its liveness probe (when a connection goes back to the pool,
+//! and again when it is taken) sets the socket non-blocking, peeks and sets it
+//! back, and it sets both socket timeouts whenever they moved by a
+//! microsecond. Here the probe is one non-blocking peek (`probe`, per
+//! platform), a timeout is set only when it moved by more than an eighth (a
+//! read that times out early reads again for what is left), and the buffers
+//! are allocated zeroed by the allocator, whose fresh pages stay untouched
+//! until used, where ureq writes zeros over all of them: 48 KiB a connection.
+
+use std::fmt;
+use std::io::{self, ErrorKind, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use ureq::Timeout;
+use ureq::unversioned::transport::{self, ConnectionDetails, Either, NextTimeout, ShutdownHandle, Transport};
+
+/// How late past its timeout a read or write may end: a timeout set for
+/// the request before is kept when it is at most this much longer.
+const SLACK: Duration = Duration::from_millis(1);
+
+/// ureq's TCP connector, with the [`Wire`] transport: the addresses in the
+/// order resolved, the connect timeout shared among them as ureq shares it.
+#[derive(Debug, Default)]
+pub(crate) struct TcpConnector;
+
+impl<In: Transport> transport::Connector<In> for TcpConnector {
+    type Out = Either<In, Wire>;
+
+    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {
+        // A connection made before this one (through a proxy's tunnel) is the one used.
+        if let Some(chained) = chained {
+            return Ok(Some(Either::A(chained)));
+        }
+        let stream = connect(&details.addrs, details.timeout)?;
+        if details.config.no_delay() {
+            stream.set_nodelay(true)?;
+        }
+        Ok(Some(Either::B(Wire::new(Socket::from(stream), details)?)))
+    }
+}
+
+/// The first of `addrs` that takes a connection within `timeout`. As in ureq,
+/// the first address gets half the time, the next a quarter, and so on (at
+/// least 10 ms each), and a failure that concerns only the address tried
+/// (refused, unreachable) moves on to the next.
+fn connect(addrs: &[SocketAddr], timeout: NextTimeout) -> Result<TcpStream, ureq::Error> {
+    let total = timeout.not_zero().map(|t| *t);
+    let started = Instant::now();
+    let shares = 2.0 * (1.0 - 0.5_f64.powi(i32::try_from(addrs.len()).unwrap_or(i32::MAX)));
+    let mut last = None;
+    for (i, addr) in addrs.iter().enumerate() {
+        let share = total.map(|t| {
+            let weight = 0.5_f64.powi(i32::try_from(i).unwrap_or(i32::MAX)) / shares;
+            t.mul_f64(weight).max(Duration::from_millis(10))
+        });
+        let tried = match share {
+            Some(share) => TcpStream::connect_timeout(addr, share),
+            None => TcpStream::connect(addr),
+        };
+        match tried {
+            Ok(stream) => return Ok(stream),
+            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
+                if total.is_some_and(|total| started.elapsed() >= total) {
+                    return Err(ureq::Error::Timeout(timeout.reason));
+                }
+                last = Some(ureq::Error::Timeout(Timeout::Connect));
+            }
+            Err(e) if only_this_address(&e) => last = Some(ureq::Error::Io(e)),
+            Err(e) => return Err(ureq::Error::Io(e)),
+        }
+    }
+    Err(last.unwrap_or_else(|| ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, "Connection refused"))))
+}
+
+/// A failed connect that says nothing of the host's other addresses (ureq's
+/// list: a host with no IPv6 route fails its AAAA address at once). Windows
+/// reports a blocked address family as WSAEACCES.
+fn only_this_address(e: &io::Error) -> bool {
+    const WSAEACCES: i32 = 10013;
+    (cfg!(windows) && e.raw_os_error() == Some(WSAEACCES))
+        || matches!(
+            e.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::NetworkDown
+                | ErrorKind::AddrNotAvailable
+        )
+}
+
+/// HTTP/1.1 bytes over a connected stream socket, TCP or Unix.
+#[derive(Debug)]
+pub(crate) struct Wire {
+    socket: Arc<SharedSocket>,
+    buffers: Buffers,
+    /// The timeouts last set on the socket, so that one is set only when it moved.
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+}
+
+impl Wire {
+    /// A transport over `socket`, registered for the agent's shutdown.
+    pub(crate) fn new(socket: Socket, details: &ConnectionDetails) -> Result<Wire, ureq::Error> {
+        let socket = Arc::new(SharedSocket(socket));
+        (details.register_shutdown)(Arc::downgrade(&socket) as Weak<dyn ShutdownHandle>)?;
+        let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
+        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None })
+    }
+}
+
+impl Transport for Wire {
+    fn buffers(&mut self) -> &mut dyn transport::Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = timeout.for_write();
+        let wanted = left(timeout)?;
+        let output = self.buffers.output.get(..amount).unwrap_or_default();
+        let (mut sent, started) = (0, Instant::now());
+        while sent < output.len() {
+            let limits = (wanted, started, timeout.reason);
+            let set = &mut self.write_timeout;
+            sent += within(&self.socket.0, limits, set, Socket::set_write_timeout, |mut socket| {
+                socket.write(&output[sent..])
+            })?;
+        }
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
+        let wanted = left(timeout)?;
+        let input = transport::Buffers::input_append_buf(&mut self.buffers);
+        let limits = (wanted, Instant::now(), timeout.reason);
+        let set = &mut self.read_timeout;
+        let amount = within(&self.socket.0, limits, set, Socket::set_read_timeout, |mut socket| socket.read(input))?;
+        transport::Buffers::input_appended(&mut self.buffers, amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        probe::open(&self.socket.0)
+    }
+}
+
+/// ureq's deadline for one read or write (`None`: none), or its error when already passed.
+fn left(timeout: NextTimeout) -> Result<Option<Duration>, ureq::Error> {
+    if timeout.after.is_zero() {
+        return Err(ureq::Error::Timeout(timeout.reason));
+    }
+    Ok(timeout.not_zero().map(|t| *t))
+}
+
+/// Runs `io` (one read or write on `socket`) within `wanted` of `started`:
+/// the socket's timeout (`set`, by `setter`) is kept while it is close enough,
+/// and an early timeout or a signal (Linux does not restart a socket call with
+/// a timeout after one) tries again with what is left.
+fn within(
+    socket: &Socket,
+    (wanted, started, reason): (Option<Duration>, Instant, Timeout),
+    set: &mut Option<Duration>,
+    setter: fn(&Socket, Option<Duration>) -> io::Result<()>,
+    mut io: impl FnMut(&Socket) -> io::Result<usize>,
+) -> Result<usize, ureq::Error> {
+    loop {
+        let left = match wanted {
+            Some(wanted) => match wanted.checked_sub(started.elapsed()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err(ureq::Error::Timeout(reason)),
+            },
+            None => None,
+        };
+        if !close_enough(*set, left) {
+            setter(socket, left)?;
+            *set = left;
+        }
+        match io(socket) {
+            Ok(amount) => return Ok(amount),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if wanted.is_some() && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => return Err(ureq::Error::Io(e)),
+        }
+    }
+}
+
+/// Whether a socket timeout of `set` serves a wait of `wanted`: at most
+/// [`SLACK`] longer, and no more than an eighth shorter (a read that times
+/// out early is tried again).
+fn close_enough(set: Option<Duration>, wanted: Option<Duration>) -> bool {
+    match (set, wanted) {
+        (None, None) => true,
+        (Some(set), Some(wanted)) => set <= wanted + SLACK && set >= wanted - wanted / 8,
+        _ => false,
+    }
+}
+
+/// The socket, shared with the agent's shutdown handle.
+#[derive(Debug)]
+struct SharedSocket(Socket);
+
+impl ShutdownHandle for SharedSocket {
+    fn shutdown(&self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// ureq's input and output buffers, as its `LazyBuffers` keeps them but
+/// for their memory: the input starts at [`FIRST_INPUT`] and doubles, up to
+/// its size, only when a read filled it (a poll's reply is mostly a few
+/// hundred bytes, and each connection keeps its buffers); the output is
+/// allocated at its size on first use. The allocator zero-fills both
+/// (`calloc` clears memory it reuses), so what is not allocated is not touched.
+pub(crate) struct Buffers {
+    input_size: usize,
+    output_size: usize,
+    input: Vec<u8>,
+    /// `input[consumed..filled]` is read and not yet used.
+    filled: usize,
+    consumed: usize,
+    /// The last read filled all the room it had: the next gets more.
+    outgrown: bool,
+    output: Vec<u8>,
+    /// The last consume took something: what is left may be usable as it is.
+    progress: bool,
+}
+
+/// The input buffer's first size: a page.
+const FIRST_INPUT: usize = 4 << 10;
+
+impl Buffers {
+    pub(crate) fn new(input_size: usize, output_size: usize) -> Buffers {
+        let (input_size, output_size) = (input_size.max(1), output_size.max(1));
+        let (input, output) = (Vec::new(), Vec::new());
+        Buffers { input_size, output_size, input, filled: 0, consumed: 0, outgrown: false, output, progress: false }
+    }
+
+    /// The free space at the end of the input, with what is unread moved to
+    /// the start when it was all used or fills more than half, and the
+    /// buffer grown when the last read filled it.
+    fn free(&mut self) -> &mut [u8] {
+        if self.consumed == self.filled {
+            (self.consumed, self.filled) = (0, 0);
+        } else if self.consumed > 0 && self.filled > self.input.len() / 2 {
+            self.input.copy_within(self.consumed..self.filled, 0);
+            self.filled -= self.consumed;
+            self.consumed = 0;
+        }
+        if self.input.is_empty() || (self.outgrown && self.input.len() < self.input_size) {
+            let size = (self.input.len() * 2).clamp(FIRST_INPUT, self.input_size);
+            self.input.resize(size, 0);
+            self.outgrown = false;
+        }
+        &mut self.input[self.filled..]
+    }
+}
+
+impl transport::Buffers for Buffers {
+    fn output(&mut self) -> &mut [u8] {
+        if self.output.is_empty() {
+            self.output = vec![0; self.output_size];
+        }
+        &mut self.output
+    }
+
+    fn input(&self) -> &[u8] {
+        &self.input[self.consumed..self.filled]
+    }
+
+    fn input_append_buf(&mut self) -> &mut [u8] {
+        self.free()
+    }
+
+    fn input_appended(&mut self, amount: usize) {
+        self.outgrown = amount > 0 && self.filled + amount >= self.input.len();
+        self.filled = (self.filled + amount).min(self.input.len());
+    }
+
+    fn input_consume(&mut self, amount: usize) {
+        self.progress = amount > 0;
+        self.consumed = (self.consumed + amount).min(self.filled);
+    }
+
+    fn tmp_and_output(&mut self) -> (&mut [u8], &mut [u8]) {
+        // ureq reads a request body into the input's free space: at least 10 KiB of it, as in LazyBuffers.
+        const MIN_TMP: usize = 10 * 1024;
+        transport::Buffers::output(self);
+        let free = self.free().len();
+        if free < MIN_TMP {
+            self.input.resize(self.input.len() + MIN_TMP - free, 0);
+        }
+        let Buffers { input, filled, output, .. } = self;
+        (&mut input[*filled..], output)
+    }
+
+    fn can_use_input(&self) -> bool {
+        self.filled > self.consumed && self.progress
+    }
+}
+
+impl fmt::Debug for Buffers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffers").field("unread", &(self.filled - self.consumed)).finish_non_exhaustive()
+    }
+}
+
+/// Whether a pooled connection can take a request: no bytes waiting, no end of stream.
+#[cfg(unix)]
+mod probe {
+    use std::io::ErrorKind;
+    use std::mem::MaybeUninit;
+
+    use socket2::Socket;
+
+    /// One non-blocking peek, the socket left as it was.
+    pub(super) fn open(socket: &Socket) -> bool {
+        let mut byte = [MaybeUninit::uninit()];
+        let peeked = socket.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT);
+        matches!(peeked, Err(e) if e.kind() == ErrorKind::WouldBlock)
+    }
+}
+
+/// Whether a pooled connection can take a request: no bytes waiting, no end of stream.
+#[cfg(not(unix))]
+mod probe {
+    use std::io::ErrorKind;
+    use std::mem::MaybeUninit;
+
+    use socket2::Socket;
+
+    /// Windows has no per-call non-blocking flag: the socket is made non-blocking for one peek.
+    pub(super) fn open(socket: &Socket) -> bool {
+        if socket.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut byte = [MaybeUninit::uninit()];
+        let open = matches!(socket.peek(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
+        socket.set_nonblocking(false).is_ok() && open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ureq::unversioned::transport::Buffers as _;
+
+    #[test]
+    fn the_input_grows_only_when_a_read_fills_it_and_never_past_its_size() {
+        let mut buffers = Buffers::new(10_000, 100);
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT);
+        buffers.input_appended(300);
+        assert_eq!(buffers.input(), &[0; 300][..]);
+        buffers.input_consume(300);
+        // All used: the room is the whole first page again, not more.
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT);
+        buffers.input_appended(FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), FIRST_INPUT, "filled: doubled, the unread kept");
+        assert_eq!(buffers.input().len(), FIRST_INPUT);
+        buffers.input_appended(FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), 10_000 - 2 * FIRST_INPUT, "capped at its size");
+        buffers.input_appended(10_000 - 2 * FIRST_INPUT);
+        assert_eq!(buffers.input_append_buf().len(), 0, "full: ureq sees a head too large");
+        assert_eq!(buffers.output().len(), 100);
+    }
+
+    #[test]
+    fn a_socket_timeout_is_kept_while_it_is_close_enough() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        assert!(close_enough(None, None));
+        assert!(!close_enough(None, Some(s(30))));
+        assert!(!close_enough(Some(s(30)), None));
+        // The same request timeout a few microseconds later: kept.
+        assert!(close_enough(Some(s(30)), Some(s(30) - Duration::from_micros(3))));
+        assert!(close_enough(Some(s(30) - ms(1)), Some(s(30))));
+        // More than SLACK longer than wanted: a read would end late.
+        assert!(!close_enough(Some(s(30)), Some(s(30) - ms(2))));
+        // Much shorter than wanted: set again rather than time out early over and over.
+        assert!(!close_enough(Some(s(20)), Some(s(30))));
+    }
+}
