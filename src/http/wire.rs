@@ -7,9 +7,9 @@
 //! back, and it sets both socket timeouts whenever they moved by a
 //! microsecond. Here the probe is one non-blocking peek (`probe`, per
 //! platform), a timeout is set only when it moved by more than an eighth (a
-//! read that times out early reads again for what is left), and the buffers
-//! are allocated zeroed by the allocator, whose fresh pages stay untouched
-//! until used, where ureq writes zeros over all of them: 48 KiB a connection.
+//! read that times out early reads again for what is left), and the input
+//! buffer grows from a page only as replies need it, where ureq writes zeros
+//! over 48 KiB a connection up front, and each URL keeps its connection.
 
 use std::fmt;
 use std::io::{self, ErrorKind, Read as _, Write as _};
@@ -216,8 +216,9 @@ impl ShutdownHandle for SharedSocket {
 /// for their memory: the input starts at [`FIRST_INPUT`] and doubles, up to
 /// its size, only when a read filled it (a poll's reply is mostly a few
 /// hundred bytes, and each connection keeps its buffers); the output is
-/// allocated at its size on first use. The allocator zero-fills both
-/// (`calloc` clears memory it reuses), so what is not allocated is not touched.
+/// allocated at its size on first use. Both are zero-filled when allocated
+/// (glibc's `calloc` clears the arena memory it reuses), so only what is
+/// allocated is touched.
 pub(crate) struct Buffers {
     input_size: usize,
     output_size: usize,
