@@ -374,15 +374,16 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
 /// decoder is built in a function of its own, called only for its coding.
 fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Fault> {
     let is = |name: &str| coding.is_some_and(|coding| coding.eq_ignore_ascii_case(name));
-    let body = if is("gzip") || is("x-gzip") {
-        gunzip(&raw, limit)?
+    let (name, body) = if is("gzip") || is("x-gzip") {
+        ("gzip", gunzip(&raw, limit))
     } else if is("deflate") {
-        inflate(&raw, limit)?
+        ("deflate", inflate(&raw, limit))
     } else if is("br") {
-        unbrotli(&raw, limit)?
+        ("brotli", unbrotli(&raw, limit))
     } else {
         return Ok(raw);
     };
+    let body = body.map_err(|e| Fault::new(Failure::Malformed, format!("{name} body does not decode: {e}")))?;
     if body.len() as u64 > limit {
         return Err(Fault::new(
             Failure::BodyTooLarge,
@@ -394,23 +395,20 @@ fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Fau
 
 /// gzip, members one after another as ureq read them.
 #[inline(never)]
-fn gunzip(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+fn gunzip(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
     decoded(&mut flate2::read::MultiGzDecoder::new(raw), limit)
-        .map_err(|e| Fault::new(Failure::Malformed, format!("gzip body does not decode: {e}")))
 }
 
 /// deflate is zlib-wrapped by the RFC, raw deflate by some servers; try both.
 #[inline(never)]
-fn inflate(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+fn inflate(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
     decoded(&mut flate2::read::ZlibDecoder::new(raw), limit)
         .or_else(|_| decoded(&mut flate2::read::DeflateDecoder::new(raw), limit))
-        .map_err(|e| Fault::new(Failure::Malformed, format!("deflate body does not decode: {e}")))
 }
 
 #[inline(never)]
-fn unbrotli(raw: &[u8], limit: u64) -> Result<Vec<u8>, Fault> {
+fn unbrotli(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
     decoded(&mut brotli_decompressor::Decompressor::new(raw, 4096), limit)
-        .map_err(|e| Fault::new(Failure::Malformed, format!("brotli body does not decode: {e}")))
 }
 
 /// What `reader` decodes, one byte past `limit` at most.
