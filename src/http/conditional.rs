@@ -109,7 +109,10 @@ impl Validators {
         let etag = reply.header("etag").map(str::to_owned);
         let last_modified = reply.header("last-modified").map(str::to_owned);
         if etag.is_none() && last_modified.is_none() {
-            self.kept.remove(&request.url);
+            // Most servers send neither: the URL is not hashed for nothing.
+            if !self.kept.is_empty() {
+                self.kept.remove(&request.url);
+            }
             return Answer::Fresh;
         }
         let kept = LastReply { status: reply.status, etag, last_modified, body: reply.body.clone() };

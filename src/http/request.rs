@@ -5,6 +5,8 @@
 //! proxy from `Proxies`; see `src/http/proxy.rs` for how an `http://` URL reaches
 //! an HTTP proxy.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
@@ -138,6 +140,9 @@ fn too_large(cookies: &str) -> Fault {
     Fault::new(Failure::Credential, detail)
 }
 
+/// The most a body's `Content-Length` sets aside before a byte of it came.
+const BODY_ROOM_AT_ONCE: u64 = 1 << 20;
+
 /// How much of a redirect's own body is read, so its connection can be reused.
 const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 
@@ -148,6 +153,8 @@ pub(crate) struct Client {
     proxies: Proxies,
     /// The cookies replies set, sent back on this loop's later requests.
     jar: Jar,
+    /// The last URL sent, as parsed for ureq: a loop sends the same one again and again.
+    parsed: RefCell<Option<(String, http::Uri)>>,
 }
 
 impl Client {
@@ -186,7 +193,7 @@ impl Client {
                 (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
             }
         };
-        Client { agent, spec: spec.clone(), proxies, jar: Jar::default() }
+        Client { agent, spec: spec.clone(), proxies, jar: Jar::default(), parsed: RefCell::default() }
     }
 
     /// The proxy a request to `url` goes through, as messages name it.
@@ -204,13 +211,17 @@ impl Client {
     /// whole attempt (the smaller of `--request-timeout` and the time left).
     pub(crate) fn fetch(&self, request: &Request, budget: Duration) -> Result<Reply, Fault> {
         let started = Instant::now();
-        let mut url = request.url.clone();
-        let mut method = request.method.clone();
+        // Borrowed until a redirect changes them: most attempts have none.
+        let mut url = Cow::Borrowed(request.url.as_str());
+        let mut method = Cow::Borrowed(request.method.as_str());
         let mut body = request.body.as_deref();
         let mut headers: Vec<&(String, String)> = request.headers.iter().collect();
         let mut hops = 0;
         loop {
-            let left = budget.saturating_sub(started.elapsed());
+            let left = match hops {
+                0 => budget,
+                _ => budget.saturating_sub(started.elapsed()),
+            };
             if left.is_zero() {
                 return Err(Fault::new(Failure::Timeout, "request timed out"));
             }
@@ -251,11 +262,11 @@ impl Client {
             // As curl: 303 turns anything but HEAD into GET; 301/302 turn POST into GET.
             let to_get = status == 303 && method != "HEAD" || matches!(status, 301 | 302) && method == "POST";
             if to_get {
-                method = "GET".into();
+                method = Cow::Borrowed("GET");
                 body = None;
                 headers.retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
             }
-            url = next;
+            url = Cow::Owned(next);
         }
     }
 
@@ -269,7 +280,12 @@ impl Client {
         body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<http::Response<ureq::Body>, Fault> {
-        let mut builder = http::Request::builder().method(method).uri(url);
+        let builder = http::Request::builder().method(method);
+        // One that does not parse is refused when the request is built, below.
+        let mut builder = match self.uri(url) {
+            Some(uri) => builder.uri(uri),
+            None => builder.uri(url),
+        };
         let mut cookies = cookies;
         for (name, value) in headers {
             match cookies.take_if(|_| name.eq_ignore_ascii_case("cookie")) {
@@ -282,18 +298,8 @@ impl Client {
         }
         let invalid = |e: http::Error| Fault::new(Failure::BadRedirect, format!("cannot build the request: {e}"));
         let result = match body {
-            Some(bytes) => {
-                let request = builder.body(bytes).map_err(invalid)?;
-                let proxy = self.proxies.for_uri(request.uri()).cloned();
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
-                self.agent.run(request)
-            }
-            None => {
-                let request = builder.body(()).map_err(invalid)?;
-                let proxy = self.proxies.for_uri(request.uri()).cloned();
-                let request = self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build();
-                self.agent.run(request)
-            }
+            Some(bytes) => self.run(builder.body(bytes).map_err(invalid)?, timeout),
+            None => self.run(builder.body(()).map_err(invalid)?, timeout),
         };
         result.map_err(|e| {
             let mut fault = classify(&e);
@@ -309,6 +315,36 @@ impl Client {
         })
     }
 
+    /// `url` parsed, from the last parse when it is the same URL.
+    fn uri(&self, url: &str) -> Option<http::Uri> {
+        let mut parsed = self.parsed.borrow_mut();
+        if let Some((last, uri)) = parsed.as_ref()
+            && last == url
+        {
+            return Some(uri.clone());
+        }
+        let uri: http::Uri = url.parse().ok()?;
+        *parsed = Some((url.to_string(), uri.clone()));
+        Some(uri)
+    }
+
+    /// Runs `request` within `timeout`, through its proxy if it has one. The
+    /// agent's own timeout is `--request-timeout` and it has no proxy: most
+    /// polls need nothing of their own, and are spared a copy of the agent's
+    /// configuration each.
+    fn run<B: ureq::AsSendBody>(
+        &self,
+        request: http::Request<B>,
+        timeout: Duration,
+    ) -> Result<http::Response<ureq::Body>, ureq::Error> {
+        let proxy = self.proxies.for_uri(request.uri());
+        if proxy.is_none() && timeout >= self.spec.request_timeout {
+            return self.agent.run(request);
+        }
+        let proxy = proxy.cloned();
+        self.agent.run(self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build())
+    }
+
     fn read(&self, mut response: http::Response<ureq::Body>) -> Result<Reply, Fault> {
         let status = response.status().as_u16();
         let headers: Vec<(String, String)> = response
@@ -317,7 +353,11 @@ impl Client {
             .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
             .collect();
         let limit = self.spec.max_body;
-        let raw = response.body_mut().with_config().limit(limit).read_to_vec().map_err(|e| classify(&e))?;
+        // Room for the whole body when its length is known: read in one go, with no small probe read first.
+        let known = response.body().content_length().unwrap_or(0).min(limit).min(BODY_ROOM_AT_ONCE);
+        let mut raw = Vec::with_capacity(usize::try_from(known).unwrap_or(0));
+        let mut reader = response.body_mut().with_config().limit(limit).reader();
+        reader.read_to_end(&mut raw).map_err(|e| classify(&ureq::Error::from(e)))?;
         let coding = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-encoding")).map(|(_, v)| v.trim());
         let body = decode(coding, raw, limit)?;
         Ok(Reply { status, headers, body })
@@ -347,6 +387,10 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
         let literal = uri.authority().and_then(|authority| {
+            // Most often an address and its port, in one parse.
+            if let Ok(address) = authority.as_str().parse() {
+                return Some(address);
+            }
             let host = authority.host().trim_start_matches('[').trim_end_matches(']');
             let ip: std::net::IpAddr = host.parse().ok()?;
             let port = authority.port_u16().unwrap_or_else(|| url::default_port(uri.scheme_str().unwrap_or("")));

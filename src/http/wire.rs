@@ -1,15 +1,16 @@
 //! The connection under HTTP/1.1: one ureq transport ([`Wire`]) for a TCP or
 //! a Unix socket, and the TCP connect ([`TcpConnector`]) that opens one.
 //!
-//! ureq's own TCP transport asks the kernel six more times per request than
-//! a poll needs: its liveness probe (when a connection goes back to the pool,
-//! and again when it is taken) sets the socket non-blocking, peeks and sets it
-//! back, and it sets both socket timeouts whenever they moved by a
+//! ureq's own TCP transport asks the kernel seven more times per request
+//! than a poll needs: its liveness probe (when a connection goes back to the
+//! pool, and again when it is taken) sets the socket non-blocking, peeks and
+//! sets it back, and it sets both socket timeouts whenever they moved by a
 //! microsecond. Here the probe is one non-blocking peek (`probe`, per
-//! platform), a timeout is set only when it moved by more than an eighth (a
-//! read that times out early reads again for what is left), and the input
-//! buffer grows from a page only as replies need it, where ureq writes zeros
-//! over 48 KiB a connection up front, and each URL keeps its connection.
+//! platform), made only when a connection is taken; a timeout is set only
+//! when it moved by more than an eighth (a read that times out early reads
+//! again for what is left); and the input buffer grows from a page only as
+//! replies need it, where ureq writes zeros over 48 KiB a connection up
+//! front, and each URL keeps its connection.
 
 use std::fmt;
 use std::io::{self, ErrorKind, Read as _, Write as _};
@@ -103,6 +104,8 @@ pub(crate) struct Wire {
     /// The timeouts last set on the socket, so that one is set only when it moved.
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// Bytes went either way since the last liveness probe.
+    used: bool,
 }
 
 impl Wire {
@@ -111,7 +114,7 @@ impl Wire {
         let socket = Arc::new(SharedSocket(socket));
         (details.register_shutdown)(Arc::downgrade(&socket) as Weak<dyn ShutdownHandle>)?;
         let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None })
+        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None, used: false })
     }
 }
 
@@ -124,6 +127,7 @@ impl Transport for Wire {
         let timeout = timeout.for_write();
         let wanted = left(timeout)?;
         let output = self.buffers.output.get(..amount).unwrap_or_default();
+        self.used = true;
         let (mut sent, started) = (0, Instant::now());
         while sent < output.len() {
             let limits = (wanted, started, timeout.reason);
@@ -139,6 +143,7 @@ impl Transport for Wire {
         let timeout = timeout.for_read();
         let wanted = left(timeout)?;
         let input = transport::Buffers::input_append_buf(&mut self.buffers);
+        self.used = true;
         let limits = (wanted, Instant::now(), timeout.reason);
         let set = &mut self.read_timeout;
         let amount = within(&self.socket.0, limits, set, Socket::set_read_timeout, |mut socket| socket.read(input))?;
@@ -146,8 +151,12 @@ impl Transport for Wire {
         Ok(amount > 0)
     }
 
+    /// ureq asks when a connection goes back to the pool, right after its
+    /// reply, and again when it is taken for the next request. Only the second
+    /// answer decides anything (a connection found dead then is closed, and
+    /// another opened), so the first is not put to the kernel.
     fn is_open(&mut self) -> bool {
-        probe::open(&self.socket.0)
+        std::mem::take(&mut self.used) || probe::open(&self.socket.0)
     }
 }
 
@@ -170,14 +179,9 @@ fn within(
     setter: fn(&Socket, Option<Duration>) -> io::Result<()>,
     mut io: impl FnMut(&Socket) -> io::Result<usize>,
 ) -> Result<usize, ureq::Error> {
+    // The first try has all of `wanted`: the clock is read again only for a second.
+    let mut left = wanted;
     loop {
-        let left = match wanted {
-            Some(wanted) => match wanted.checked_sub(started.elapsed()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Err(ureq::Error::Timeout(reason)),
-            },
-            None => None,
-        };
         if !close_enough(*set, left) {
             setter(socket, left)?;
             *set = left;
@@ -188,6 +192,13 @@ fn within(
             Err(e) if wanted.is_some() && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) => return Err(ureq::Error::Io(e)),
         }
+        left = match wanted {
+            Some(wanted) => match wanted.checked_sub(started.elapsed()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err(ureq::Error::Timeout(reason)),
+            },
+            None => None,
+        };
     }
 }
 

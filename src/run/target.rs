@@ -147,6 +147,14 @@ struct Loop<'a> {
     judged: Option<(JudgedFor, Judgement)>,
 }
 
+/// What one attempt's sending brought back: the reply and latency of its
+/// last request, and whether that was the second, with a new `--auth-cmd` token.
+struct Delivery {
+    reply: Result<Reply, Fault>,
+    latency: Duration,
+    reauthenticated: bool,
+}
+
 /// What a loop counts between its attempts, for the policy.
 #[derive(Debug, Default, Clone, Copy)]
 struct Counts {
@@ -247,16 +255,16 @@ impl Loop<'_> {
         self.told.sending(number);
         let submit = phase == Phase::Submit;
         let (sending, validated) = self.validators.prepare(&self.request, submit);
-        // Owned: sending it may take a new --auth-cmd token, which needs the loop mutably.
-        let sending = sending.into_owned();
-        let (mut reply, latency) = match self.send(client, &sending, number) {
+        let sent = self.send(client, &sending, number);
+        drop(sending);
+        let Delivery { mut reply, latency, reauthenticated } = match sent {
             Ok(sent) => sent,
             Err(error) => {
                 self.common.cancel.check()?;
                 return Err(error.into());
             }
         };
-        drop(sending);
+        self.reauthenticated = reauthenticated;
         if let Some(note) = client.roots_note() {
             self.told.detail(&note);
         }
@@ -292,29 +300,25 @@ impl Loop<'_> {
     /// One attempt: the request with its credentials of the moment, and
     /// when `--auth-cmd`'s token gets a 401, a new token and the request sent
     /// again at once (no retry: no backoff, nothing spent of `--retries`).
-    /// The reply and latency are those of the last sending.
-    fn send(
-        &mut self,
-        client: &Client,
-        request: &Request,
-        number: u32,
-    ) -> Result<(Result<Reply, Fault>, Duration), Error> {
-        self.reauthenticated = false;
+    fn send(&self, client: &Client, request: &Request, number: u32) -> Result<Delivery, Error> {
+        let once = |request: &Request, reauthenticated| {
+            let (reply, latency) = self.timed(client, request);
+            Delivery { reply, latency, reauthenticated }
+        };
         if self.credentials.is_empty() {
-            return Ok(self.timed(client, request));
+            return Ok(once(request, false));
         }
         let carry = self.carries_credentials();
         let authorised = self.credentials.authorise(request, carry, &self.hooks)?;
-        let (reply, latency) = self.timed(client, &authorised.request);
-        let (Ok(refused), Some(generation)) = (&reply, authorised.generation) else { return Ok((reply, latency)) };
+        let first = once(&authorised.request, false);
+        let (Ok(refused), Some(generation)) = (&first.reply, authorised.generation) else { return Ok(first) };
         if refused.status != 401 {
-            return Ok((reply, latency));
+            return Ok(first);
         }
-        self.told.reauthenticated(number, latency);
+        self.told.reauthenticated(number, first.latency);
         self.credentials.refused(generation, &self.hooks)?;
         let again = self.credentials.authorise(request, carry, &self.hooks)?;
-        self.reauthenticated = true;
-        Ok(self.timed(client, &again.request))
+        Ok(once(&again.request, true))
     }
 
     /// `request` sent within `--request-timeout` or the time left, whichever is less; and how long it took.
@@ -402,10 +406,13 @@ impl Loop<'_> {
             return (Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None }), None);
         }
         let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
-        let asked = JudgedFor { url: self.request.url.clone(), phase: self.phase, subject, status };
-        // A 304 hands back the very bytes judged last time: the same verdict, without parsing them again.
-        if let (Answer::NotModified { .. }, Some((last, judgement))) = (answer, &self.judged)
-            && *last == asked
+        // Kept only for conditional polls: a 304 hands back the very bytes judged
+        // last time, and gets the same verdict without parsing them again.
+        let conditional = self.common.polling.conditional;
+        let asked =
+            conditional.then(|| JudgedFor { url: self.request.url.clone(), phase: self.phase, subject, status });
+        if let (Answer::NotModified { .. }, Some(asked), Some((last, judgement))) = (answer, &asked, &self.judged)
+            && last == asked
         {
             return (Some(judgement.clone()), None);
         }
@@ -416,7 +423,7 @@ impl Loop<'_> {
             self.told.jq_error(error);
         }
         if self.phase != Phase::Submit {
-            self.judged = Some((asked, judgement.clone()));
+            self.judged = asked.map(|asked| (asked, judgement.clone()));
             return (Some(judgement), None);
         }
         let named = self.status_url(reply);

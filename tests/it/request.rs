@@ -618,6 +618,20 @@ fn a_body_over_max_body_is_permanent() {
     poll().args(["--max-body", "1KiB", &server.url("/")]).assert().code(0).stdout("x".repeat(1024));
 }
 
+/// The body's room is set aside from its `Content-Length` before it is read, but
+/// never a server's word for a terabyte: the two bytes that came are a truncated reply.
+#[test]
+fn a_content_length_of_a_terabyte_is_not_set_aside_and_the_short_body_is_truncated() {
+    let lie = "HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n{}";
+    let server = Server::start(vec![Reply::raw(lie), Reply::raw(lie)]);
+    let args = ["--max-body", "1024GiB", "--retries", "1", "--backoff", "1ms"];
+    let output = poll().args(args).arg(server.url("/")).assert().code(5).stdout("");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("body truncated"), "{stderr}");
+    assert_eq!(server.hits(), 2);
+}
+
 #[test]
 fn an_endless_body_stops_quickly() {
     let server = Server::start(vec![Reply::endless(200)]);
