@@ -7,7 +7,8 @@
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
     python3 benches/bench.py --limits [--before BIN]  # one-shot, tight polling, 1,000 URLs, syscalls
-                                        # per attempt, beside another build (BIN) in one run
+                                        # and instructions per attempt (strace, valgrind when
+                                        # installed), beside another build (BIN) in one run
     python3 benches/bench.py --https [--before BIN]  # one-shot https:// and http:// runs (needs hyperfine),
                                         # beside another build of poll (BIN) when given, then
                                         # paired: BIN and this build alternately, run by run
@@ -701,7 +702,7 @@ def limits_main(args):
     """The three figures of issue 27, this build beside another (`--before BIN`) in one run:
     a one-shot http:// and https:// GET against curl (hyperfine, interleaved), tight polling
     against wrk's one-connection rate, 1,000 URLs at `--interval 1s` (peak RSS), and the
-    system calls per attempt (strace -c, when installed)."""
+    system calls and user-space instructions per attempt (strace -c and callgrind, when installed)."""
     need(("hyperfine", "wrk", "curl", "/usr/bin/time"), "hyperfine wrk curl time")
     build()
     builds = [("this build", POLL)] + ([("before", os.path.abspath(args.before))] if args.before else [])
@@ -740,6 +741,7 @@ def limits_main(args):
                     rates[name].append(polls / wall)
             rates = {name: statistics.median(v) for name, v in rates.items()}
             calls = {name: syscalls_per_attempt(server, binary, 2000) for name, binary in builds}
+            instructions = {name: instructions_per_attempt(server, binary, 2000) for name, binary in builds}
             # 1,000 URLs, polled about 5 times each at --interval 1s.
             several = {name: several_run(server, 1000, 5, "1s", binary) for name, binary in builds}
     finally:
@@ -761,6 +763,8 @@ def limits_main(args):
           + cells(lambda n: f"{rates[n]:,.0f} polls/s ({rates[n] / limit:.2f} of wrk)") + " | >= 0.75 of wrk |")
     print("| system calls per attempt (strace -c -f, 2,000 polls) | "
           + cells(lambda n: f"{calls[n]:.1f}" if calls[n] else "strace missing") + " | - |")
+    print("| user-space instructions per attempt (callgrind, 4,000 less 2,000 polls) | "
+          + cells(lambda n: f"{instructions[n]:,.0f}" if instructions[n] else "valgrind missing") + " | - |")
     print("| 1,000 URLs, --interval 1s: peak RSS | "
           + cells(lambda n: f"{several[n]['rss_mib']:.1f} MiB") + " | <= 64 MiB |")
     print("| 1,000 URLs: attempts, wall, peak threads, CPU per attempt | "
@@ -780,6 +784,22 @@ def syscalls_per_attempt(server, binary, polls):
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         total = re.search(r"^\s*100\.00\s+\S+\s+\S+\s+(\d+)", out.read(), re.M)
     return int(total.group(1)) / polls if total else None
+
+
+def instructions_per_attempt(server, binary, polls):
+    """User-space instructions per attempt, counted by callgrind (every thread): a run of
+    2 x `polls` less a run of `polls`, divided by `polls`, so start-up and ending cancel out.
+    Unlike a rate, the same build gives the same count on any machine. None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    counts = []
+    for n in (polls, 2 * polls):
+        server.reset(n)
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", binary, "--until",
+                              '.status=="done"', "--interval", "0", "--timeout", "0", server.base + "/job"],
+                             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
+        counts.append(int(re.search(r"Collected : (\d+)", out).group(1)))
+    return (counts[1] - counts[0]) / polls
 
 
 def main():
