@@ -248,6 +248,8 @@ fn the_deadline_bounds_a_request_in_flight() {
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "{took:?}");
+    // The attempt itself timed out at the deadline, not the run around it a moment later.
+    assert!(stderr(&out).contains("deadline reached; last: request timed out"), "{}", stderr(&out));
 }
 
 #[test]
