@@ -124,15 +124,15 @@ impl Transport for Wire {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        let timeout = timeout.for_write();
-        let wanted = left(timeout)?;
+        let budget = Budget::of(timeout.for_write())?;
         let output = self.buffers.output.get(..amount).unwrap_or_default();
         self.used = true;
-        let (mut sent, started) = (0, Instant::now());
+        let mut sent = 0;
         while sent < output.len() {
-            let limits = (wanted, started, timeout.reason);
+            // A write in pieces shares its time: a piece after the first has what is left.
+            let first = if sent == 0 { budget.wanted } else { budget.rest()? };
             let set = &mut self.write_timeout;
-            sent += within(&self.socket.0, limits, set, Socket::set_write_timeout, |mut socket| {
+            sent += within(&self.socket.0, &budget, first, set, Socket::set_write_timeout, |mut socket| {
                 socket.write(&output[sent..])
             })?;
         }
@@ -140,13 +140,12 @@ impl Transport for Wire {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        let timeout = timeout.for_read();
-        let wanted = left(timeout)?;
+        let budget = Budget::of(timeout.for_read())?;
         let input = transport::Buffers::input_append_buf(&mut self.buffers);
         self.used = true;
-        let limits = (wanted, Instant::now(), timeout.reason);
         let set = &mut self.read_timeout;
-        let amount = within(&self.socket.0, limits, set, Socket::set_read_timeout, |mut socket| socket.read(input))?;
+        let read = |mut socket: &Socket| socket.read(input);
+        let amount = within(&self.socket.0, &budget, budget.wanted, set, Socket::set_read_timeout, read)?;
         transport::Buffers::input_appended(&mut self.buffers, amount);
         Ok(amount > 0)
     }
@@ -160,27 +159,47 @@ impl Transport for Wire {
     }
 }
 
-/// ureq's deadline for one read or write (`None`: none), or its error when already passed.
-fn left(timeout: NextTimeout) -> Result<Option<Duration>, ureq::Error> {
-    if timeout.after.is_zero() {
-        return Err(ureq::Error::Timeout(timeout.reason));
-    }
-    Ok(timeout.not_zero().map(|t| *t))
+/// ureq's time for one read or write: `wanted` from `started` (`None`: no
+/// limit), and the timeout it ends with.
+struct Budget {
+    wanted: Option<Duration>,
+    started: Instant,
+    reason: Timeout,
 }
 
-/// Runs `io` (one read or write on `socket`) within `wanted` of `started`:
-/// the socket's timeout (`set`, by `setter`) is kept while it is close enough,
-/// and an early timeout or a signal (Linux does not restart a socket call with
-/// a timeout after one) tries again with what is left.
+impl Budget {
+    /// The budget `timeout` gives from now, or its error when already spent.
+    fn of(timeout: NextTimeout) -> Result<Budget, ureq::Error> {
+        if timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(timeout.reason));
+        }
+        Ok(Budget { wanted: timeout.not_zero().map(|t| *t), started: Instant::now(), reason: timeout.reason })
+    }
+
+    /// What is left of it now, or its timeout when nothing is.
+    fn rest(&self) -> Result<Option<Duration>, ureq::Error> {
+        let Some(wanted) = self.wanted else { return Ok(None) };
+        match wanted.checked_sub(self.started.elapsed()) {
+            Some(left) if !left.is_zero() => Ok(Some(left)),
+            _ => Err(ureq::Error::Timeout(self.reason)),
+        }
+    }
+}
+
+/// Runs `io` (one read or write on `socket`) within `budget`, its first try
+/// within `first` (what the caller knows is left, without asking the clock):
+/// the socket's timeout (`set`, by `setter`) is kept while it is close
+/// enough, and an early timeout or a signal (Linux does not restart a socket
+/// call with a timeout after one) tries again with what is left.
 fn within(
     socket: &Socket,
-    (wanted, started, reason): (Option<Duration>, Instant, Timeout),
+    budget: &Budget,
+    first: Option<Duration>,
     set: &mut Option<Duration>,
     setter: fn(&Socket, Option<Duration>) -> io::Result<()>,
     mut io: impl FnMut(&Socket) -> io::Result<usize>,
 ) -> Result<usize, ureq::Error> {
-    // The first try has all of `wanted`: the clock is read again only for a second.
-    let mut left = wanted;
+    let mut left = first;
     loop {
         if !close_enough(*set, left) {
             setter(socket, left)?;
@@ -189,16 +208,10 @@ fn within(
         match io(socket) {
             Ok(amount) => return Ok(amount),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if wanted.is_some() && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if budget.wanted.is_some() && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) => return Err(ureq::Error::Io(e)),
         }
-        left = match wanted {
-            Some(wanted) => match wanted.checked_sub(started.elapsed()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Err(ureq::Error::Timeout(reason)),
-            },
-            None => None,
-        };
+        left = budget.rest()?;
     }
 }
 

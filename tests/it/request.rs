@@ -632,6 +632,35 @@ fn a_content_length_of_a_terabyte_is_not_set_aside_and_the_short_body_is_truncat
     assert_eq!(server.hits(), 2);
 }
 
+/// A server that takes the connection and never reads: an upload larger than
+/// the socket buffers stalls, and each attempt still ends at --request-timeout.
+#[test]
+fn an_upload_the_server_never_reads_ends_at_the_request_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    listener.set_nonblocking(true).unwrap();
+    // Takes connections and holds them, unread, until told to stop.
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while stopped.recv_timeout(Duration::from_millis(10)) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            held.extend(listener.accept().ok().map(|(stream, _)| stream));
+        }
+        held.len()
+    });
+    let body = "x".repeat(15 << 20);
+    let started = Instant::now();
+    let args = ["-X", "PUT", "-d", "@-", "--request-timeout", "1s", "--retries", "1", "--backoff", "1ms", &url];
+    let output = poll().args(args).write_stdin(body).timeout(Duration::from_secs(30)).assert().code(5).stdout("");
+    let took = started.elapsed();
+    let _ = stop.send(());
+    assert_eq!(holder.join().unwrap(), 2, "two attempts, one connection each");
+    let stderr = stderr_of(output.get_output());
+    assert_one_error_line(&stderr);
+    assert!(stderr.contains("last: request timed out"), "{stderr}");
+    assert!(took >= Duration::from_millis(1900) && took < Duration::from_secs(15), "{took:?}");
+}
+
 #[test]
 fn an_endless_body_stops_quickly() {
     let server = Server::start(vec![Reply::endless(200)]);
