@@ -198,7 +198,7 @@ impl Client {
 
     /// The proxy a request to `url` goes through, as messages name it.
     pub(crate) fn proxy_for(&self, url: &str) -> Option<&str> {
-        self.proxies.shown_for(&url.parse().ok()?)
+        self.proxies.shown_for(&self.uri(url)?)
     }
 
     /// Where the trusted roots came from, once per process after the first
