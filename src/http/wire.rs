@@ -339,16 +339,16 @@ impl fmt::Debug for Buffers {
 /// Whether a pooled connection can take a request: no bytes waiting, no end of stream.
 #[cfg(unix)]
 mod probe {
-    use std::io::ErrorKind;
-    use std::mem::MaybeUninit;
+    use std::os::fd::AsRawFd as _;
 
+    use nix::errno::Errno;
+    use nix::sys::socket::{MsgFlags, recv};
     use socket2::Socket;
 
     /// One non-blocking peek, the socket left as it was.
     pub(super) fn open(socket: &Socket) -> bool {
-        let mut byte = [MaybeUninit::uninit()];
-        let peeked = socket.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT);
-        matches!(peeked, Err(e) if e.kind() == ErrorKind::WouldBlock)
+        let mut byte = [0];
+        recv(socket.as_raw_fd(), &mut byte, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT) == Err(Errno::EAGAIN)
     }
 }
 

@@ -207,17 +207,20 @@ mod platform {
 
     /// Kills the command's process group (`sh` and everything it started).
     pub(super) fn kill(child: &mut Child) {
-        let group = rustix::process::Pid::from_child(child);
-        if rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_err() {
+        if kill_group(child.id()).is_err() {
             let _ = child.kill();
         }
     }
 
     /// Kills the process group of the command whose process is `id` (its group's id too).
     pub(super) fn kill_id(id: u32) {
-        if let Some(group) = i32::try_from(id).ok().and_then(rustix::process::Pid::from_raw) {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
+        let _ = kill_group(id);
+    }
+
+    /// SIGKILL to the process group whose leader is `id`.
+    fn kill_group(id: u32) -> nix::Result<()> {
+        let group = i32::try_from(id).map_err(|_| nix::errno::Errno::ESRCH)?;
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL)
     }
 
     pub(super) fn signal(status: &ExitStatus) -> Option<i32> {

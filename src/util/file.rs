@@ -321,6 +321,8 @@ mod imp {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
     use std::path::{Path, PathBuf};
 
+    use nix::fcntl::OFlag;
+
     pub(super) fn new_file_mode(access: super::Access) -> Option<Permissions> {
         Some(Permissions::from_mode(match access {
             // The umask takes its bits off, as for any file a program creates.
@@ -330,7 +332,7 @@ mod imp {
     }
 
     pub(super) fn no_link_owner_only(options: &mut OpenOptions) {
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        options.mode(0o600).custom_flags(OFlag::O_NOFOLLOW.bits());
     }
 
     pub(super) fn is_fifo(metadata: &std::fs::Metadata) -> bool {
@@ -339,12 +341,12 @@ mod imp {
 
     /// For writing, with O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of waiting for one.
     pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
-        OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path)
+        OpenOptions::new().write(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
     }
 
     /// What opening a FIFO without blocking says while no one reads it.
     pub(super) fn no_reader(e: &std::io::Error) -> bool {
-        e.raw_os_error() == Some(libc::ENXIO)
+        e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32)
     }
 
     pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
@@ -376,7 +378,7 @@ mod imp {
 
     /// The owner of a file or link, when it is not the user `poll` runs as.
     pub(super) fn owner_not_me(meta: &std::fs::Metadata) -> Option<u32> {
-        let me = rustix::process::geteuid().as_raw();
+        let me = nix::unistd::geteuid().as_raw();
         (meta.uid() != me).then_some(meta.uid())
     }
 
@@ -387,7 +389,7 @@ mod imp {
 
     /// For reading, with O_NONBLOCK: a FIFO opens at once, with no writer to wait for.
     pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
-        OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+        OpenOptions::new().read(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
     }
 }
 
