@@ -17,7 +17,9 @@
 
 mod cli;
 pub mod fuzz;
+mod gaps;
 mod http;
+mod net;
 mod report;
 mod rules;
 mod run;

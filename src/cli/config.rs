@@ -8,10 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use rustls::pki_types::CertificateDer;
 
 use crate::cli::flags::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Request};
+use crate::net::roots;
+use crate::net::tls::Trust;
 use crate::report::reporter::{ColorChoice, Style};
 use crate::rules::breaker;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
@@ -135,7 +138,7 @@ impl Config {
         let given = Request { method, url: String::new(), headers, body, see_other_is_the_answer: cli.submit };
         let targets = targets(&cli, &given, &credentials)?;
         check_network(&cli, &targets)?;
-        let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?;
+        let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?.unwrap_or_default();
         let client = ClientConfig {
             user_agent,
             connect_timeout: *cli.connect_timeout,
@@ -143,8 +146,7 @@ impl Config {
             request_timeout: cli.request_timeout.saturating_add(prefer_wait.unwrap_or_default()),
             max_redirects: cli.max_redirs,
             max_body: cli.max_body.0,
-            insecure: cli.insecure,
-            cacert,
+            trust: Arc::new(Trust { cacert, insecure: cli.insecure }),
             unix_socket: cli.unix_socket.take(),
         };
         let polling = polling(&cli, client, idempotent, keyed)?;
@@ -289,7 +291,7 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
 /// variables (over a Unix socket they are not read, so not checked).
 fn check_network(cli: &Cli, targets: &[Target]) -> Result<(), Error> {
     if let Some(path) = &cli.unix_socket {
-        return crate::http::unix::check(path).map_err(|e| usage("--unix-socket", e));
+        return crate::net::unix::check(path).map_err(|e| usage("--unix-socket", e));
     }
     let urls: Vec<&str> = targets.iter().map(|target| target.request.url.as_str()).collect();
     crate::http::proxy::Proxies::check_env(&urls).map_err(Error::usage)
@@ -467,15 +469,15 @@ fn check_json(flag: &str, body: &[u8]) -> Result<(), Error> {
         .map_err(|e| usage(flag, format!("body is not valid JSON: {e}")))
 }
 
-fn read_cacert(path: &Path, until: Option<Instant>) -> Result<Vec<u8>, Error> {
+/// `--cacert`'s certificates, at least one.
+fn read_cacert(path: &Path, until: Option<Instant>) -> Result<Vec<CertificateDer<'static>>, Error> {
     let shown = path.display();
     let pem = file::read_bounded(path, until).map_err(|e| usage("--cacert", format!("cannot read `{shown}`: {e}")))?;
-    let certificates =
-        ureq::tls::parse_pem(&pem).filter(|item| matches!(item, Ok(ureq::tls::PemItem::Certificate(_)))).count();
-    if certificates == 0 {
+    let (certificates, _) = roots::certificates(&pem);
+    if certificates.is_empty() {
         return Err(usage("--cacert", format!("`{shown}` holds no PEM certificate")));
     }
-    Ok(pem)
+    Ok(certificates)
 }
 
 fn compile(flag: &'static str, source: &str, args: &Args) -> Result<Filter, Error> {

@@ -1,22 +1,25 @@
-//! The only network code: what a request is ([`Request`]), one ureq `Agent`
-//! per loop, and [`Client::fetch`], which sends a request, follows redirects
-//! as curl does and reads the body to the end. It returns plain data; no ureq
-//! type leaves this module. Each request (each redirect hop too) takes its
-//! proxy from `Proxies`; see `src/http/proxy.rs` for how an `http://` URL reaches
-//! an HTTP proxy.
+//! The one place HTTP requests are made: what a request is ([`Request`]),
+//! one ureq `Agent` per loop (its connections are `gaps/connect.rs`'s), and
+//! [`Client::fetch`], which sends a request, follows redirects as curl does
+//! and reads the body to the end. It returns plain data; no ureq type leaves
+//! this module. Each request (each redirect hop too) takes its proxy from
+//! `Proxies` (`http/proxy.rs`).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::io::{ErrorKind, Read};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ureq::http;
 
+use crate::gaps::connect::{self, Unresolved};
+use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
-use crate::http::proxy::{self, Proxies};
-use crate::http::tls;
+use crate::http::proxy::Proxies;
+use crate::net::{roots, tls::Trust, unix::NotASocket};
 use crate::rules::policy::Failure;
-use crate::{http::unix, util::url};
+use crate::util::url;
 
 // The defaults of the request flags: `cli/flags.rs` shows these.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,10 +78,9 @@ pub(crate) struct ClientConfig {
     pub request_timeout: Duration,
     pub max_redirects: u32,
     pub max_body: u64,
-    pub insecure: bool,
-    /// PEM bytes of `--cacert`, already checked to hold a certificate.
-    pub cacert: Option<Vec<u8>>,
-    /// `--unix-socket`: every connection goes to this socket (see `src/http/unix.rs`).
+    /// What TLS trusts: the system's roots and `--cacert`'s, or with `-k` anything.
+    pub trust: Arc<Trust>,
+    /// `--unix-socket`: every connection goes to this socket (see `src/net/unix.rs`).
     pub unix_socket: Option<std::path::PathBuf>,
 }
 
@@ -160,9 +162,6 @@ pub(crate) struct Client {
 impl Client {
     /// A client for a loop that sends `request` (and requests like it).
     pub(crate) fn new(spec: &ClientConfig, request: &Request) -> Client {
-        // The roots and `--cacert` are `tls.rs`'s, loaded on the first TLS connection; ureq's
-        // own TLS serves only `-k`.
-        let tls = ureq::tls::TlsConfig::builder().disable_verification(spec.insecure);
         let config = ureq::Agent::config_builder()
             // 4xx and 5xx are answers the policy reads, not errors.
             .http_status_as_error(false)
@@ -175,7 +174,6 @@ impl Client {
             // Not ureq's default, its own reading of the environment (ALL_PROXY
             // first, for every scheme): `send` sets one per request, from `proxies`.
             .proxy(None)
-            .tls_config(tls.build())
             .allow_non_standard_methods(true)
             .max_response_header_size(MAX_RESPONSE_HEAD)
             // One byte more than a head may take: only then does ureq see a head that is too large (not a hang-up).
@@ -183,16 +181,8 @@ impl Client {
             .output_buffer_size(output_buffer(spec, request))
             .build();
         // Over a Unix socket no proxy is used, as in curl.
-        let (agent, proxies) = match &spec.unix_socket {
-            Some(path) => {
-                let connector = unix::UnixConnector::new(path, spec.cacert.clone());
-                (ureq::Agent::with_parts(config, connector, unix::NoResolver), Proxies::none())
-            }
-            None => {
-                let connector = proxy::ProxyConnector::new(config.clone(), spec.cacert.clone());
-                (ureq::Agent::with_parts(config, connector, LiteralResolver::default()), Proxies::from_env())
-            }
-        };
+        let proxies = if spec.unix_socket.is_some() { Proxies::none() } else { Proxies::from_env() };
+        let agent = connect::agent(config, Arc::clone(&spec.trust), spec.unix_socket.as_deref());
         Client { agent, spec: spec.clone(), proxies, jar: Jar::default(), parsed: RefCell::default() }
     }
 
@@ -204,7 +194,7 @@ impl Client {
     /// Where the trusted roots came from, once per process after the first
     /// TLS connection loaded them, for `-v`.
     pub(crate) fn roots_note(&self) -> Option<String> {
-        tls::note()
+        roots::note()
     }
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
@@ -358,8 +348,15 @@ impl Client {
         let mut raw = Vec::with_capacity(usize::try_from(known).unwrap_or(0));
         let mut reader = response.body_mut().with_config().limit(limit).reader();
         reader.read_to_end(&mut raw).map_err(|e| classify(&ureq::Error::from(e)))?;
-        let coding = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-encoding")).map(|(_, v)| v.trim());
-        let body = decode(coding, raw, limit)?;
+        let coding = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-encoding")).map(|(_, v)| v.as_str());
+        let body = decode::decode(coding, raw, limit).map_err(|e| match e {
+            Undecodable::Broken { name, error } => {
+                Fault::new(Failure::Malformed, format!("{name} body does not decode: {error}"))
+            }
+            Undecodable::TooLarge => {
+                Fault::new(Failure::BodyTooLarge, format!("decoded body is larger than --max-body ({limit} bytes)"))
+            }
+        })?;
         Ok(Reply { status, headers, body })
     }
 }
@@ -373,102 +370,13 @@ fn output_buffer(spec: &ClientConfig, request: &Request) -> usize {
     head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, 16 << 20)
 }
 
-/// Answers IP literals at once and leaves names to ureq's resolver. With a
-/// timeout set, ureq resolves on a new thread for every request, even one that
-/// then reuses a pooled connection: a thread per poll, most of a tight poll's cost.
-#[derive(Debug, Default)]
-struct LiteralResolver(ureq::unversioned::resolver::DefaultResolver);
-
-impl ureq::unversioned::resolver::Resolver for LiteralResolver {
-    fn resolve(
-        &self,
-        uri: &http::Uri,
-        config: &ureq::config::Config,
-        timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let literal = uri.authority().and_then(|authority| {
-            // Most often an address and its port, in one parse.
-            if let Ok(address) = authority.as_str().parse() {
-                return Some(address);
-            }
-            let host = authority.host().trim_start_matches('[').trim_end_matches(']');
-            let ip: std::net::IpAddr = host.parse().ok()?;
-            let port = authority.port_u16().unwrap_or_else(|| url::default_port(uri.scheme_str().unwrap_or("")));
-            Some(std::net::SocketAddr::new(ip, port))
-        });
-        match literal {
-            Some(address) => {
-                let mut addresses = self.0.empty();
-                addresses.push(address);
-                Ok(addresses)
-            }
-            None => self.0.resolve(uri, config, timeout).map_err(|e| match e {
-                ureq::Error::Io(io) => ureq::Error::Io(std::io::Error::new(io.kind(), Unresolved(io))),
-                other => other,
-            }),
-        }
-    }
-}
-
-/// The body as sent, decoded by its `Content-Encoding` (gzip, deflate, br)
-/// within `--max-body`. Decoded here, not by ureq: ureq builds its gzip and
-/// brotli decoders (43 KiB each) on the stack of every body read, encoded or
-/// not, and a stack page once touched stays with its thread: with a thread
-/// per URL, that was most of the memory of a run over many URLs. Each
-/// decoder is built in a function of its own, called only for its coding.
-fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Fault> {
-    let is = |name: &str| coding.is_some_and(|coding| coding.eq_ignore_ascii_case(name));
-    let (name, body) = if is("gzip") || is("x-gzip") {
-        ("gzip", gunzip(&raw, limit))
-    } else if is("deflate") {
-        ("deflate", inflate(&raw, limit))
-    } else if is("br") {
-        ("brotli", unbrotli(&raw, limit))
-    } else {
-        return Ok(raw);
-    };
-    let body = body.map_err(|e| Fault::new(Failure::Malformed, format!("{name} body does not decode: {e}")))?;
-    if body.len() as u64 > limit {
-        return Err(Fault::new(
-            Failure::BodyTooLarge,
-            format!("decoded body is larger than --max-body ({limit} bytes)"),
-        ));
-    }
-    Ok(body)
-}
-
-/// gzip, members one after another as ureq read them.
-#[inline(never)]
-fn gunzip(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
-    decoded(&mut flate2::read::MultiGzDecoder::new(raw), limit)
-}
-
-/// deflate is zlib-wrapped by the RFC, raw deflate by some servers; try both.
-#[inline(never)]
-fn inflate(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
-    decoded(&mut flate2::read::ZlibDecoder::new(raw), limit)
-        .or_else(|_| decoded(&mut flate2::read::DeflateDecoder::new(raw), limit))
-}
-
-#[inline(never)]
-fn unbrotli(raw: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
-    decoded(&mut brotli_decompressor::Decompressor::new(raw, 4096), limit)
-}
-
-/// What `reader` decodes, one byte past `limit` at most.
-fn decoded(reader: &mut dyn Read, limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    reader.take(limit.saturating_add(1)).read_to_end(&mut out)?;
-    Ok(out)
-}
-
 fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
 /// Sorts a ureq error into the classes README lists (transient or permanent)
 /// by its type: ureq's variant, the `io::ErrorKind`, or the error inside an
-/// I/O error (rustls', or one of ours: [`Unresolved`], [`unix::NotASocket`]);
+/// I/O error (rustls', or one of ours: [`Unresolved`], [`NotASocket`]);
 /// never by its message, which a ureq release may reword.
 fn classify(error: &ureq::Error) -> Fault {
     use ureq::Error as E;
@@ -481,7 +389,7 @@ fn classify(error: &ureq::Error) -> Fault {
         _ if matches!(tls, Some(rustls::Error::InvalidMessage(_))) => Failure::NotTls,
         _ if tls.is_some() => Failure::Tls,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
-        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<unix::NotASocket>()) => Failure::NotASocket,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => Failure::Reset,
@@ -491,7 +399,7 @@ fn classify(error: &ureq::Error) -> Fault {
             _ => Failure::Reset,
         },
         E::ConnectionFailed => Failure::Refused,
-        E::Tls(_) | E::Rustls(_) | E::Pem(_) | E::TlsRequired => Failure::Tls,
+        E::Tls(_) | E::TlsRequired => Failure::Tls,
         E::TooManyRedirects => Failure::TooManyRedirects,
         E::RedirectFailed | E::BadUri(_) | E::Http(_) => Failure::BadRedirect,
         E::BodyExceedsLimit(_) => Failure::BodyTooLarge,
@@ -505,11 +413,11 @@ fn classify(error: &ureq::Error) -> Fault {
     let detail = match (failure, error) {
         (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
         // Which roots did not trust it: the first thing to check behind a TLS-inspecting proxy.
-        (Failure::Tls, _) if matches!(tls, Some(rustls::Error::InvalidCertificate(_))) => match tls::source() {
+        (Failure::Tls, _) if matches!(tls, Some(rustls::Error::InvalidCertificate(_))) => match roots::source() {
             Some(source) => format!("{error} (trusted roots: {source})"),
             None => error.to_string(),
         },
-        // `--unix-socket`'s own words (`src/http/unix.rs`), without ureq's `io: `.
+        // `--unix-socket`'s own words (`src/net/unix.rs`), without ureq's `io: `.
         (Failure::NotASocket | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
             let code = proxy_status(reason).unwrap_or_default();
@@ -525,11 +433,10 @@ fn classify(error: &ureq::Error) -> Fault {
     Fault { proxy_status, ..Fault::new(failure, detail) }
 }
 
-/// The TLS error inside `error`, if it is one: rustls' own, or an I/O error
-/// that carries one (the handshake runs inside our transport's reads).
+/// The TLS error inside `error`, if it is one: an I/O error that carries
+/// rustls' own (the handshake runs inside our transport's reads).
 fn tls_error(error: &ureq::Error) -> Option<&rustls::Error> {
     match error {
-        ureq::Error::Rustls(e) => Some(e),
         ureq::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()),
         _ => None,
     }
@@ -543,19 +450,6 @@ fn proxy_status(reason: &str) -> Option<u16> {
         .filter(|digits| digits.len() == 3)
         .find_map(|digits| digits.parse().ok().filter(|code| (100..600).contains(code)))
 }
-
-/// A host name that did not resolve: the resolver's error, marked so that
-/// [`classify`] knows it by its type (std reports it as an uncategorised I/O error).
-#[derive(Debug)]
-struct Unresolved(std::io::Error);
-
-impl std::fmt::Display for Unresolved {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for Unresolved {}
 
 #[cfg(test)]
 mod tests {
@@ -582,10 +476,9 @@ mod tests {
             (E::Io(Io::from(ErrorKind::UnexpectedEof)), Failure::Truncated),
             (E::Io(Io::from(ErrorKind::TimedOut)), Failure::Timeout),
             (E::Io(Io::from(ErrorKind::InvalidData)), Failure::Malformed),
-            (E::Rustls(cert.clone()), Failure::Tls),
             (io(ErrorKind::InvalidData, Box::new(cert)), Failure::Tls),
             (io(ErrorKind::InvalidData, Box::new(not_tls)), Failure::NotTls),
-            (io(ErrorKind::Other, Box::new(unix::NotASocket("not a socket".into()))), Failure::NotASocket),
+            (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
             (E::TooManyRedirects, Failure::TooManyRedirects),
             (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
             (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),

@@ -309,7 +309,7 @@ fn header_object(headers: &[(String, String)]) -> Val {
 
 impl Filter {
     /// Compiles `source` with the jq standard library (the part of it that
-    /// `source` can call: see [`crate::rules::prelude`]). The error names the
+    /// `source` can call: see [`crate::gaps::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
         Filter::compile_for("the filter", source, &Args::default())
@@ -318,7 +318,7 @@ impl Filter {
     /// Compiles the filter of `flag` (`--until`), with the `--arg`s and `--argjson`s bound.
     pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
-        let defs = crate::rules::prelude::for_filter(source);
+        let defs = crate::gaps::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
         let loader = Loader::new(defs);

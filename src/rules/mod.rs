@@ -8,4 +8,3 @@ pub(crate) mod bucket;
 pub mod condition;
 pub(crate) mod operation;
 pub mod policy;
-pub(crate) mod prelude;

@@ -48,7 +48,7 @@ pub fn run(config: Config) -> Ending {
     let client = &polling.client;
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),
-        Some(StateSpec::Redis(url)) => match RedisStore::new(url, client.cacert.as_deref(), client.insecure) {
+        Some(StateSpec::Redis(url)) => match RedisStore::new(url, &client.trust) {
             Ok(store) => Some(Box::new(store)),
             // Before anything is sent: the URL parsed, but its TLS roots did not.
             Err(why) => return stopped_early(&reporter, &Error::usage(format!("--state `{}`: {why}", url.shown()))),

@@ -6,14 +6,14 @@ use std::path::Path;
 
 /// The folders of `src/` that group modules by floor (each file is a module
 /// of its own); any other folder (`state/`) is one module.
-const ROOMS: &[&str] = &["cli", "http", "report", "rules", "run", "util"];
+const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "report", "rules", "run", "util"];
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse", "prelude", "sync"],
-    &["wait", "url", "advice", "wire"],
+    &["clock", "text", "file", "parse", "prelude", "sync", "decode", "absolute_form", "transport"],
+    &["wait", "url", "advice", "unix", "roots"],
     &["error", "policy", "tls"],
-    &["exec", "signals", "summary", "condition", "bucket", "breaker", "proxy", "unix", "cookies"],
+    &["exec", "signals", "summary", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
     &["progress", "term"],
@@ -172,14 +172,15 @@ fn main_goes_through_the_library_only() {
 /// keeps its Unix and Windows halves; the rest of the code calls them and
 /// names no platform.
 const SEAMS: &[&str] = &[
-    "util/signals.rs", // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
-    "util/child.rs",   // --auth-cmd: sh -c or cmd /C, and its end
-    "util/exec.rs",    // -- CMD: exec, or run and wait
-    "util/file.rs",    // a file's identity, modes and owners
-    "http/unix.rs",    // Unix sockets: --unix-socket and redis+unix://
-    "http/wire.rs",    // a pooled connection's liveness probe; Windows' WSAEACCES
-    "http/tls.rs",     // where the system's roots are
-    "util/error.rs",   // Signal's variants that a platform never sends
+    "util/signals.rs",   // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
+    "util/child.rs",     // --auth-cmd: sh -c or cmd /C, and its end
+    "util/exec.rs",      // -- CMD: exec, or run and wait
+    "util/file.rs",      // a file's identity, modes and owners
+    "net/unix.rs",       // Unix sockets: --unix-socket and redis+unix://
+    "gaps/transport.rs", // a pooled connection's liveness probe
+    "gaps/connect.rs",   // Windows' WSAEACCES on a connect
+    "net/roots.rs",      // where the system's roots are
+    "util/error.rs",     // Signal's variants that a platform never sends
 ];
 
 /// The platform conditions a source text names, before its own unit tests.

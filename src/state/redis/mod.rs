@@ -56,6 +56,7 @@ pub(crate) use self::url::RedisUrl;
 use self::url::{Addr, Servers};
 use super::origin::{MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
 use super::{Admission, Ask, Refusal, Store, StoreUpdate};
+use crate::net::tls::Trust;
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
@@ -210,12 +211,11 @@ impl From<RedisError> for StepFailure {
 }
 
 impl RedisStore {
-    /// A store for `url`; `cacert` (PEM) is trusted besides the built-in
-    /// roots for `rediss://`, and `insecure` (`-k`) verifies nothing, as for
-    /// https. Nothing is sent yet: the first step connects.
-    pub(crate) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<RedisStore, String> {
+    /// A store for `url`; `rediss://` trusts what `https://` does (`trust`).
+    /// Nothing is sent yet: the first step connects.
+    pub(crate) fn new(url: &RedisUrl, trust: &Trust) -> Result<RedisStore, String> {
         // The TLS configuration is made now, before the first request: a bad one is a usage error.
-        let dialer = Dialer::new(url, cacert, insecure).map_err(|e| scrub(&e, &url.secrets))?;
+        let dialer = Dialer::new(url, trust).map_err(|e| scrub(&e, &url.secrets))?;
         let place = match &url.servers {
             Servers::Node(seed) => Place::Seed { seed: seed.clone(), topology: Topology::Unknown },
             Servers::Sentinel { sentinels, master } => {
@@ -738,8 +738,9 @@ mod tests {
     fn a_tls_store_is_made_with_a_cacert_or_with_k() {
         let pem = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")).unwrap_or_default();
         let url = parsed("rediss://127.0.0.1:1");
-        assert!(RedisStore::new(&url, Some(&pem), false).is_ok());
-        assert!(RedisStore::new(&url, None, true).is_ok());
+        let cacert = crate::net::roots::certificates(&pem).0;
+        assert!(RedisStore::new(&url, &Trust { cacert, insecure: false }).is_ok());
+        assert!(RedisStore::new(&url, &Trust { cacert: Vec::new(), insecure: true }).is_ok());
     }
 
     use crate::state::test_support::redis::Redis as Server;
@@ -755,7 +756,7 @@ mod tests {
     #[test]
     fn the_scripts_follow_the_file_stores_rules_step_for_step() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), &Trust::default()).expect("a store");
         let mut origin = Origin::default();
         let mut rng = StdRng::seed_from_u64(11);
         let settings = Settings { window: 6, min_success: 60, max_p95: 800, cooldown: 1_000 };
@@ -849,7 +850,7 @@ mod tests {
     #[test]
     fn the_edges_match_the_file_stores_too() {
         let Some(server) = Server::start() else { return };
-        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), &Trust::default()).expect("a store");
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
@@ -910,7 +911,7 @@ mod tests {
     fn a_store_that_cannot_connect_says_so_and_connects_again_when_it_can() {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
-        let mut store = RedisStore::new(&url_of(&server), None, false).expect("a store");
+        let mut store = RedisStore::new(&url_of(&server), &Trust::default()).expect("a store");
         let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
         assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);

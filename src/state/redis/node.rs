@@ -17,8 +17,8 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use super::url::{Addr, RedisUrl};
-use crate::http::tls;
-use crate::http::unix::UnixSocket;
+use crate::net::tls::{self, Trust};
+use crate::net::unix::UnixSocket;
 
 /// The largest reply a step reads, as the contract says: 1 MiB, its RESP
 /// framing included. poll's scripts answer a few hundred bytes, or a kept
@@ -37,12 +37,10 @@ pub(super) struct Dialer {
 }
 
 impl Dialer {
-    /// `cacert` (PEM) is trusted besides the system's roots for TLS, and
-    /// `insecure` (`-k`) verifies nothing, as for https.
-    pub(super) fn new(url: &RedisUrl, cacert: Option<&[u8]>, insecure: bool) -> Result<Dialer, String> {
+    /// TLS trusts what `https://` does (`trust`).
+    pub(super) fn new(url: &RedisUrl, trust: &Trust) -> Result<Dialer, String> {
         // Made here, when the store is made: `rediss://` may be this run's first TLS connection.
-        let config = || if insecure { tls::unverified() } else { tls::config(cacert) };
-        let tls = url.tls.then(config).transpose().map_err(|e| format!("TLS: {e}"))?;
+        let tls = url.tls.then(|| tls::config(trust)).transpose().map_err(|e| format!("TLS: {e}"))?;
         Ok(Dialer { user: url.user.clone(), password: url.password.clone(), db: url.db, tls })
     }
 

@@ -1,28 +1,16 @@
-//! `--unix-socket PATH`: every connection goes to one Unix domain socket
-//! instead of the URL's host, as curl's flag does. The URL still gives the
-//! path, the `Host` header and the scheme (an `https://` URL gets TLS over
-//! the socket, checked against the URL's host name).
+//! Unix domain sockets: `--unix-socket PATH` (every HTTP connection goes to
+//! one socket instead of the URL's host, as curl's flag does) and `--state
+//! redis+unix://`. A path where no socket is yet (the daemon is still
+//! starting), or whose socket nobody listens on, is a refused connection and
+//! is retried; a path that is something else than a socket is [`NotASocket`],
+//! which is permanent.
 //!
-//! It plugs into ureq as a [`UnixConnector`] of ours, as `proxy.rs` does: ureq
-//! writes and reads HTTP/1.1 over whatever transport the connector returns.
-//! [`NoResolver`] keeps ureq from resolving the URL's host, which names no
-//! machine here (`http://localhost/...`, `http://docker/...`).
-//!
-//! A path where no socket is yet (the daemon is still starting), or whose
-//! socket nobody listens on, is a refused connection and is retried; a path
-//! that is something else than a socket is [`NotASocket`], which is permanent.
-//!
-//! [`UnixSocket`] is the same seam for `--state redis+unix://`: a plain Unix
-//! stream where there are Unix sockets, and a type with no value elsewhere,
-//! whose connect fails, so that its callers need no `cfg` of their own.
+//! This is the platform seam for them: where there are no Unix sockets,
+//! [`check`] refuses the flag before anything is sent, and [`UnixSocket`] is
+//! a type with no value whose connect fails, so that callers need no `cfg`.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-
-use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, Transport};
-
-use crate::http::tls;
+use std::path::Path;
 
 /// The longest socket path the kernel takes (`sun_path` is 108 bytes with its NUL on Linux).
 const MAX_PATH: usize = 107;
@@ -43,8 +31,8 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The error of a path that exists but is no socket; `request.rs` sorts it
-/// as a permanent failure.
+/// The error inside the I/O error of a path that exists but is no socket;
+/// `http/request.rs` sorts it as a permanent failure by its type.
 #[derive(Debug)]
 pub(crate) struct NotASocket(pub String);
 
@@ -56,33 +44,8 @@ impl fmt::Display for NotASocket {
 
 impl std::error::Error for NotASocket {}
 
-/// Connects every request to the socket at `path`, with TLS over it for `https://`.
-#[derive(Debug)]
-pub(crate) struct UnixConnector {
-    path: PathBuf,
-    tls: tls::TlsConnector,
-}
+pub(crate) use socket::{UnixSocket, connect};
 
-impl UnixConnector {
-    /// `cacert` is `--cacert`'s PEM, trusted besides the system's roots.
-    pub(crate) fn new(path: &Path, cacert: Option<Vec<u8>>) -> UnixConnector {
-        UnixConnector { path: path.to_path_buf(), tls: tls::TlsConnector::new(cacert) }
-    }
-}
-
-impl transport::Connector for UnixConnector {
-    type Out = Box<dyn Transport>;
-
-    fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
-        let plain = socket::open(&self.path, details)?;
-        // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
-        transport::Connector::connect(&self.tls, details, Some(plain))
-    }
-}
-
-pub(crate) use socket::UnixSocket;
-
-/// The socket itself: Unix only (`check` refuses `--unix-socket` elsewhere).
 #[cfg(unix)]
 mod socket {
     use std::io::{self, ErrorKind, Read, Write};
@@ -90,6 +53,8 @@ mod socket {
     use std::os::unix::net::UnixStream;
     use std::path::Path;
     use std::time::Duration;
+
+    use super::NotASocket;
 
     /// A connected Unix stream socket, for a caller that does its own reads and writes (Redis).
     #[derive(Debug)]
@@ -123,23 +88,13 @@ mod socket {
         }
     }
 
-    use ureq::Timeout;
-    use ureq::unversioned::transport::{ConnectionDetails, Transport};
-
-    use super::NotASocket;
-    use crate::http::wire::Wire;
-
-    /// A transport over the socket at `path`, registered for the agent's shutdown.
-    pub(super) fn open(path: &Path, details: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
-        let socket = connect(path, details.timeout.not_zero().map(|t| *t))?;
-        Ok(Box::new(Wire::new(socket, details)?))
-    }
-
-    /// Opens the socket. The kernel answers a connect to a Unix socket at once,
-    /// except when the listener's backlog is full: then the wait is bounded by
-    /// the socket's send timeout, set to the connect timeout first (std's
-    /// `UnixStream::connect` cannot, hence socket2).
-    pub(super) fn connect(path: &Path, timeout: Option<Duration>) -> Result<socket2::Socket, ureq::Error> {
+    /// Opens the socket for HTTP. The kernel answers a connect to a Unix
+    /// socket at once, except when the listener's backlog is full: then the
+    /// wait is bounded by the socket's send timeout, set to the connect
+    /// timeout first (std's `UnixStream::connect` cannot, hence socket2), and
+    /// ends as `TimedOut`. Refusals are `ConnectionRefused` with words that say
+    /// which; a path that is no socket carries [`NotASocket`].
+    pub(crate) fn connect(path: &Path, timeout: Option<Duration>) -> io::Result<socket2::Socket> {
         let shown = path.display();
         match std::fs::metadata(path) {
             Ok(meta) if !meta.file_type().is_socket() => {
@@ -151,13 +106,11 @@ mod socket {
                     "no socket"
                 };
                 let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
-                return Err(ureq::Error::Io(io::Error::new(ErrorKind::InvalidInput, why)));
+                return Err(io::Error::new(ErrorKind::InvalidInput, why));
             }
             Ok(_) => {}
             // Not there yet: the daemon may still be starting, as a port nobody listens on yet.
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(refused(format!("no socket at `{shown}` (yet)")));
-            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(refused(format!("no socket at `{shown}` (yet)"))),
             Err(_) => {}
         }
         let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
@@ -167,7 +120,7 @@ mod socket {
             Ok(()) => {}
             // The backlog stayed full for the whole connect timeout.
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(ureq::Error::Timeout(Timeout::Connect));
+                return Err(io::Error::from(ErrorKind::TimedOut));
             }
             Err(e) if e.kind() == ErrorKind::NotFound => return Err(refused(format!("no socket at `{shown}` (yet)"))),
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
@@ -178,14 +131,14 @@ mod socket {
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 return Err(refused(format!("permission denied on the socket `{shown}`")));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
         socket.set_write_timeout(None)?;
         Ok(socket)
     }
 
-    fn refused(detail: String) -> ureq::Error {
-        ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, detail))
+    fn refused(detail: String) -> io::Error {
+        io::Error::new(ErrorKind::ConnectionRefused, detail)
     }
 }
 
@@ -194,11 +147,10 @@ mod socket {
     use std::io::{self, Read, Write};
     use std::path::Path;
     use std::time::Duration;
-    use ureq::unversioned::transport::{ConnectionDetails, Transport};
 
     /// Never reached: `check` refuses `--unix-socket` here before anything is sent.
-    pub(super) fn open(_: &Path, _: &ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> {
-        Err(ureq::Error::Io(io::Error::other("--unix-socket needs a Unix-like system")))
+    pub(crate) fn connect(_: &Path, _: Option<Duration>) -> io::Result<socket2::Socket> {
+        Err(io::Error::other("--unix-socket needs a Unix-like system"))
     }
 
     /// No Unix sockets here: no value of this type exists, and connecting is `Unsupported`.
@@ -232,25 +184,8 @@ mod socket {
     }
 }
 
-/// ureq resolves the URL's host before it connects; over a Unix socket the
-/// host names no machine, so nothing is resolved.
-#[derive(Debug, Default)]
-pub(crate) struct NoResolver;
-
-impl Resolver for NoResolver {
-    fn resolve(
-        &self,
-        _: &ureq::http::Uri,
-        _: &ureq::config::Config,
-        _: NextTimeout,
-    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        Ok(self.empty())
-    }
-}
-
 #[cfg(all(test, unix))]
 mod tests {
-    use super::socket::connect;
     use super::*;
     use std::io::ErrorKind;
 
@@ -268,12 +203,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("poll-unix-test-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let missing = dir.join("missing.sock");
-        let Err(ureq::Error::Io(e)) = connect(&missing, None) else { panic!("a missing socket fails") };
+        let Err(e) = connect(&missing, None) else { panic!("a missing socket fails") };
         assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
         assert!(e.to_string().contains("(yet)"), "{e}");
         let file = dir.join("file");
         let _ = std::fs::write(&file, b"x");
-        let Err(ureq::Error::Io(e)) = connect(&file, None) else { panic!("a file is no socket") };
+        let Err(e) = connect(&file, None) else { panic!("a file is no socket") };
         assert!(e.get_ref().is_some_and(|inner| inner.is::<NotASocket>()), "{e:?}");
         assert!(e.to_string().contains("is a regular file, not a socket"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,100 +1,30 @@
-//! The connection under HTTP/1.1: one ureq transport ([`Wire`]) for a TCP or
-//! a Unix socket, and the TCP connect ([`TcpConnector`]) that opens one.
+//! The transport under ureq's HTTP/1.1: [`Wire`] over a TCP or a Unix
+//! socket, and [`Tls`] over either. The gap it fills: ureq's own transports
+//! keep 48 KiB of buffers a connection from the start (each URL keeps its
+//! connection, so 1,000 URLs kept 139 MiB where they now keep 60, in
+//! docs/BENCHMARKS.md), ask the kernel seven more times a request than a poll
+//! needs, and have no Unix sockets. Here the input buffer starts at a page
+//! and grows only as replies need it, a pooled connection's liveness is one
+//! non-blocking peek (`probe`, per platform) made only when it is taken, and a
+//! socket timeout is set only when it moved by more than an eighth (a read
+//! that times out early reads again for what is left).
 //!
-//! ureq's own TCP transport asks the kernel seven more times per request
-//! than a poll needs: its liveness probe (when a connection goes back to the
-//! pool, and again when it is taken) sets the socket non-blocking, peeks and
-//! sets it back, and it sets both socket timeouts whenever they moved by a
-//! microsecond. Here the probe is one non-blocking peek (`probe`, per
-//! platform), made only when a connection is taken; a timeout is set only
-//! when it moved by more than an eighth (a read that times out early reads
-//! again for what is left); and the input buffer grows from a page only as
-//! replies need it, where ureq writes zeros over 48 KiB a connection up
-//! front, and each URL keeps its connection.
+//! It implements `ureq::unversioned::transport::Transport`, which ureq may
+//! change in any minor release: CONTRIBUTING.md's "Upgrading ureq or jaq".
 
 use std::fmt;
 use std::io::{self, ErrorKind, Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use rustls::{ClientConnection, StreamOwned};
 use socket2::Socket;
 use ureq::Timeout;
-use ureq::unversioned::transport::{self, ConnectionDetails, Either, NextTimeout, ShutdownHandle, Transport};
+use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, ShutdownHandle, Transport, TransportAdapter};
 
 /// How late past its timeout a read or write may end: a timeout set for
 /// the request before is kept when it is at most this much longer.
 const SLACK: Duration = Duration::from_millis(1);
-
-/// ureq's TCP connector, with the [`Wire`] transport: the addresses in the
-/// order resolved, the connect timeout shared among them as ureq shares it.
-#[derive(Debug, Default)]
-pub(crate) struct TcpConnector;
-
-impl<In: Transport> transport::Connector<In> for TcpConnector {
-    type Out = Either<In, Wire>;
-
-    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {
-        // A connection made before this one (through a proxy's tunnel) is the one used.
-        if let Some(chained) = chained {
-            return Ok(Some(Either::A(chained)));
-        }
-        let stream = connect(&details.addrs, details.timeout)?;
-        if details.config.no_delay() {
-            stream.set_nodelay(true)?;
-        }
-        Ok(Some(Either::B(Wire::new(Socket::from(stream), details)?)))
-    }
-}
-
-/// The first of `addrs` that takes a connection within `timeout`. As in ureq,
-/// the first address gets half the time, the next a quarter, and so on (at
-/// least 10 ms each), and a failure that concerns only the address tried
-/// (refused, unreachable) moves on to the next.
-fn connect(addrs: &[SocketAddr], timeout: NextTimeout) -> Result<TcpStream, ureq::Error> {
-    let total = timeout.not_zero().map(|t| *t);
-    let started = Instant::now();
-    let shares = 2.0 * (1.0 - 0.5_f64.powi(i32::try_from(addrs.len()).unwrap_or(i32::MAX)));
-    let mut last = None;
-    for (i, addr) in addrs.iter().enumerate() {
-        let share = total.map(|t| {
-            let weight = 0.5_f64.powi(i32::try_from(i).unwrap_or(i32::MAX)) / shares;
-            t.mul_f64(weight).max(Duration::from_millis(10))
-        });
-        let tried = match share {
-            Some(share) => TcpStream::connect_timeout(addr, share),
-            None => TcpStream::connect(addr),
-        };
-        match tried {
-            Ok(stream) => return Ok(stream),
-            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
-                if total.is_some_and(|total| started.elapsed() >= total) {
-                    return Err(ureq::Error::Timeout(timeout.reason));
-                }
-                last = Some(ureq::Error::Timeout(Timeout::Connect));
-            }
-            Err(e) if only_this_address(&e) => last = Some(ureq::Error::Io(e)),
-            Err(e) => return Err(ureq::Error::Io(e)),
-        }
-    }
-    Err(last.unwrap_or_else(|| ureq::Error::Io(io::Error::new(ErrorKind::ConnectionRefused, "Connection refused"))))
-}
-
-/// A failed connect that says nothing of the host's other addresses (ureq's
-/// list: a host with no IPv6 route fails its AAAA address at once). Windows
-/// reports a blocked address family as WSAEACCES.
-fn only_this_address(e: &io::Error) -> bool {
-    const WSAEACCES: i32 = 10013;
-    (cfg!(windows) && e.raw_os_error() == Some(WSAEACCES))
-        || matches!(
-            e.kind(),
-            ErrorKind::ConnectionRefused
-                | ErrorKind::HostUnreachable
-                | ErrorKind::NetworkUnreachable
-                | ErrorKind::NetworkDown
-                | ErrorKind::AddrNotAvailable
-        )
-}
 
 /// HTTP/1.1 bytes over a connected stream socket, TCP or Unix.
 #[derive(Debug)]
@@ -156,6 +86,64 @@ impl Transport for Wire {
     /// another opened), so the first is not put to the kernel.
     fn is_open(&mut self) -> bool {
         std::mem::take(&mut self.used) || probe::open(&self.socket.0)
+    }
+}
+
+/// HTTP/1.1 over TLS over another transport (a [`Wire`], or the tunnel of a
+/// proxy's `CONNECT`), on this process's one configuration (`net/tls.rs`),
+/// with the same buffers as [`Wire`].
+pub(crate) struct Tls {
+    buffers: Buffers,
+    stream: StreamOwned<ClientConnection, TransportAdapter>,
+}
+
+impl Tls {
+    /// `connection`'s handshake over `plain`, within `details`' connect timeout.
+    pub(crate) fn handshake(
+        mut connection: ClientConnection,
+        plain: Box<dyn Transport>,
+        details: &ConnectionDetails,
+    ) -> Result<Tls, ureq::Error> {
+        let mut socket = TransportAdapter::new(plain, details.current_time.clone());
+        socket.set_timeout(details.timeout);
+        connection.complete_io(&mut socket)?;
+        let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
+        Ok(Tls { buffers, stream: StreamOwned { conn: connection, sock: socket } })
+    }
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tls").finish_non_exhaustive()
+    }
+}
+
+impl Transport for Tls {
+    fn buffers(&mut self) -> &mut dyn transport::Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let output = &transport::Buffers::output(&mut self.buffers)[..amount];
+        self.stream.write_all(output)?;
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let input = transport::Buffers::input_append_buf(&mut self.buffers);
+        let amount = self.stream.read(input)?;
+        transport::Buffers::input_appended(&mut self.buffers, amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.stream.get_mut().get_mut().is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        true
     }
 }
 

@@ -1,0 +1,89 @@
+//! Bodies decoded by their `Content-Encoding` (gzip, deflate, br), with the
+//! crates ureq's own `gzip` and `brotli` features use (flate2,
+//! brotli-decompressor). The gap: ureq builds both of its decoders (43 KiB
+//! each) on the stack of every body read, encoded or not, and a stack page
+//! once touched stays with its thread; with a thread per URL that was most
+//! of the memory of a run over many URLs (docs/BENCHMARKS.md, "1,000 URLs").
+//! Here each decoder is built in a function of its own, called only for its
+//! coding.
+
+use std::io::{self, Read};
+
+/// Why a body could not be decoded.
+#[derive(Debug)]
+pub(crate) enum Undecodable {
+    /// The coding's decoder failed (`name`: gzip, deflate, brotli).
+    Broken { name: &'static str, error: io::Error },
+    /// It decodes to more than the limit.
+    TooLarge,
+}
+
+/// `raw`, decoded by `coding` (the `Content-Encoding`, if any) within `limit`
+/// bytes; an unknown coding, or none, leaves it as it is.
+pub(crate) fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Undecodable> {
+    let is = |name: &str| coding.is_some_and(|coding| coding.trim().eq_ignore_ascii_case(name));
+    let (name, body) = if is("gzip") || is("x-gzip") {
+        ("gzip", gunzip(&raw, limit))
+    } else if is("deflate") {
+        ("deflate", inflate(&raw, limit))
+    } else if is("br") {
+        ("brotli", unbrotli(&raw, limit))
+    } else {
+        return Ok(raw);
+    };
+    let body = body.map_err(|error| Undecodable::Broken { name, error })?;
+    if body.len() as u64 > limit {
+        return Err(Undecodable::TooLarge);
+    }
+    Ok(body)
+}
+
+/// gzip, members one after another as ureq read them.
+#[inline(never)]
+fn gunzip(raw: &[u8], limit: u64) -> io::Result<Vec<u8>> {
+    decoded(&mut flate2::read::MultiGzDecoder::new(raw), limit)
+}
+
+/// deflate is zlib-wrapped by the RFC, raw deflate by some servers; try both.
+#[inline(never)]
+fn inflate(raw: &[u8], limit: u64) -> io::Result<Vec<u8>> {
+    decoded(&mut flate2::read::ZlibDecoder::new(raw), limit)
+        .or_else(|_| decoded(&mut flate2::read::DeflateDecoder::new(raw), limit))
+}
+
+#[inline(never)]
+fn unbrotli(raw: &[u8], limit: u64) -> io::Result<Vec<u8>> {
+    decoded(&mut brotli_decompressor::Decompressor::new(raw, 4096), limit)
+}
+
+/// What `reader` decodes, one byte past `limit` at most.
+fn decoded(reader: &mut dyn Read, limit: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    reader.take(limit.saturating_add(1)).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let written = encoder.write_all(bytes).and_then(|()| encoder.finish());
+        let Ok(encoded) = written else { panic!("gzip in memory") };
+        encoded
+    }
+
+    #[test]
+    fn each_coding_decodes_within_its_limit() {
+        let body = br#"{"status":"done"}"#.to_vec();
+        assert_eq!(decode(Some(" GZIP "), gzip(&body), 100).ok(), Some(body.clone()));
+        assert_eq!(decode(None, body.clone(), 100).ok(), Some(body.clone()));
+        assert_eq!(decode(Some("identity"), body.clone(), 100).ok(), Some(body.clone()));
+        assert!(matches!(decode(Some("gzip"), gzip(&body), 5), Err(Undecodable::TooLarge)));
+        let broken = decode(Some("br"), b"not brotli".to_vec(), 100);
+        assert!(matches!(broken, Err(Undecodable::Broken { name: "brotli", .. })), "{broken:?}");
+    }
+}

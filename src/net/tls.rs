@@ -1,0 +1,158 @@
+//! The one TLS client configuration of a process, for `https://` and
+//! `--state rediss://` alike: rustls (ring, TLS 1.2 and 1.3) with rustls' own
+//! `WebPkiServerVerifier` over the roots `poll` trusts (the system's, see
+//! `roots`, and `--cacert`'s), or with `-k` a verifier that takes any
+//! certificate. It is built on the first TLS connection (that is when the
+//! system's roots are read) and shared after, so a thousand URLs cost one
+//! load and one configuration.
+
+use std::sync::{Arc, OnceLock};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::net::roots::roots;
+
+/// What the TLS connections of a run trust.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Trust {
+    /// `--cacert`'s certificates, added to the system's roots (read before anything is sent).
+    pub cacert: Vec<CertificateDer<'static>>,
+    /// `-k`: no certificate is checked.
+    pub insecure: bool,
+}
+
+/// The configuration of this process and the trust it was made for.
+type Made = (Trust, Result<Arc<ClientConfig>, rustls::Error>);
+static CONFIG: OnceLock<Made> = OnceLock::new();
+
+/// The configuration for `trust`: built on first use and shared after. A
+/// process has one trust; another (unit tests) gets one of its own, built each time.
+pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let (made_for, shared) = CONFIG.get_or_init(|| (trust.clone(), build(trust)));
+    if made_for == trust { shared.clone() } else { build(trust) }
+}
+
+fn build(trust: &Trust) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(rustls::ALL_VERSIONS)?
+        // rustls' own verifier where there are roots; otherwise `Unconditional`.
+        .dangerous()
+        .with_custom_certificate_verifier(verifier(trust, provider)?)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// What checks a server's certificate under `trust`.
+fn verifier(trust: &Trust, provider: Arc<CryptoProvider>) -> Result<Arc<dyn ServerCertVerifier>, rustls::Error> {
+    let algorithms = provider.signature_verification_algorithms;
+    if trust.insecure {
+        return Ok(Arc::new(Unconditional { accept: true, algorithms }));
+    }
+    let mut store = RootCertStore::empty();
+    // Borrowed: the store keeps what it parsed out of each, not the certificate.
+    store.add_parsable_certificates(roots().certs.iter().map(|cert| CertificateDer::from(&cert[..])));
+    store.add_parsable_certificates(trust.cacert.iter().map(|cert| CertificateDer::from(&cert[..])));
+    if store.is_empty() {
+        return Ok(Arc::new(Unconditional { accept: false, algorithms }));
+    }
+    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider).build();
+    Ok(webpki.map_err(|e| rustls::Error::General(e.to_string()))?)
+}
+
+/// A verifier whose answer does not depend on the certificate: with `-k` it
+/// takes any, and where nothing at all is trusted (`SSL_CERT_FILE` naming an
+/// empty file, no `--cacert`) it takes none, with the error rustls' own
+/// verifier gives a certificate no root vouches for (it cannot be built
+/// without a root). The handshake's signatures are checked either way.
+#[derive(Debug)]
+struct Unconditional {
+    accept: bool,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for Unconditional {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.accept {
+            true => Ok(ServerCertVerified::assertion()),
+            false => Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::roots::certificates;
+
+    fn fixture() -> Vec<CertificateDer<'static>> {
+        let Ok(pem) = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")) else {
+            panic!("test fixture")
+        };
+        certificates(&pem).0
+    }
+
+    /// What each configuration says of the test server's certificate, by name.
+    fn verdict(trust: &Trust, name: &str) -> Result<(), String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let Ok(verifier) = verifier(trust, provider) else { panic!("a verifier for {trust:?}") };
+        let server = fixture().remove(0);
+        let name = ServerName::try_from(name.to_string()).map_err(|e| e.to_string())?;
+        verifier.verify_server_cert(&server, &[], &name, &[], UnixTime::now()).map(drop).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn cacert_adds_to_the_roots_and_k_takes_any_certificate() {
+        let cacert = Trust { cacert: fixture(), insecure: false };
+        assert_eq!(verdict(&cacert, "localhost"), Ok(()));
+        assert_eq!(verdict(&cacert, "127.0.0.1"), Ok(()));
+        assert!(verdict(&cacert, "example.com").is_err_and(|e| e.contains("not valid for name")));
+        // The system's roots alone do not hold the test's certificate.
+        assert!(verdict(&Trust::default(), "localhost").is_err_and(|e| e.contains("UnknownIssuer")));
+        let insecure = Trust { cacert: Vec::new(), insecure: true };
+        assert_eq!(verdict(&insecure, "example.com"), Ok(()));
+        assert!(build(&cacert).is_ok() && build(&insecure).is_ok());
+    }
+
+    #[test]
+    fn one_configuration_serves_the_trust_it_was_made_for() {
+        let trust = Trust { cacert: fixture(), insecure: false };
+        let (Ok(first), Ok(again)) = (config(&trust), config(&trust)) else { panic!("configurations") };
+        let shared = CONFIG.get().is_some_and(|(made_for, _)| made_for == &trust);
+        // Another test of this process may have made the shared one first: then each is its own.
+        assert_eq!(Arc::ptr_eq(&first, &again), shared);
+    }
+}
