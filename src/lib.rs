@@ -16,10 +16,12 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod error;
 pub mod fuzz;
 mod gaps;
 mod http;
 mod net;
+mod process;
 mod report;
 mod rules;
 mod run;
@@ -35,14 +37,14 @@ use std::io::{IsTerminal as _, Read};
 
 pub use crate::cli::config::Config;
 pub use crate::cli::flags::Generate;
-pub use crate::util::error::EXIT_CODES;
+pub use crate::error::EXIT_CODES;
 
 pub use crate::run::{Closed, Ending, HandedOver, STACK_SIZE, run};
 
 use crate::cli::flags::{self, Invocation};
 use crate::cli::{config, docs};
+use crate::error::Error;
 use crate::report::reporter::Voice;
-use crate::util::error::Error;
 
 /// The command line, checked; or the ending of a run that never starts
 /// (`--help`, `--version`, `--generate`, a usage error). `stdin` is read

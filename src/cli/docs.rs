@@ -6,8 +6,8 @@
 use clap_complete::Shell;
 
 use crate::cli::flags::{self, Generate};
+use crate::error::EXIT_CODES;
 use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
-use crate::util::error::EXIT_CODES;
 
 /// The file `kind` names, as bytes.
 pub(crate) fn generate(kind: Generate) -> Vec<u8> {

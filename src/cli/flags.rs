@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
+use crate::error::EXIT_CODES;
 use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
-use crate::util::error::EXIT_CODES;
 use crate::util::text::printable;
 use crate::{http::request, rules::breaker, rules::policy, util::parse};
 

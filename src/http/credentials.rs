@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::error::Error;
 use crate::http::request::{Request, is_credential};
-use crate::util::child::{self, Bounds, Output, Stopped};
-use crate::util::error::Error;
+use crate::process::child::{self, Bounds, Output, Stopped};
 use crate::util::sync::lock;
 use crate::util::text::printable;
 use crate::util::url::REDACTED;

@@ -18,7 +18,7 @@ use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
 use crate::http::proxy::Proxies;
 use crate::net::{roots, tls::Trust, unix::NotASocket};
-use crate::rules::policy::Failure;
+use crate::rules::attempt::Failure;
 use crate::util::url;
 
 // The defaults of the request flags: `cli/flags.rs` shows these.
@@ -298,7 +298,7 @@ impl Client {
                 fault.failure = Failure::Reset;
             }
             // Nothing was reached: through a proxy, that is the proxy.
-            if matches!(fault.failure, Failure::Refused | Failure::ConnectTimeout | Failure::Dns) {
+            if fault.failure.traits().surely_unprocessed {
                 fault.proxy = self.proxy_for(url).map(str::to_string);
             }
             fault

@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::http::request::{Fault, Reply};
 use crate::rules::advice::Advice;
+use crate::rules::attempt::{Outcome, Phase, Verdict};
 use crate::rules::condition::{JqError, Judgement};
-use crate::rules::policy::{self, Action, Outcome, Phase, Verdict};
+use crate::rules::policy::{self, Action};
 
 /// One attempt of one URL's loop.
 #[derive(Debug)]

@@ -12,13 +12,14 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
+use crate::error::{DONE, Error, ExitRow, Kind};
 use crate::http::request::Request;
 use crate::report::progress::LoopProgress;
 use crate::report::record::Record;
 use crate::report::term::Narrowed;
+use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::condition::JqError;
-use crate::rules::policy::{Action, Outcome, Verdict, WaitReason};
-use crate::util::error::{DONE, Error, ExitRow, Kind};
+use crate::rules::policy::{Action, WaitReason};
 use crate::util::sync::lock;
 use crate::util::text::{count, human, json_line, printable};
 use crate::util::url;

@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::util::error;
+use crate::error;
 use crate::util::text::{count, human, printable};
 
 /// The variable the runner sets to the step's summary file.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::policy::{Failure, Outcome};
+use crate::rules::attempt::Outcome;
 use crate::util::clock;
 use crate::util::text::human;
 
@@ -244,18 +244,7 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
     match outcome {
         Outcome::Success { .. } | Outcome::Submitted { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
-        Outcome::Failed(failure) => {
-            // A proxy's refusal says nothing of the origin behind it, nor a --unix-socket that is no socket.
-            !matches!(
-                failure,
-                Failure::TooManyRedirects
-                    | Failure::BadRedirect
-                    | Failure::BodyTooLarge
-                    | Failure::ProxyRefused
-                    | Failure::NotASocket
-                    | Failure::Credential
-            )
-        }
+        Outcome::Failed(failure) => failure.traits().counts_for_breaker,
     }
 }
 
@@ -263,7 +252,7 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
 mod tests {
     use super::*;
     use crate::rules::advice::Advice;
-    use crate::rules::policy::Verdict;
+    use crate::rules::attempt::{Failure, Verdict};
 
     const PID: u32 = 100;
     const OTHER: u32 = 200;

@@ -13,7 +13,7 @@ use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
 use jaq_json::Val;
 use serde::Deserialize as _;
 
-use crate::rules::policy::{Phase, Verdict};
+use crate::rules::attempt::{Phase, Verdict};
 use crate::util::text::{cut, shorten};
 
 /// The status word of an operation's status (`Operation-Location`,

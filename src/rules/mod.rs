@@ -3,6 +3,7 @@
 //! breaker, the rate bucket and `--submit`'s operation rules.
 
 pub mod advice;
+pub mod attempt;
 pub(crate) mod breaker;
 pub(crate) mod bucket;
 pub mod condition;

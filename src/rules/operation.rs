@@ -3,8 +3,8 @@
 //! of what a PUT or PATCH made. Pure: the parts of a reply in, a decision
 //! out; the loop (`target.rs`) sends the requests.
 
+use crate::rules::attempt::Verdict;
 use crate::rules::condition::{Subject, Word};
-use crate::rules::policy::Verdict;
 use crate::util::url;
 
 /// Where a submit's reply names the status URL, in this order, and the mode each starts.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::rules::advice::Advice;
+pub use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::util::text::{human, human_pair};
 
 /// Server-advised waits longer than this are not waited for when there is no
@@ -22,211 +23,6 @@ pub(crate) const RETRIES: u32 = 6;
 pub(crate) const BACKOFF: Duration = Duration::from_millis(200);
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub(crate) const STABLE: u32 = 1;
-
-/// What one attempt produced, as plain data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// A 2xx response, with what the conditions said of its body.
-    Success { verdict: Verdict, advice: Advice },
-    /// `--submit`: the submit's 2xx named where the operation can be watched.
-    Submitted { advice: Advice },
-    /// A response with any other status.
-    Status { code: u16, advice: Advice },
-    /// No usable response.
-    Failed(Failure),
-}
-
-/// What the conditions said of a 2xx body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// `--until` holds (or there is none).
-    Met,
-    /// `--fail-when` holds.
-    FailWhen,
-    /// `--until` does not hold yet (or failed at run time).
-    NotMet,
-    /// A filter was given but the body is not JSON: a transient failure.
-    NotJson,
-}
-
-/// Why an attempt produced no usable response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// Nothing listened on the port: surely not processed.
-    Refused,
-    /// The host name did not resolve: surely not processed.
-    Dns,
-    /// No connection within `--connect-timeout`: surely not processed.
-    ConnectTimeout,
-    /// The connection was set up but the reply did not finish in time.
-    Timeout,
-    /// The connection was reset or closed before a reply.
-    Reset,
-    /// The reply ended before its body did.
-    Truncated,
-    /// A status line, header or chunk that does not parse.
-    Malformed,
-    /// The TLS handshake or certificate check failed.
-    Tls,
-    /// What answered the TLS handshake was no TLS (a plain-HTTP port).
-    NotTls,
-    /// More redirects than `--max-redirs`, or a redirect loop.
-    TooManyRedirects,
-    /// A redirect whose `Location` cannot be followed.
-    BadRedirect,
-    /// The body is larger than `--max-body`.
-    BodyTooLarge,
-    /// The proxy turned the request away: it answered `CONNECT` with another status than 200.
-    ProxyRefused,
-    /// `--unix-socket` names something that is no socket (a file, a folder).
-    NotASocket,
-    /// A credential that cannot be sent (a cookie too large to send back):
-    /// nothing was sent, so nothing is retried and the server is not blamed.
-    Credential,
-}
-
-/// Which request an attempt sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Phase {
-    /// The request as given, repeated until the condition holds.
-    #[default]
-    Poll,
-    /// `--submit`: the request that starts an operation, sent once.
-    Submit,
-    /// `--submit`: a GET of the operation's status URL.
-    Wait,
-    /// `--submit`: the GET of the submit's URL after an operation that a PUT
-    /// or PATCH started is done; any 2xx is the final body.
-    Final,
-}
-
-impl Phase {
-    /// Whether this request carries `--idempotency-key`: the status polls and the final GET do not.
-    pub(crate) fn sends_the_key(self) -> bool {
-        matches!(self, Phase::Poll | Phase::Submit)
-    }
-
-    /// The stable name used in `--log-format json` (`phase`); `None` without `--submit`.
-    pub fn name(self) -> Option<&'static str> {
-        match self {
-            Phase::Poll => None,
-            Phase::Submit => Some("submit"),
-            // The contract names two phases: the final GET is one more GET of the wait.
-            Phase::Wait | Phase::Final => Some("wait"),
-        }
-    }
-}
-
-impl Failure {
-    /// Whether the request surely never reached the server's application.
-    fn surely_unprocessed(self) -> bool {
-        matches!(self, Failure::Refused | Failure::Dns | Failure::ConnectTimeout)
-    }
-
-    /// Whether, before a URL's first reply, this failure means the service is
-    /// not up yet (still starting) rather than failing: no connection was made
-    /// or kept. A `--unix-socket` that is not there yet is refused too.
-    fn means_not_up_yet(self) -> bool {
-        matches!(self, Failure::Refused | Failure::Dns | Failure::ConnectTimeout | Failure::Reset)
-    }
-
-    fn is_transient(self) -> bool {
-        !matches!(
-            self,
-            Failure::Tls
-                | Failure::NotTls
-                | Failure::TooManyRedirects
-                | Failure::BadRedirect
-                | Failure::BodyTooLarge
-                | Failure::ProxyRefused
-                | Failure::NotASocket
-                | Failure::Credential
-        )
-    }
-
-    /// The stable name used in `--log-format json` (`error_kind`).
-    pub fn kind(self) -> &'static str {
-        match self {
-            Failure::Refused | Failure::ConnectTimeout => "connect",
-            Failure::Dns => "dns",
-            Failure::Timeout => "timeout",
-            Failure::Reset => "reset",
-            Failure::Truncated => "truncated",
-            Failure::Malformed => "malformed",
-            Failure::Tls | Failure::NotTls => "tls",
-            Failure::TooManyRedirects | Failure::BadRedirect => "redirects",
-            Failure::BodyTooLarge => "body_too_large",
-            Failure::ProxyRefused => "proxy",
-            Failure::NotASocket => "connect",
-            Failure::Credential => "credential",
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Failure::Refused => "connection refused",
-            Failure::Dns => "host name did not resolve",
-            Failure::ConnectTimeout => "connect timed out",
-            Failure::Timeout => "request timed out",
-            Failure::Reset => "connection reset",
-            Failure::Truncated => "body truncated",
-            Failure::Malformed => "malformed reply",
-            Failure::Tls => "TLS handshake failed",
-            Failure::NotTls => "the server does not speak TLS there",
-            Failure::TooManyRedirects => "too many redirects",
-            Failure::BadRedirect => "redirect cannot be followed",
-            Failure::BodyTooLarge => "body larger than --max-body",
-            Failure::ProxyRefused => "the proxy refused the connection",
-            Failure::NotASocket => "not a socket",
-            Failure::Credential => "a credential that cannot be sent",
-        })
-    }
-}
-
-impl Outcome {
-    /// Whether this outcome says the service is not up yet: a connection
-    /// failure before the URL's first reply. Such an attempt spends no
-    /// `--retries`, is no outcome for the circuit breaker, and a deadline
-    /// says the URL was never reached. The one place that says so.
-    pub fn not_up_yet(&self, attempt: &Attempt) -> bool {
-        matches!(self, Outcome::Failed(failure) if attempt.unreached && failure.means_not_up_yet())
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Outcome::Success { verdict: Verdict::NotJson, .. } => f.write_str("2xx body is not JSON"),
-            Outcome::Success { .. } => f.write_str("2xx"),
-            Outcome::Submitted { .. } => f.write_str("submitted"),
-            Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
-            Outcome::Failed(failure) => failure.fmt(f),
-        }
-    }
-}
-
-/// Where the run stands when an outcome arrives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Attempt {
-    /// The attempt that produced the outcome, from 1.
-    pub number: u32,
-    /// Consecutive transient failures before this outcome.
-    pub failures: u32,
-    /// Time left until `--timeout`; `None` without a deadline.
-    pub remaining: Option<Duration>,
-    /// Which request the attempt sent.
-    pub phase: Phase,
-    /// Polls in a row, just before this one, on which the condition held (for `--stable`).
-    pub streak: u32,
-    /// "Not yet" waits the loop has made so far: with `--interval-max`, each
-    /// one makes the next 1.5 times longer.
-    pub not_yet: u32,
-    /// No reply (of any status) has come back for this URL yet: a connection
-    /// failure means "not up yet", not a failure (see [`Failure::means_not_up_yet`]).
-    pub unreached: bool,
-}
 
 /// How a backoff delay is randomised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -546,7 +342,7 @@ impl Policy {
             {
                 return None;
             }
-            Outcome::Failed(failure) if failure.is_transient() => return None,
+            Outcome::Failed(failure) if failure.traits().transient => return None,
             Outcome::Status { .. } | Outcome::Failed(_) => Action::Stop(Stop::Permanent { cause: outcome.to_string() }),
         })
     }
@@ -558,7 +354,7 @@ impl Policy {
         let cause = outcome.to_string();
 
         let safe_to_resend = match outcome {
-            Outcome::Failed(failure) => failure.surely_unprocessed(),
+            Outcome::Failed(failure) => failure.traits().surely_unprocessed,
             // A rate limit turned the request away before it was processed.
             Outcome::Status { code, advice } => is_rate_limited(*code, advice),
             _ => false,

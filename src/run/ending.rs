@@ -10,14 +10,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::cli::config::{self, Fallback};
+use crate::error::{Error, Kind, Signal};
+use crate::process::exec::Command;
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::{Reporter, RunEnd, TargetResult, Voice};
 use crate::report::summary;
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
 use crate::run::target::{self, Common, TargetEnd};
-use crate::util::error::{Error, Kind, Signal};
-use crate::util::exec::Command;
 use crate::util::{file, url};
 
 /// How a run ends: what goes to stdout, then the reporter's last word (the

@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 pub use crate::run::ending::{Closed, Ending, HandedOver};
 
 use crate::cli::config::{self, Config, Fallback, StateSpec};
+use crate::error::{Error, Signal};
+use crate::process::{child, signals};
 use crate::report::progress::Progress;
 use crate::report::reporter::Reporter;
 use crate::run::ending::{Finale, Loops, Over, stopped_early};
 use crate::run::target::{Common, TargetEnd};
 use crate::state::{FileStore, RedisStore, Shared, Store};
-use crate::util::error::{Error, Signal};
+use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
-use crate::util::{child, signals, url};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
 /// request's own timeout ends it at the deadline, so only a jq filter that

@@ -11,19 +11,20 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cli::config::{Polling, Target};
+use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
 use crate::http::request::{Client, Fault, Reply, Request};
 use crate::report::progress::Progress;
 use crate::report::record::{self, Record};
 use crate::report::reporter::{LoopReporter, Reporter};
+use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Attempt, Failure, Outcome, Phase, Stop, Verdict};
+use crate::rules::policy::{Action, Stop};
 use crate::state::{Admission, Refusal, Shared, Told};
 use crate::util::clock;
-use crate::util::error::{Error, Kind};
 use crate::util::text::when;
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
@@ -594,21 +595,7 @@ impl Loop<'_> {
         let stop = explained.as_ref().unwrap_or(stop);
         // The transport's own words help where the class alone does not say enough.
         let detail = match &record.reply {
-            Err(fault)
-                if matches!(
-                    fault.failure,
-                    Failure::Tls
-                        | Failure::NotTls
-                        | Failure::Malformed
-                        | Failure::Dns
-                        | Failure::BadRedirect
-                        | Failure::ProxyRefused
-                        | Failure::NotASocket
-                        | Failure::Credential
-                ) =>
-            {
-                Some(fault.detail.as_str())
-            }
+            Err(fault) if fault.failure.traits().shows_detail => Some(fault.detail.as_str()),
             Err(fault) if fault.failure == Failure::Refused && self.common.polling.client.unix_socket.is_some() => {
                 Some(fault.detail.as_str())
             }

@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Kind};
 use crate::rules::breaker::{Rejection, Sample, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
-use crate::util::error::{Error, Kind};
 use crate::util::sync::lock;
 use crate::util::text::human;
 

@@ -177,7 +177,7 @@ pub(crate) fn read_at_most(reader: impl Read) -> io::Result<Vec<u8>> {
 
 /// `reader` bounded to [`MAX_READ`] bytes: the one bounded reader of every
 /// local input, files ([`read_at_most`]) and `--auth-cmd`'s output alike
-/// (`util/child.rs`, which reads it as it comes). A read past the bound is
+/// (`process/child.rs`, which reads it as it comes). A read past the bound is
 /// an error of kind `FileTooLarge` ("it is larger than 16 MiB"), never a
 /// silent cut.
 pub(crate) struct AtMost<R> {

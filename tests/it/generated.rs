@@ -2,7 +2,7 @@
 //! hidden `poll --generate KIND` and committed; this test generates them again
 //! and fails when a committed file differs. `UPDATE=1 cargo test --test it
 //! generated::` rewrites them. The help and README's exit-code table are checked
-//! against the one table in `src/util/error.rs`.
+//! against the one table in `src/error.rs`.
 
 use crate::support;
 

@@ -8,7 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::util::error::{Error, Kind};
+use crate::error::{Error, Kind};
 use crate::util::text::printable;
 
 /// The command after `--`, found.

@@ -2,7 +2,7 @@
 //! turns SIGINT, SIGTERM and SIGHUP (Unix), or Ctrl-C and Ctrl-Break
 //! (Windows), into calls on a thread of their own, which tell the run to end.
 
-use crate::util::error::Signal;
+use crate::error::Signal;
 
 /// Calls `on_signal` on a thread of its own for every SIGINT, SIGTERM and
 /// SIGHUP (a closed terminal; some CI runners send it on cancel).

@@ -145,7 +145,7 @@ pub(crate) enum Signal {
     /// SIGTERM; Ctrl-Break on Windows.
     Terminate,
     /// SIGHUP: the terminal went away, or a CI runner cancelled the job.
-    #[cfg_attr(windows, allow(dead_code, reason = "Windows has no SIGHUP (util/signals.rs)"))]
+    #[cfg_attr(windows, allow(dead_code, reason = "Windows has no SIGHUP (process/signals.rs)"))]
     HangUp,
 }
 

@@ -1,0 +1,8 @@
+//! Process control, each a platform seam with a Unix and a Windows half: the
+//! signals that end a run (`signals`), the commands `poll` runs for
+//! `--auth-cmd` (`child`), and the command a ready run hands over to,
+//! `-- CMD` (`exec`).
+
+pub(crate) mod child;
+pub(crate) mod exec;
+pub(crate) mod signals;

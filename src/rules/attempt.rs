@@ -1,0 +1,246 @@
+//! The vocabulary of one attempt, shared by the floors that make, judge and
+//! report it: which request it sent ([`Phase`]), where the run stood
+//! ([`Attempt`]), what came back ([`Outcome`], [`Verdict`]) and why nothing
+//! usable did ([`Failure`], whose rules are one table, [`Failure::traits`]).
+//! Plain data: the policy decides on it, `http/` names its failures with it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::rules::advice::Advice;
+
+/// What one attempt produced, as plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx response, with what the conditions said of its body.
+    Success { verdict: Verdict, advice: Advice },
+    /// `--submit`: the submit's 2xx named where the operation can be watched.
+    Submitted { advice: Advice },
+    /// A response with any other status.
+    Status { code: u16, advice: Advice },
+    /// No usable response.
+    Failed(Failure),
+}
+
+/// What the conditions said of a 2xx body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// `--until` holds (or there is none).
+    Met,
+    /// `--fail-when` holds.
+    FailWhen,
+    /// `--until` does not hold yet (or failed at run time).
+    NotMet,
+    /// A filter was given but the body is not JSON: a transient failure.
+    NotJson,
+}
+
+/// Why an attempt produced no usable response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Nothing listened on the port: surely not processed.
+    Refused,
+    /// The host name did not resolve: surely not processed.
+    Dns,
+    /// No connection within `--connect-timeout`: surely not processed.
+    ConnectTimeout,
+    /// The connection was set up but the reply did not finish in time.
+    Timeout,
+    /// The connection was reset or closed before a reply.
+    Reset,
+    /// The reply ended before its body did.
+    Truncated,
+    /// A status line, header or chunk that does not parse.
+    Malformed,
+    /// The TLS handshake or certificate check failed.
+    Tls,
+    /// What answered the TLS handshake was no TLS (a plain-HTTP port).
+    NotTls,
+    /// More redirects than `--max-redirs`, or a redirect loop.
+    TooManyRedirects,
+    /// A redirect whose `Location` cannot be followed.
+    BadRedirect,
+    /// The body is larger than `--max-body`.
+    BodyTooLarge,
+    /// The proxy turned the request away: it answered `CONNECT` with another status than 200.
+    ProxyRefused,
+    /// `--unix-socket` names something that is no socket (a file, a folder).
+    NotASocket,
+    /// A credential that cannot be sent (a cookie too large to send back):
+    /// nothing was sent, so nothing is retried and the server is not blamed.
+    Credential,
+}
+
+/// Which request an attempt sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// The request as given, repeated until the condition holds.
+    #[default]
+    Poll,
+    /// `--submit`: the request that starts an operation, sent once.
+    Submit,
+    /// `--submit`: a GET of the operation's status URL.
+    Wait,
+    /// `--submit`: the GET of the submit's URL after an operation that a PUT
+    /// or PATCH started is done; any 2xx is the final body.
+    Final,
+}
+
+impl Phase {
+    /// Whether this request carries `--idempotency-key`: the status polls and the final GET do not.
+    pub(crate) fn sends_the_key(self) -> bool {
+        matches!(self, Phase::Poll | Phase::Submit)
+    }
+
+    /// The stable name used in `--log-format json` (`phase`); `None` without `--submit`.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Phase::Poll => None,
+            Phase::Submit => Some("submit"),
+            // The contract names two phases: the final GET is one more GET of the wait.
+            Phase::Wait | Phase::Final => Some("wait"),
+        }
+    }
+}
+
+/// What a class of failure is, in one row: every rule about failures reads it here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traits {
+    /// Retried (with backoff, against `--retries`); otherwise the run stops with exit 3.
+    pub transient: bool,
+    /// The request surely never reached the server's application: a POST
+    /// may be sent again, and through a proxy, the proxy is what was not reached.
+    pub surely_unprocessed: bool,
+    /// Before a URL's first reply, the service is not up yet (still
+    /// starting) rather than failing: no connection was made or kept.
+    pub not_up_yet: bool,
+    /// Counts against the origin in the circuit breaker: the origin did not
+    /// answer. A proxy's refusal, a path that is no socket, a credential not
+    /// sent say nothing of it; a redirect loop or an oversized body got answers.
+    pub counts_for_breaker: bool,
+    /// The error line quotes the transport's own words: the class alone does not say enough.
+    pub shows_detail: bool,
+    /// The stable name in `--log-format json` (`error_kind`).
+    pub kind: &'static str,
+    /// In words, for `-v` and the error line.
+    pub words: &'static str,
+}
+
+impl Failure {
+    /// The one table of the failure classes.
+    pub const fn traits(self) -> Traits {
+        // transient, surely unprocessed, not up yet, counts for the breaker, shows its detail, kind, words
+        let (transient, surely_unprocessed, not_up_yet, counts_for_breaker, shows_detail, kind, words) = match self {
+            Failure::Refused => (true, true, true, true, false, "connect", "connection refused"),
+            Failure::Dns => (true, true, true, true, true, "dns", "host name did not resolve"),
+            Failure::ConnectTimeout => (true, true, true, true, false, "connect", "connect timed out"),
+            Failure::Timeout => (true, false, false, true, false, "timeout", "request timed out"),
+            Failure::Reset => (true, false, true, true, false, "reset", "connection reset"),
+            Failure::Truncated => (true, false, false, true, false, "truncated", "body truncated"),
+            Failure::Malformed => (true, false, false, true, true, "malformed", "malformed reply"),
+            Failure::Tls => (false, false, false, true, true, "tls", "TLS handshake failed"),
+            Failure::NotTls => (false, false, false, true, true, "tls", "the server does not speak TLS there"),
+            Failure::TooManyRedirects => (false, false, false, false, false, "redirects", "too many redirects"),
+            Failure::BadRedirect => (false, false, false, false, true, "redirects", "redirect cannot be followed"),
+            Failure::BodyTooLarge => {
+                (false, false, false, false, false, "body_too_large", "body larger than --max-body")
+            }
+            Failure::ProxyRefused => (false, false, false, false, true, "proxy", "the proxy refused the connection"),
+            Failure::NotASocket => (false, false, false, false, true, "connect", "not a socket"),
+            Failure::Credential => (false, false, false, false, true, "credential", "a credential that cannot be sent"),
+        };
+        Traits { transient, surely_unprocessed, not_up_yet, counts_for_breaker, shows_detail, kind, words }
+    }
+
+    /// The stable name used in `--log-format json` (`error_kind`).
+    pub fn kind(self) -> &'static str {
+        self.traits().kind
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.traits().words)
+    }
+}
+
+impl Outcome {
+    /// Whether this outcome says the service is not up yet: a connection
+    /// failure before the URL's first reply. Such an attempt spends no
+    /// `--retries`, is no outcome for the circuit breaker, and a deadline
+    /// says the URL was never reached. The one place that says so.
+    pub fn not_up_yet(&self, attempt: &Attempt) -> bool {
+        matches!(self, Outcome::Failed(failure) if attempt.unreached && failure.traits().not_up_yet)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Success { verdict: Verdict::NotJson, .. } => f.write_str("2xx body is not JSON"),
+            Outcome::Success { .. } => f.write_str("2xx"),
+            Outcome::Submitted { .. } => f.write_str("submitted"),
+            Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
+            Outcome::Failed(failure) => failure.fmt(f),
+        }
+    }
+}
+
+/// Where the run stands when an outcome arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Attempt {
+    /// The attempt that produced the outcome, from 1.
+    pub number: u32,
+    /// Consecutive transient failures before this outcome.
+    pub failures: u32,
+    /// Time left until `--timeout`; `None` without a deadline.
+    pub remaining: Option<Duration>,
+    /// Which request the attempt sent.
+    pub phase: Phase,
+    /// Polls in a row, just before this one, on which the condition held (for `--stable`).
+    pub streak: u32,
+    /// "Not yet" waits the loop has made so far: with `--interval-max`, each
+    /// one makes the next 1.5 times longer.
+    pub not_yet: u32,
+    /// No reply (of any status) has come back for this URL yet: a connection
+    /// failure means "not up yet", not a failure (see [`Traits::not_up_yet`]).
+    pub unreached: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Failure; 15] = [
+        Failure::Refused,
+        Failure::Dns,
+        Failure::ConnectTimeout,
+        Failure::Timeout,
+        Failure::Reset,
+        Failure::Truncated,
+        Failure::Malformed,
+        Failure::Tls,
+        Failure::NotTls,
+        Failure::TooManyRedirects,
+        Failure::BadRedirect,
+        Failure::BodyTooLarge,
+        Failure::ProxyRefused,
+        Failure::NotASocket,
+        Failure::Credential,
+    ];
+
+    /// The rows agree with each other: what surely never reached the server
+    /// is retried, means "not up yet" before a first reply, and tells of the
+    /// origin; what is not up yet is retried too.
+    #[test]
+    fn the_table_of_failures_holds_together() {
+        for failure in ALL {
+            let t = failure.traits();
+            assert!(!t.surely_unprocessed || (t.transient && t.not_up_yet && t.counts_for_breaker), "{failure:?}");
+            assert!(!t.not_up_yet || t.transient, "{failure:?}");
+            assert!(!t.kind.is_empty() && !t.words.is_empty(), "{failure:?}");
+        }
+        let transient: Vec<Failure> = ALL.into_iter().filter(|f| f.traits().transient).collect();
+        assert_eq!(transient.len(), 7, "README's transient list: {transient:?}");
+    }
+}
