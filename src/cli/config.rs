@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use rustls::pki_types::CertificateDer;
 
-use crate::cli::flags::{CiArg, Cli, ColorArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
+use crate::cli::flags::{CiArg, Cli, ColorArg, HeaderArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::error::Error;
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Request};
@@ -23,6 +23,7 @@ use crate::rules::breaker;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Policy};
 use crate::state::{RedisUrl, StateFail};
+use crate::util::headers::Headers;
 use crate::util::text::shorten;
 use crate::util::url;
 use crate::util::{file, parse};
@@ -62,9 +63,6 @@ pub(crate) struct Polling {
     /// `--submit`: the first request starts an operation.
     pub submit: Option<Submit>,
 }
-
-/// Headers as given, in order.
-type Headers = Vec<(String, String)>;
 
 /// One URL and what its loop needs of its own.
 #[derive(Debug, Clone)]
@@ -176,10 +174,14 @@ fn credentials(cli: &mut Cli, until: Option<Instant>) -> Result<(Headers, Arc<Cr
     if let Some(user) = &cli.user {
         parse::check_header_value("Authorization", user).map_err(|e| usage("--user", e))?;
     }
-    let (files, headers): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut cli.headers).into_iter().partition(|(name, _)| name == crate::cli::flags::HEADER_FILE);
-    let files: Vec<PathBuf> = files.into_iter().map(|(_, path)| PathBuf::from(path)).collect();
-    if cli.auth_cmd.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+    let (mut files, mut headers) = (Vec::new(), Headers::default());
+    for header in std::mem::take(&mut cli.headers) {
+        match header {
+            HeaderArg::Field(name, value) => headers.push(name, value),
+            HeaderArg::File(path) => files.push(path),
+        }
+    }
+    if cli.auth_cmd.is_some() && headers.contains("authorization") {
         return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
     }
     if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
@@ -199,14 +201,14 @@ fn body(
         (Some(data), _) => {
             let body = read_body("--data", &data, stdin, until)?;
             // As curl -d; `-H 'Content-Type: ...'` replaces it.
-            set_default(headers, "Content-Type", "application/x-www-form-urlencoded");
+            headers.set_default("Content-Type", "application/x-www-form-urlencoded");
             Some(body)
         }
         (None, Some(json)) => {
             let body = read_body("--json", &json, stdin, until)?;
             check_json("--json", &body)?;
-            set_default(headers, "Content-Type", "application/json");
-            set_default(headers, "Accept", "application/json");
+            headers.set_default("Content-Type", "application/json");
+            headers.set_default("Accept", "application/json");
             Some(body)
         }
         (None, None) => None,
@@ -238,8 +240,7 @@ fn idempotency_key(cli: &Cli, idempotent: bool, headers: &mut Headers) -> Result
     parse::header(&format!("{}: x", cli.idempotency_header)).map_err(|e| usage("--idempotency-header", e))?;
     let keyed = cli.submit || !idempotent;
     if keyed {
-        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&cli.idempotency_header));
-        headers.push((cli.idempotency_header.clone(), key.clone()));
+        headers.set(&cli.idempotency_header, key.clone());
     }
     Ok((Some(key), keyed))
 }
@@ -252,7 +253,7 @@ fn prefer_wait(cli: &Cli, headers: &mut Headers) -> Result<Option<Duration>, Err
         return Err(usage("--prefer-wait", "must be longer than 0"));
     }
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    headers.push(("Prefer".into(), format!("wait={seconds}")));
+    headers.push("Prefer", format!("wait={seconds}"));
     Ok(Some(Duration::from_secs(seconds)))
 }
 
@@ -274,11 +275,11 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
         }
         let mut headers = given.headers.clone();
         // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
-        let written = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        let written = headers.contains("authorization");
         if let (Some(user), false) = (cli.user.clone().or(in_url), written) {
             let user = if user.contains(':') { user } else { format!("{user}:") };
             let encoded = base64::engine::general_purpose::STANDARD.encode(user);
-            headers.push(("Authorization".into(), format!("Basic {encoded}")));
+            headers.push("Authorization", format!("Basic {encoded}"));
         }
         let state_key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
         let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
@@ -445,12 +446,6 @@ fn usage(flag: &str, message: impl std::fmt::Display) -> Error {
 /// Methods that may be re-sent safely. Unknown methods are treated like POST.
 fn is_idempotent(method: &str) -> bool {
     matches!(method.to_ascii_uppercase().as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE")
-}
-
-fn set_default(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        headers.push((name.to_string(), value.to_string()));
-    }
 }
 
 /// `DATA`, `@file` or `@-`, at most 16 MiB of it.

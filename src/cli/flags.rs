@@ -114,7 +114,7 @@ pub struct Cli {
     /// Extra header 'Name: value'; repeatable. @FILE reads headers from FILE, one a line, and reads it again
     /// before an attempt whenever it changed
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header, help_heading = REQUEST)]
-    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<HeaderArg>,
 
     /// Request body; @FILE reads a file, @- reads stdin
     #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "json", help_heading = REQUEST)]
@@ -521,17 +521,23 @@ fn parse_size(text: &str) -> Result<Size, String> {
     parse::size(text).map(Size)
 }
 
-/// The name under which `-H @FILE` keeps FILE among the headers (no header name can be `@`).
-pub(crate) const HEADER_FILE: &str = "@";
+/// One `-H`: a header, or a file of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HeaderArg {
+    /// `-H 'Name: value'`.
+    Field(String, String),
+    /// `-H @FILE`: headers read from FILE, and again whenever it changes.
+    File(std::path::PathBuf),
+}
 
-fn parse_header(text: &str) -> Result<(String, String), String> {
+fn parse_header(text: &str) -> Result<HeaderArg, String> {
     match text.strip_prefix('@') {
         Some("-") => {
             Err("@- (headers from stdin) is not supported: give a file, which is read again when it changes".into())
         }
         Some("") => Err("@ needs a file name: -H @FILE".into()),
-        Some(path) => Ok((HEADER_FILE.to_string(), path.to_string())),
-        None => parse::header(text),
+        Some(path) => Ok(HeaderArg::File(path.into())),
+        None => parse::header(text).map(|(name, value)| HeaderArg::Field(name, value)),
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::error::Error;
 use crate::http::request::{Request, is_credential};
 use crate::process::child::{self, Bounds, Output, Stopped};
+use crate::util::headers::Headers;
 use crate::util::sync::lock;
 use crate::util::text::printable;
 use crate::util::url::REDACTED;
@@ -78,7 +79,7 @@ impl Credentials {
     ) -> Result<Credentials, Error> {
         let files = files.iter().map(|path| HeaderFile::open(path, until)).collect::<Result<Vec<_>, _>>()?;
         if command.is_some()
-            && let Some(file) = files.iter().find(|file| file.current().iter().any(|(n, _)| is_authorization(n)))
+            && let Some(file) = files.iter().find(|file| file.current().contains("authorization"))
         {
             return Err(Error::usage(format!(
                 "--auth-cmd: `{}` (-H @FILE) sets Authorization too; give one of them",
@@ -100,23 +101,26 @@ impl Credentials {
     /// `--submit` status URL on another origin may not); without it the
     /// files' credential headers stay out and no token is made.
     pub(crate) fn authorise(&self, request: &Request, carry: bool, hooks: &Hooks) -> Result<Authorised, Error> {
-        let mut extra: Vec<(String, String)> = Vec::new();
+        let mut extra = Headers::default();
         for file in &self.files {
-            for (name, value) in file.refreshed(hooks) {
-                let credential = is_credential(&name);
-                let replaced = self.command.is_some() && is_authorization(&name);
+            for (name, value) in file.refreshed(hooks).iter() {
+                let credential = is_credential(name);
+                let replaced = self.command.is_some() && name.eq_ignore_ascii_case("authorization");
                 if (carry || !credential) && !replaced {
-                    extra.push((name, value));
+                    extra.push(name, value);
                 }
             }
         }
         let mut generation = None;
         if let (Some(command), true) = (&self.command, carry) {
             let token = command.current(hooks)?;
-            extra.push(("Authorization".into(), format!("Bearer {}", token.value)));
+            extra.push("Authorization", format!("Bearer {}", token.value));
             generation = Some(token.generation);
         }
-        Ok(Authorised { request: with_headers(request, extra), generation })
+        let mut request = request.clone();
+        // The files' headers and the token replace any of the same name.
+        request.headers.replace_with(&extra);
+        Ok(Authorised { request, generation })
     }
 
     /// After a 401 to a request that carried token `generation`: the command
@@ -129,18 +133,6 @@ impl Credentials {
     }
 }
 
-fn is_authorization(name: &str) -> bool {
-    name.eq_ignore_ascii_case("authorization")
-}
-
-/// `request` with `extra` headers: they replace any header of the same name.
-fn with_headers(request: &Request, extra: Vec<(String, String)>) -> Request {
-    let mut request = request.clone();
-    request.headers.retain(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
-    request.headers.extend(extra);
-    request
-}
-
 /// One `-H @FILE`: its headers, and what the file looked like when read.
 struct HeaderFile {
     path: PathBuf,
@@ -150,7 +142,7 @@ struct HeaderFile {
 struct FileState {
     /// Modification time, size, device and inode when last read.
     seen: Option<(SystemTime, u64, u64, u64)>,
-    headers: Vec<(String, String)>,
+    headers: Headers,
     /// The file cannot be read now, and a warning said so.
     warned: bool,
 }
@@ -164,14 +156,14 @@ impl HeaderFile {
         Ok(HeaderFile { path: path.to_path_buf(), state: Mutex::new(state) })
     }
 
-    fn current(&self) -> Vec<(String, String)> {
+    fn current(&self) -> Headers {
         lock(&self.state).headers.clone()
     }
 
     /// The headers, read again first when the file changed. A file that
     /// cannot be read (or parsed) keeps the last headers, with one warning
     /// until it can be read again.
-    fn refreshed(&self, hooks: &Hooks) -> Vec<(String, String)> {
+    fn refreshed(&self, hooks: &Hooks) -> Headers {
         let mut state = lock(&self.state);
         let read = std::fs::metadata(&self.path).map(|m| stamp(&m)).map_err(|e| format!("cannot read it: {e}"));
         let read = match read {
@@ -204,18 +196,19 @@ fn stamp(metadata: &std::fs::Metadata) -> (SystemTime, u64, u64, u64) {
 /// curl's `-H @FILE`: one `Name: value` a line, CR and LF both end a line,
 /// empty lines are skipped. A line that is no header is named by its number
 /// only: it may hold a secret.
-fn read_headers(path: &Path, until: Option<Instant>) -> Result<Vec<(String, String)>, String> {
+fn read_headers(path: &Path, until: Option<Instant>) -> Result<Headers, String> {
     // At most 16 MiB, and from a FIFO no longer than the run's deadline.
     let text = file::read_bounded(path, until).map_err(|e| format!("cannot read it: {e}"))?;
     let text = String::from_utf8(text).map_err(|_| "it is not UTF-8 text".to_string())?;
-    let mut headers = Vec::new();
+    let mut headers = Headers::default();
     for (number, line) in text.split('\n').enumerate() {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
             continue;
         }
-        let header = parse::header(line).map_err(|_| format!("line {} is not a header 'Name: value'", number + 1))?;
-        headers.push(header);
+        let (name, value) =
+            parse::header(line).map_err(|_| format!("line {} is not a header 'Name: value'", number + 1))?;
+        headers.push(name, value);
     }
     Ok(headers)
 }
@@ -469,18 +462,5 @@ mod tests {
         assert_eq!(last_line(b"first\nlast tok-1 here\n\n", &known), ": last <redacted> here");
         assert_eq!(last_line(b"", &known), "; nothing on stderr");
         assert_eq!(last_line(b"a\x1b[31m\n", &[]), r": a\u{1b}[31m");
-    }
-
-    #[test]
-    fn file_headers_replace_those_of_the_same_name() {
-        let request = Request {
-            method: "GET".into(),
-            url: "http://h/".into(),
-            headers: vec![("X-A".into(), "1".into()), ("Accept".into(), "a".into())],
-            body: None,
-            see_other_is_the_answer: false,
-        };
-        let out = with_headers(&request, vec![("x-a".into(), "2".into())]);
-        assert_eq!(out.headers, [("Accept".to_string(), "a".to_string()), ("x-a".to_string(), "2".to_string())]);
     }
 }

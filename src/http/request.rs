@@ -19,6 +19,7 @@ use crate::http::cookies::Jar;
 use crate::http::proxy::Proxies;
 use crate::net::{roots, tls::Trust, unix::NotASocket};
 use crate::rules::attempt::Failure;
+use crate::util::headers::Headers;
 use crate::util::url;
 
 // The defaults of the request flags: `cli/flags.rs` shows these.
@@ -41,7 +42,7 @@ pub(crate) struct Request {
     pub method: String,
     pub url: String,
     /// Extra headers, in order; `Authorization` from `-u` included.
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     pub body: Option<Vec<u8>>,
     /// A 301/302/303 answer is the reply itself, not followed: a `--submit`'s
     /// "see other" names its status monitor, and its `Retry-After` says when to look.
@@ -54,18 +55,12 @@ impl Request {
     /// only on the submit's origin unless `trusted` (`--location-trusted`).
     pub(crate) fn status_poll(&self, url: &str, drop: Option<&str>, trusted: bool) -> Request {
         let keep_credentials = trusted || url::same_origin(&self.url, url);
-        let headers = self
-            .headers
-            .iter()
-            .filter(|(name, _)| {
-                let credential = is_credential(name);
-                let name = name.to_ascii_lowercase();
-                name != "content-type"
-                    && drop.is_none_or(|drop| !drop.eq_ignore_ascii_case(&name))
-                    && (keep_credentials || !credential)
-            })
-            .cloned()
-            .collect();
+        let mut headers = self.headers.clone();
+        headers.remove("content-type");
+        if let Some(drop) = drop {
+            headers.remove(drop);
+        }
+        headers.retain(|name, _| keep_credentials || !is_credential(name));
         Request { method: "GET".into(), url: url.to_string(), headers, body: None, see_other_is_the_answer: false }
     }
 }
@@ -88,15 +83,8 @@ pub(crate) struct ClientConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     pub body: Vec<u8>,
-}
-
-impl Reply {
-    /// The first value of header `name` (any case).
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
 }
 
 /// An attempt that produced no usable response: its class, and the detail for people.
@@ -205,7 +193,7 @@ impl Client {
         let mut url = Cow::Borrowed(request.url.as_str());
         let mut method = Cow::Borrowed(request.method.as_str());
         let mut body = request.body.as_deref();
-        let mut headers: Vec<&(String, String)> = request.headers.iter().collect();
+        let mut headers = Cow::Borrowed(&request.headers);
         let mut hops = 0;
         loop {
             let left = match hops {
@@ -247,14 +235,14 @@ impl Client {
                 return Err(Fault::new(Failure::BadRedirect, detail));
             }
             if !url::same_origin(&url, &next) {
-                headers.retain(|(name, _)| !is_credential(name));
+                headers.to_mut().retain(|name, _| !is_credential(name));
             }
             // As curl: 303 turns anything but HEAD into GET; 301/302 turn POST into GET.
             let to_get = status == 303 && method != "HEAD" || matches!(status, 301 | 302) && method == "POST";
             if to_get {
                 method = Cow::Borrowed("GET");
                 body = None;
-                headers.retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
+                headers.to_mut().remove("content-type");
             }
             url = Cow::Owned(next);
         }
@@ -265,7 +253,7 @@ impl Client {
         &self,
         method: &str,
         url: &str,
-        headers: &[&(String, String)],
+        headers: &Headers,
         cookies: Option<&str>,
         body: Option<&[u8]>,
         timeout: Duration,
@@ -277,10 +265,10 @@ impl Client {
             None => builder.uri(url),
         };
         let mut cookies = cookies;
-        for (name, value) in headers {
+        for (name, value) in headers.iter() {
             match cookies.take_if(|_| name.eq_ignore_ascii_case("cookie")) {
-                Some(jar) => builder = builder.header(name.as_str(), format!("{value}; {jar}")),
-                None => builder = builder.header(name.as_str(), value.as_str()),
+                Some(jar) => builder = builder.header(name, format!("{value}; {jar}")),
+                None => builder = builder.header(name, value),
             }
         }
         if let Some(jar) = cookies {
@@ -337,7 +325,7 @@ impl Client {
 
     fn read(&self, mut response: http::Response<ureq::Body>) -> Result<Reply, Fault> {
         let status = response.status().as_u16();
-        let headers: Vec<(String, String)> = response
+        let headers: Headers = response
             .headers()
             .iter()
             .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
@@ -348,8 +336,7 @@ impl Client {
         let mut raw = Vec::with_capacity(usize::try_from(known).unwrap_or(0));
         let mut reader = response.body_mut().with_config().limit(limit).reader();
         reader.read_to_end(&mut raw).map_err(|e| classify(&ureq::Error::from(e)))?;
-        let coding = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-encoding")).map(|(_, v)| v.as_str());
-        let body = decode::decode(coding, raw, limit).map_err(|e| match e {
+        let body = decode::decode(headers.get("content-encoding"), raw, limit).map_err(|e| match e {
             Undecodable::Broken { name, error } => {
                 Fault::new(Failure::Malformed, format!("{name} body does not decode: {error}"))
             }
@@ -500,17 +487,19 @@ mod tests {
         let submit = Request {
             method: "POST".into(),
             url: "https://api.test/jobs".into(),
-            headers: vec![
-                ("Authorization".into(), "Bearer t".into()),
-                ("Cookie".into(), "c=1".into()),
-                ("X-Tenant".into(), "7".into()),
-                ("Content-Type".into(), "application/json".into()),
-                ("Idempotency-Key".into(), "k".into()),
-            ],
+            headers: [
+                ("Authorization", "Bearer t"),
+                ("Cookie", "c=1"),
+                ("X-Tenant", "7"),
+                ("Content-Type", "application/json"),
+                ("Idempotency-Key", "k"),
+            ]
+            .into_iter()
+            .collect(),
             body: Some(b"{}".to_vec()),
             see_other_is_the_answer: true,
         };
-        let names = |r: &Request| r.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        let names = |r: &Request| r.headers.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
         let same = submit.status_poll("https://api.test/ops/1", Some("idempotency-key"), false);
         assert_eq!((same.method.as_str(), same.body.as_ref()), ("GET", None));
         assert_eq!(names(&same), ["Authorization", "Cookie", "X-Tenant"]);

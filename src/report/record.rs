@@ -44,7 +44,7 @@ pub(crate) fn outcome(
     match reply {
         Err(fault) => Outcome::Failed(fault.failure),
         Ok(reply) => {
-            let headers = reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+            let headers = reply.headers.iter();
             let advice = Advice::from_headers(headers, SystemTime::now());
             match judgement {
                 _ if submitted => Outcome::Submitted { advice },

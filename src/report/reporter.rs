@@ -19,6 +19,7 @@ use crate::report::record::Record;
 use crate::report::term::Narrowed;
 use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::condition::JqError;
+use crate::rules::operation;
 use crate::rules::policy::{Action, WaitReason};
 use crate::util::sync::lock;
 use crate::util::text::{count, human, json_line, printable};
@@ -272,7 +273,7 @@ impl Reporter {
         let named = self.named(t);
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
         self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
-        for (name, value) in &request.headers {
+        for (name, value) in request.headers.iter() {
             // The idempotency key shows whatever its header is called: it is needed to re-run.
             let shown =
                 if self.idempotency_key.as_deref() == Some(value) { value } else { url::redact_header(name, value) };
@@ -348,11 +349,8 @@ impl Reporter {
             let decision = decision(record);
             self.line(t, &format!("{}attempt {}: {summary} in {latency} -> {decision}", self.named(t), record.number));
             if let (true, Ok(reply)) = (self.style.verbose >= 2, &record.reply) {
-                for (name, value) in &reply.headers {
-                    let value = if name.eq_ignore_ascii_case("location")
-                        || name.eq_ignore_ascii_case("operation-location")
-                        || name.eq_ignore_ascii_case("azure-asyncoperation")
-                    {
+                for (name, value) in reply.headers.iter() {
+                    let value = if operation::names_an_operation(name) {
                         url::redact(value)
                     } else {
                         url::redact_header(name, value).to_string()

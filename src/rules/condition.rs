@@ -14,6 +14,7 @@ use jaq_json::Val;
 use serde::Deserialize as _;
 
 use crate::rules::attempt::{Phase, Verdict};
+use crate::util::headers::Headers;
 use crate::util::text::{cut, shorten};
 
 /// The status word of an operation's status (`Operation-Location`,
@@ -245,9 +246,9 @@ impl std::fmt::Display for JqError {
 
 /// A reply as the filters read it: `$status`, `$headers` and the body.
 #[derive(Debug, Clone, Copy)]
-pub struct Message<'a> {
+pub(crate) struct Message<'a> {
     pub status: u16,
-    pub headers: &'a [(String, String)],
+    pub headers: &'a Headers,
     pub body: &'a [u8],
 }
 
@@ -280,7 +281,7 @@ impl Input {
     /// one (HEAD, 204, most 404s); `None` when the body is not JSON. The
     /// header object is made only when a filter reads it (`headers`): names
     /// in lower case, repeated fields joined with `, `.
-    pub fn of(message: Message<'_>, headers: bool) -> Option<Input> {
+    pub(crate) fn of(message: Message<'_>, headers: bool) -> Option<Input> {
         let mut input = match is_empty(message.body) {
             true => Input { body: Val::Null, status: Val::Null, headers: Val::Null },
             false => Input::parse(message.body)?,
@@ -292,16 +293,16 @@ impl Input {
 }
 
 /// `$headers`: each field once, lower case, repeated values joined with `, ` (RFC 9110 section 5.3).
-fn header_object(headers: &[(String, String)]) -> Val {
-    let mut joined: Vec<(String, String)> = Vec::with_capacity(headers.len());
-    for (name, value) in headers {
+fn header_object(headers: &Headers) -> Val {
+    let mut joined: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers.iter() {
         let name = name.to_ascii_lowercase();
         match joined.iter_mut().find(|(known, _)| *known == name) {
             Some((_, all)) => {
                 all.push_str(", ");
                 all.push_str(value);
             }
-            None => joined.push((name, value.clone())),
+            None => joined.push((name, value.to_string())),
         }
     }
     Val::obj(joined.into_iter().map(|(name, value)| (Val::from(name), Val::from(value))).collect())

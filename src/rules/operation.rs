@@ -14,8 +14,11 @@ const NAMING_HEADERS: [(&str, Mode); 3] = [
     ("location", Mode::Location),
 ];
 
-/// A status reply that carries one of these moves the polling there, in any mode.
-const MOVING_HEADERS: [&str; 2] = ["operation-location", "azure-asyncoperation"];
+/// Whether header `name` (any case) names where an operation is: `-vv`
+/// shows its value as a URL, redacted.
+pub(crate) fn names_an_operation(name: &str) -> bool {
+    NAMING_HEADERS.iter().any(|(naming, _)| naming.eq_ignore_ascii_case(name))
+}
 
 /// How the status polls read what they are given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +116,9 @@ pub(crate) fn moved<'h>(header: impl Fn(&str) -> Option<&'h str>, status: u16, w
         return None;
     }
     let resolved = |name: &str| header(name).and_then(|value| url::resolve(&watch.url, value));
-    let next = match MOVING_HEADERS.iter().find_map(|name| resolved(name)) {
+    // The headers of an operation's status move the polling in any mode; `Location` only in its own.
+    let mut moving = NAMING_HEADERS.iter().filter(|(_, mode)| *mode != Mode::Location);
+    let next = match moving.find_map(|(name, _)| resolved(name)) {
         Some(url) => Watch { url, mode: Mode::Operation { header: true } },
         None if watch.mode == Mode::Location && status == 202 => {
             Watch { url: resolved("location")?, mode: Mode::Location }

@@ -18,6 +18,7 @@ use crate::report::summary;
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
 use crate::run::target::{self, Common, TargetEnd};
+use crate::util::headers::Headers;
 use crate::util::{file, url};
 
 /// How a run ends: what goes to stdout, then the reporter's last word (the
@@ -255,7 +256,7 @@ fn single_stdout(
     };
     let Some(body) = body else { return (Vec::new(), false) };
     // A fallback is no reply: no $status, no $headers.
-    let message = Message { status: 0, headers: &[], body: &body };
+    let message = Message { status: 0, headers: &Headers::default(), body: &body };
     let stdout = match common.polling.print.as_ref().map(|print| print.print(message)) {
         None => body,
         Some(Ok(values)) => print_lines(&values),

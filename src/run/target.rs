@@ -25,6 +25,7 @@ use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::rules::policy::{Action, Stop};
 use crate::state::{Admission, Refusal, Shared, Told};
 use crate::util::clock;
+use crate::util::headers::Headers;
 use crate::util::text::when;
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
@@ -396,7 +397,7 @@ impl Loop<'_> {
         let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
         if see_other {
             // A status monitor (curl #11447), not ARM's Location mode: it answers with a status.
-            let location = reply.header("location").and_then(|location| url::resolve(&self.submit.url, location));
+            let location = reply.headers.get("location").and_then(|location| url::resolve(&self.submit.url, location));
             return (None, location.map(|url| Watch { url, mode: Mode::Operation { header: false } }));
         }
         if !(200..300).contains(&status) {
@@ -449,7 +450,7 @@ impl Loop<'_> {
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
     fn status_url(&self, reply: &Reply) -> Option<Watch> {
         let base = &self.submit.url;
-        if let Some(named) = operation::named(|name| reply.header(name), base) {
+        if let Some(named) = operation::named(|name| reply.headers.get(name), base) {
             return Some(named);
         }
         let filter = self.common.polling.submit.as_ref()?.status_url.as_ref()?;
@@ -472,7 +473,9 @@ impl Loop<'_> {
     /// may move them elsewhere.
     fn follow(&mut self, named: bool, record: &Record) {
         let moved = match (&record.reply, self.phase, &self.watch) {
-            (Ok(reply), Phase::Wait, Some(watch)) => operation::moved(|name| reply.header(name), reply.status, watch),
+            (Ok(reply), Phase::Wait, Some(watch)) => {
+                operation::moved(|name| reply.headers.get(name), reply.status, watch)
+            }
             _ => None,
         };
         if let Some(moved) = moved {
@@ -551,7 +554,8 @@ impl Loop<'_> {
         };
         let result = result.map_err(|what| Error::new(Kind::FailWhen, what).at(&self.request.url));
         let printed = self.common.polling.print.as_ref().map(|print| {
-            let (status, headers) = record.reply.as_ref().map_or((0, &[][..]), |r| (r.status, r.headers.as_slice()));
+            let none = Headers::default();
+            let (status, headers) = record.reply.as_ref().map_or((0, &none), |r| (r.status, &r.headers));
             let body = record.reply.as_ref().map_or(&[][..], |r| r.body.as_slice());
             print.print(Message { status, headers, body })
         });

@@ -4,6 +4,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod file;
+pub(crate) mod headers;
 pub mod parse;
 pub(crate) mod sync;
 pub(crate) mod text;

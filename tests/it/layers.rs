@@ -10,7 +10,7 @@ const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "process", "report", "rul
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "parse", "prelude", "sync", "decode", "absolute_form", "transport"],
+    &["clock", "text", "file", "headers", "parse", "prelude", "sync", "decode", "absolute_form", "transport"],
     &["wait", "url", "advice", "unix", "roots"],
     &["error", "attempt", "tls"],
     &["exec", "signals", "summary", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
