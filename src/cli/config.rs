@@ -69,6 +69,8 @@ pub(crate) struct Polling {
 pub(crate) struct Target {
     /// The request as given (the submit, with `--submit`).
     pub request: Request,
+    /// Its URL as every output shows it, secrets redacted.
+    pub shown: String,
     /// Where its shared state is kept: `--state-key`, or its origin.
     pub state_key: String,
     /// Which request the first attempt sends.
@@ -283,8 +285,9 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
         }
         let state_key = cli.limits.state_key.clone().unwrap_or_else(|| url::origin_key(&url));
         let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
+        let shown = url::redact(&url);
         let request = Request { url, headers, ..given.clone() };
-        targets.push(Target { request, state_key, phase, credentials: Arc::clone(credentials) });
+        targets.push(Target { request, shown, state_key, phase, credentials: Arc::clone(credentials) });
     }
     Ok(targets)
 }

@@ -5,5 +5,6 @@
 pub(crate) mod progress;
 pub(crate) mod record;
 pub(crate) mod reporter;
+pub(crate) mod result;
 pub(crate) mod summary;
 mod term;

@@ -3,8 +3,8 @@
 //! when it ended. The run's ending reads these facts here (a loop still in
 //! flight when the run ends returns nothing), and the reporter only shows them.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::report::record::{Record, Seen};
@@ -13,7 +13,8 @@ use crate::util::sync::lock;
 /// Every loop's progress, in the order of the URLs.
 pub(crate) struct Progress {
     started: Instant,
-    loops: Vec<LoopProgress>,
+    /// Shared with each loop's thread.
+    loops: Vec<Arc<LoopProgress>>,
 }
 
 /// What one loop has done so far.
@@ -34,12 +35,14 @@ impl Progress {
     pub(crate) fn new(loops: usize) -> Progress {
         let started = Instant::now();
         let loops = (0..loops)
-            .map(|_| LoopProgress {
-                started,
-                attempts: AtomicU32::new(0),
-                last: Mutex::new(Seen::default()),
-                operation: Mutex::new(None),
-                ended: Mutex::new(None),
+            .map(|_| {
+                Arc::new(LoopProgress {
+                    started,
+                    attempts: AtomicU32::new(0),
+                    last: Mutex::new(Seen::default()),
+                    operation: Mutex::new(None),
+                    ended: Mutex::new(None),
+                })
             })
             .collect();
         Progress { started, loops }
@@ -47,17 +50,17 @@ impl Progress {
 
     /// Loop `t`'s progress, if there is such a loop.
     pub(crate) fn of(&self, t: usize) -> Option<&LoopProgress> {
-        self.loops.get(t)
+        self.loops.get(t).map(|progress| &**progress)
     }
 
     /// Every loop's progress, in order.
-    pub(crate) fn each(&self) -> impl Iterator<Item = &LoopProgress> {
+    pub(crate) fn each(&self) -> impl Iterator<Item = &Arc<LoopProgress>> {
         self.loops.iter()
     }
 
     /// Attempts made so far by every loop (those in flight included).
     pub(crate) fn attempts(&self) -> u32 {
-        self.loops.iter().map(LoopProgress::attempts).sum()
+        self.loops.iter().map(|progress| progress.attempts()).sum()
     }
 
     /// Time since the run started.

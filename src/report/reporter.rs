@@ -16,6 +16,7 @@ use crate::error::{DONE, Error, ExitRow, Kind};
 use crate::http::request::Request;
 use crate::report::progress::LoopProgress;
 use crate::report::record::Record;
+use crate::report::result::UrlResult;
 use crate::report::term::Narrowed;
 use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::condition::JqError;
@@ -90,25 +91,15 @@ fn workflow_escape(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
-/// How one URL's loop ended, for the final line and the JSON summary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TargetResult {
-    pub url: String,
-    /// `None` when the run ended before this URL did.
-    pub exit_code: Option<u8>,
-    pub reason: String,
-    pub attempts: u32,
-}
-
 /// The end of the run, as the reporter shows it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct RunEnd {
     /// Its row of the exit-code table.
     pub row: ExitRow,
     /// The error line's message; `None` on success.
     pub message: Option<String>,
     /// One per URL, when there are several.
-    pub targets: Option<Vec<TargetResult>>,
+    pub targets: Option<Vec<UrlResult>>,
     /// `--submit`: the status URL, redacted.
     pub operation_url: Option<String>,
     /// Attempts made by every loop.
@@ -121,7 +112,7 @@ impl RunEnd {
     /// A run that ended with `error` (`None`: done).
     pub(crate) fn of(
         error: Option<&Error>,
-        targets: Option<Vec<TargetResult>>,
+        targets: Option<Vec<UrlResult>>,
         operation_url: Option<String>,
         attempts: u32,
     ) -> RunEnd {
@@ -189,7 +180,8 @@ struct Sink {
 
 impl Reporter {
     /// A reporter for loops on `targets` (their URLs as given).
-    pub(crate) fn new(style: Style, targets: &[String], idempotency_key: Option<String>) -> Reporter {
+    /// A reporter for the URLs `shown` (as every output shows them, redacted).
+    pub(crate) fn new(style: Style, shown: &[&str], idempotency_key: Option<String>) -> Reporter {
         let is_terminal = io::stderr().is_terminal();
         let color = match style.color {
             ColorChoice::Always => true,
@@ -202,11 +194,11 @@ impl Reporter {
         } else {
             MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
         };
-        let several = targets.len() > 1;
-        let targets: Vec<TargetView> = targets
+        let several = shown.len() > 1;
+        let targets: Vec<TargetView> = shown
             .iter()
             .map(|url| {
-                let url = url::redact(url);
+                let url = url.to_string();
                 let wait = Arc::new(Mutex::new(None));
                 let bar = if live {
                     let prefix = if several { format!("{url} · ") } else { String::new() };
@@ -489,7 +481,7 @@ impl Reporter {
             if let Some(targets) = &summary.targets {
                 event["targets"] = targets
                     .iter()
-                    .map(|t| json!({ "url": t.url, "exit_code": t.exit_code, "reason": t.reason, "attempts": t.attempts }))
+                    .map(|t| json!({ "url": t.url, "exit_code": t.exit_code(), "reason": t.reason(), "attempts": t.attempts }))
                     .collect();
             }
             if let Some(operation) = &summary.operation_url {

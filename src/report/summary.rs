@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error;
+use crate::report::result::UrlResult;
 use crate::util::text::{count, human, printable};
 
 /// The variable the runner sets to the step's summary file.
@@ -17,21 +18,6 @@ pub(crate) const VARIABLE: &str = "GITHUB_STEP_SUMMARY";
 
 /// The longest cell, in characters; longer text is cut with `…`.
 const MAX_CELL: usize = 300;
-
-/// One URL's row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Row {
-    /// Redacted.
-    pub url: String,
-    /// `None` when the run ended before this URL did.
-    pub exit_code: Option<u8>,
-    /// The error line's message for this URL, if it failed, without the URL (a column of its own).
-    pub message: Option<String>,
-    pub attempts: u32,
-    pub elapsed: Duration,
-    /// The last outcome in words (`200 done`, `503`, `connection refused`); empty before any.
-    pub last: String,
-}
 
 /// The summary file, when the run is in GitHub Actions (`github`: `--ci
 /// github` or `GITHUB_ACTIONS=true`) and the variable names one.
@@ -47,8 +33,10 @@ fn words(code: Option<u8>) -> &'static str {
 
 /// The table, with a heading line naming the run's ending and a blank line
 /// before and after, so that tables of several runs in one step stay apart.
-pub(crate) fn render(rows: &[Row], code: u8, elapsed: Duration) -> String {
-    let attempts: u32 = rows.iter().map(|row| row.attempts).sum();
+/// A URL the run ended first shares `run_wide`'s exit code (a signal's, a
+/// deadline's) and is abandoned otherwise.
+pub(crate) fn render(results: &[UrlResult], run_wide: Option<u8>, code: u8, elapsed: Duration) -> String {
+    let attempts: u32 = results.iter().map(|result| result.attempts).sum();
     let mut text = format!(
         "\n#### poll: {} (exit {code}), {} in {}\n\n",
         words(Some(code)),
@@ -57,12 +45,13 @@ pub(crate) fn render(rows: &[Row], code: u8, elapsed: Duration) -> String {
     );
     text.push_str("| URL | Result | Exit code | Attempts | Elapsed | Last status |\n");
     text.push_str("|---|---|---:|---:|---:|---|\n");
-    for row in rows {
-        let result = match &row.message {
-            Some(message) => format!("{}: {message}", words(row.exit_code)),
-            None => words(row.exit_code).to_string(),
+    for row in results {
+        let exit_code = row.exit_code().or(run_wide);
+        let result = match row.error() {
+            Some(error) => format!("{}: {}", words(exit_code), error.without_url()),
+            None => words(exit_code).to_string(),
         };
-        let exit = row.exit_code.map_or_else(|| "–".to_string(), |code| code.to_string());
+        let exit = exit_code.map_or_else(|| "–".to_string(), |code| code.to_string());
         let last = if row.last.is_empty() { "–" } else { row.last.as_str() };
         text.push_str(&format!(
             "| {} | {} | {exit} | {} | {} | {} |\n",
@@ -140,12 +129,15 @@ fn code_span(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{Error, Kind};
 
-    fn row(url: &str, exit_code: Option<u8>, message: Option<&str>, last: &str) -> Row {
-        Row {
+    /// A URL's result: ended with `kind` and `message` (`None`: done), or abandoned (`ended` false).
+    fn row(url: &str, ended: bool, error: Option<(Kind, &str)>, last: &str) -> UrlResult {
+        UrlResult {
             url: url.to_string(),
-            exit_code,
-            message: message.map(str::to_string),
+            ended: ended.then(|| error.map_or(Ok(()), |(kind, message)| Err(Error::new(kind, message)))),
+            body: None,
+            printed: None,
             attempts: 3,
             elapsed: Duration::from_millis(1_250),
             last: last.to_string(),
@@ -155,11 +147,11 @@ mod tests {
     #[test]
     fn one_row_per_url_under_a_heading() {
         let rows = [
-            row("http://localhost/containers/db/json", Some(0), None, "200 done"),
-            row("http://api.test/b", None, None, ""),
+            row("http://localhost/containers/db/json", true, None, "200 done"),
+            row("http://api.test/b", false, None, ""),
         ];
         assert_eq!(
-            render(&rows, 0, Duration::from_secs(2)),
+            render(&rows, None, 0, Duration::from_secs(2)),
             "\n#### poll: done (exit 0), 6 attempts in 2.0s\n\n\
              | URL | Result | Exit code | Attempts | Elapsed | Last status |\n\
              |---|---|---:|---:|---:|---|\n\
@@ -170,16 +162,16 @@ mod tests {
 
     #[test]
     fn a_signal_is_named_in_the_heading() {
-        let rows = [row("http://h/", Some(129), Some("hung up after 3 attempts"), "–")];
-        let text = render(&rows, 129, Duration::ZERO);
+        let rows = [row("http://h/", true, Some((Kind::HungUp, "hung up after 3 attempts")), "–")];
+        let text = render(&rows, None, 129, Duration::ZERO);
         assert!(text.starts_with("\n#### poll: hung up (exit 129), 3 attempts in "), "{text}");
         assert!(text.contains("| `http://h/` | hung up: hung up after 3 attempts | 129 |"), "{text}");
     }
 
     #[test]
     fn pipes_newlines_and_markdown_are_escaped() {
-        let rows = [row("http://h/a|b`c", Some(3), Some("HTTP 404 | *not*\nfound <b>"), "404")];
-        let text = render(&rows, 3, Duration::ZERO);
+        let rows = [row("http://h/a|b`c", true, Some((Kind::Permanent, "HTTP 404 | *not*\nfound <b>")), "404")];
+        let text = render(&rows, None, 3, Duration::ZERO);
         let line = text.lines().nth(5).unwrap_or_default();
         assert_eq!(
             line,
@@ -204,8 +196,8 @@ mod tests {
     fn a_hundred_long_urls_stay_far_below_one_mebibyte() {
         let long = format!("http://h/{}", "x".repeat(5_000));
         let message = "y".repeat(5_000);
-        let rows: Vec<Row> = (0..100).map(|_| row(&long, Some(5), Some(&message), "503")).collect();
-        let size = render(&rows, 5, Duration::ZERO).len();
+        let rows: Vec<UrlResult> = (0..100).map(|_| row(&long, true, Some((Kind::GaveUp, &message)), "503")).collect();
+        let size = render(&rows, None, 5, Duration::ZERO).len();
         assert!(size < 100 << 10, "{size} bytes");
     }
 }

@@ -13,11 +13,12 @@ use crate::cli::config::{self, Fallback};
 use crate::error::{Error, Kind, Signal};
 use crate::process::exec::Command;
 use crate::report::progress::{LoopProgress, Progress};
-use crate::report::reporter::{Reporter, RunEnd, TargetResult, Voice};
+use crate::report::reporter::{Reporter, RunEnd, Voice};
+use crate::report::result::UrlResult;
 use crate::report::summary;
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
-use crate::run::target::{self, Common, TargetEnd};
+use crate::run::target::{self, Common};
 use crate::util::headers::Headers;
 use crate::util::{file, url};
 
@@ -131,24 +132,6 @@ pub(super) enum Over {
     Stuck,
 }
 
-/// Each URL's loop as configured, and how it ended (`None`: the run ended first).
-pub(super) struct Loops<'a> {
-    pub targets: &'a [config::Target],
-    pub ends: &'a [Option<TargetEnd>],
-}
-
-impl Loops<'_> {
-    /// How loop `t` ended, if it did.
-    fn end(&self, t: usize) -> Option<&TargetEnd> {
-        self.ends.get(t).and_then(Option::as_ref)
-    }
-
-    /// Every loop: its number, its target and its ending.
-    fn each(&self) -> impl Iterator<Item = (usize, &config::Target, Option<&TargetEnd>)> + '_ {
-        self.targets.iter().enumerate().map(|(t, target)| (t, target, self.end(t)))
-    }
-}
-
 /// What the run's ending does besides the reporter's last word: `-o`,
 /// `--fallback`, `-- CMD`.
 pub(super) struct Finale {
@@ -157,13 +140,25 @@ pub(super) struct Finale {
     pub command: Option<Command>,
 }
 
-/// The run's ending. After exit 0, `-- CMD` takes the place of stdout.
-pub(super) fn finish(common: Arc<Common>, loops: Loops<'_>, over: Over, finale: Finale) -> Ending {
+/// The run's ending, from each URL's result (`ends`: `None` where the run
+/// ended first). After exit 0, `-- CMD` takes the place of stdout.
+pub(super) fn finish(
+    common: Arc<Common>,
+    targets: &[config::Target],
+    ends: Vec<Option<UrlResult>>,
+    over: Over,
+    finale: Finale,
+) -> Ending {
     let (reporter, progress) = (&common.reporter, &common.progress);
-    let error = run_error(progress, &loops, over);
-    let (stdout, fell_back) = match loops.targets.len() {
-        1 => single_stdout(&common, &loops, error.as_ref(), finale.fallback.as_ref()),
-        _ => (several_stdout(&loops), false),
+    let results: Vec<UrlResult> = ends
+        .into_iter()
+        .zip(targets.iter().zip(progress.each()))
+        .map(|(end, (target, progress))| end.unwrap_or_else(|| UrlResult::abandoned(&target.shown, progress)))
+        .collect();
+    let error = run_error(progress, &results, over);
+    let (stdout, fell_back) = match (targets, results.as_slice()) {
+        ([target], [result]) => single_stdout(&common, target, result, error.as_ref(), finale.fallback.as_ref()),
+        _ => (several_stdout(&results), false),
     };
     // `-o /dev/stdout` is stdout itself: `main` writes it through the stdout handle, as without `-o`.
     let to_stdout = finale.output_file.as_deref().is_some_and(file::names_stdout);
@@ -171,7 +166,7 @@ pub(super) fn finish(common: Arc<Common>, loops: Loops<'_>, over: Over, finale: 
         Some(path) => (Vec::new(), write_output(&common, path, &stdout, error, fell_back)),
         None => (stdout, error),
     };
-    let mut summary = summarise(reporter, progress, &loops, error.as_ref());
+    let mut summary = summarise(reporter, progress, results, error.as_ref());
     reporter.settle(&summary);
     // What stdout holds is the run's answer (not a fallback), so a stdout that cannot take it fails the run.
     summary.answered = !fell_back && error.as_ref().is_none_or(Error::keeps_body);
@@ -183,13 +178,13 @@ pub(super) fn finish(common: Arc<Common>, loops: Loops<'_>, over: Over, finale: 
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
 /// (with several URLs, naming those still pending).
-fn run_error(progress: &Progress, loops: &Loops<'_>, over: Over) -> Option<Error> {
+fn run_error(progress: &Progress, results: &[UrlResult], over: Over) -> Option<Error> {
     let error = match over {
         Over::Done => None,
-        Over::Failed(t) => loops.end(t).and_then(|end| end.result.clone().err()),
+        Over::Failed(t) => results.get(t).and_then(UrlResult::error).cloned(),
         Over::Signal(signal) => Some(Error::signalled(signal, progress.attempts())),
         Over::Stuck => {
-            let stuck = loops.ends.iter().position(Option::is_none).unwrap_or(0);
+            let stuck = results.iter().position(|result| result.ended.is_none()).unwrap_or(0);
             Some(Error::deadline(format!(
                 "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
                 progress.of(stuck).map_or(0, LoopProgress::attempts)
@@ -197,31 +192,34 @@ fn run_error(progress: &Progress, loops: &Loops<'_>, over: Over) -> Option<Error
         }
     };
     match error {
-        Some(error) if error.kind() == Kind::Deadline && loops.targets.len() > 1 => {
-            Some(Error::deadline(pending(progress, loops)))
+        Some(error) if error.kind() == Kind::Deadline && results.len() > 1 => {
+            Some(Error::deadline(pending(progress, results)))
         }
         error => error,
     }
 }
 
-/// stdout with several URLs: one JSON line for each URL that ended with 0 or 4, in the order given.
-fn several_stdout(loops: &Loops<'_>) -> Vec<u8> {
+/// stdout with several URLs: one JSON line for each URL that ended with 0
+/// or 4, in the order given: `url`, `exit_code`, then `body` (a string when
+/// it is not JSON) or `--print`'s outputs as `print`.
+fn several_stdout(results: &[UrlResult]) -> Vec<u8> {
     let mut stdout = Vec::new();
-    for (_, target, end) in loops.each() {
-        let Some(end) = end else { continue };
-        if end.result.as_ref().is_err_and(|error| !error.keeps_body()) {
-            continue;
+    for result in results.iter().filter(|result| result.answered()) {
+        let mut line = serde_json::Map::new();
+        line.insert("url".into(), Value::from(result.url.as_str()));
+        line.insert("exit_code".into(), Value::from(result.exit_code()));
+        match (&result.printed, &result.body) {
+            (Some(printed), _) => {
+                line.insert("print".into(), Value::from(printed.clone()));
+            }
+            (None, Some(body)) => {
+                let body = serde_json::from_slice(body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+                line.insert("body".into(), body);
+            }
+            (None, None) => {}
         }
-        let body = match (&end.printed, &end.body) {
-            (None, Some(body)) => Some(
-                serde_json::from_slice(body)
-                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned())),
-            ),
-            _ => None,
-        };
-        let url = url::redact(&target.request.url);
-        let line = Line { url, exit_code: end.code(), body, print: end.printed.as_deref() };
-        stdout.extend_from_slice(serde_json::to_string(&line).unwrap_or_default().as_bytes());
+        stdout.extend_from_slice(Value::Object(line).to_string().as_bytes());
         stdout.push(b'\n');
     }
     stdout
@@ -231,15 +229,14 @@ fn several_stdout(loops: &Loops<'_>) -> Vec<u8> {
 /// else the `--fallback` where the error takes one; and whether it fell back.
 fn single_stdout(
     common: &Common,
-    loops: &Loops<'_>,
+    target: &config::Target,
+    result: &UrlResult,
     error: Option<&Error>,
     fallback: Option<&Fallback>,
 ) -> (Vec<u8>, bool) {
     let reporter = &common.reporter;
-    if let Some(end) = loops.end(0)
-        && end.result.as_ref().err().is_none_or(Error::keeps_body)
-    {
-        let stdout = match (&end.printed, &end.body) {
+    if result.answered() {
+        let stdout = match (&result.printed, &result.body) {
             (Some(printed), _) => print_lines(printed),
             (None, Some(body)) => body.clone(),
             (None, None) => Vec::new(),
@@ -249,10 +246,7 @@ fn single_stdout(
     let (Some(fallback), Some(true)) = (fallback, error.map(Error::takes_fallback)) else { return (Vec::new(), false) };
     let body = match fallback {
         Fallback::Body(body) => Some(body.clone()),
-        Fallback::Last => loops.targets.first().and_then(|target| {
-            let url = url::redact(&target.request.url);
-            common.shared.last_good(&target.state_key, &url, &|w| reporter.warn(w))
-        }),
+        Fallback::Last => common.shared.last_good(&target.state_key, &target.shown, &|w| reporter.warn(w)),
     };
     let Some(body) = body else { return (Vec::new(), false) };
     // A fallback is no reply: no $status, no $headers.
@@ -291,63 +285,26 @@ fn write_output(
 }
 
 /// The run's summary for the reporter's last word, and the GitHub step summary.
-fn summarise(reporter: &Reporter, progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> RunEnd {
-    let several = loops.targets.len() > 1;
+fn summarise(reporter: &Reporter, progress: &Progress, results: Vec<UrlResult>, error: Option<&Error>) -> RunEnd {
+    let several = results.len() > 1;
     let operation = progress.of(0).and_then(LoopProgress::operation).filter(|_| !several);
-    let target_results = several.then(|| {
-        loops
-            .each()
-            .zip(progress.each())
-            .map(|((_, target, end), progress)| TargetResult {
-                url: url::redact(&target.request.url),
-                exit_code: end.map(TargetEnd::code),
-                reason: end
-                    .map_or("abandoned", |end| end.result.as_ref().err().map_or("done", Error::reason))
-                    .to_string(),
-                attempts: progress.attempts(),
-            })
-            .collect()
-    });
     // A --submit run that a signal ended names where its operation is, to resume the wait.
     let resumable = match (error, &operation) {
         (Some(error), Some(operation)) if error.is_signal() => Some(error.clone().hint(target::resume(operation))),
         _ => None,
     };
     let error = resumable.as_ref().or(error);
-    let summary = RunEnd::of(error, target_results, operation.as_deref().map(url::redact), progress.attempts());
+    let code = error.map_or(0, Error::exit_code);
     if let Some(path) = summary::path(reporter.github()) {
-        let table = summary::render(&step_rows(progress, loops, error), summary.code(), progress.elapsed());
+        // A URL the run ended first shares a signal or deadline of the run.
+        let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline).map(Error::exit_code);
+        let table = summary::render(&results, run_wide, code, progress.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);
         }
     }
-    summary
-}
-
-/// The step summary's rows: each URL's own ending; one the run ended first
-/// shares a signal or deadline of the run, and is abandoned otherwise.
-fn step_rows(progress: &Progress, loops: &Loops<'_>, error: Option<&Error>) -> Vec<summary::Row> {
-    let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline);
-    let rows = loops.each().zip(progress.each()).map(|((_, target, end), progress)| summary::Row {
-        url: url::redact(&target.request.url),
-        exit_code: end.map(TargetEnd::code).or(run_wide.map(Error::exit_code)),
-        message: end.and_then(|end| end.result.as_ref().err()).map(Error::without_url),
-        attempts: progress.attempts(),
-        elapsed: progress.elapsed(),
-        last: progress.last().unwrap_or_default(),
-    });
-    rows.collect()
-}
-
-/// One line of stdout with several URLs, its fields in the documented order.
-#[derive(serde::Serialize)]
-struct Line<'a> {
-    url: String,
-    exit_code: u8,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    print: Option<&'a [Value]>,
+    let targets = several.then_some(results);
+    RunEnd::of(error, targets, operation.as_deref().map(url::redact), progress.attempts())
 }
 
 /// `--print`'s outputs, one per line: strings raw (as `jq -r`), others as compact JSON.
@@ -364,25 +321,25 @@ fn print_lines(values: &[Value]) -> Vec<u8> {
 }
 
 /// A deadline with several URLs names only those still pending, each with its last outcome.
-fn pending(progress: &Progress, loops: &Loops<'_>) -> String {
-    let pending: Vec<String> = loops
-        .each()
+fn pending(progress: &Progress, results: &[UrlResult]) -> String {
+    let pending: Vec<String> = results
+        .iter()
         .zip(progress.each())
-        .filter(|((_, _, end), _)| end.is_none_or(|end| end.result.is_err()))
-        .map(|((_, target, _), progress)| {
+        .filter(|(result, _)| !result.is_done())
+        .map(|(result, progress)| {
             let last = match (progress.cause(), progress.attempts()) {
                 (Some(cause), _) => last_words(&cause),
                 (None, 0) => "no attempt yet".to_string(),
                 // Its first request is unanswered (or its body still being judged).
                 (None, n) => format!("attempt {n} still running"),
             };
-            format!("{} ({last})", url::redact(&target.request.url))
+            format!("{} ({last})", result.url)
         })
         .collect();
     format!(
         "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
         pending.len(),
-        loops.targets.len(),
+        results.len(),
         first_few(&pending)
     )
 }

@@ -16,12 +16,12 @@ pub use crate::run::ending::{Closed, Ending, HandedOver};
 use crate::cli::config::{self, Config, Fallback, StateSpec};
 use crate::error::{Error, Signal};
 use crate::process::{child, signals};
-use crate::report::progress::Progress;
+use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::Reporter;
-use crate::run::ending::{Finale, Loops, Over, stopped_early};
-use crate::run::target::{Common, TargetEnd};
+use crate::report::result::UrlResult;
+use crate::run::ending::{Finale, Over, stopped_early};
+use crate::run::target::Common;
 use crate::state::{FileStore, RedisStore, Shared, Store};
-use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
@@ -38,13 +38,13 @@ pub const STACK_SIZE: usize = 256 << 20;
 enum Event {
     Signal(Signal),
     /// Loop `t` ended.
-    Ended(usize, TargetEnd),
+    Ended(usize, Box<UrlResult>),
 }
 
 /// Runs every URL's loop to the run's end.
 pub fn run(config: Config) -> Ending {
     let Config { targets, polling, idempotency_key, timeout, any, output_file, style, limits, command } = config;
-    let urls: Vec<String> = targets.iter().map(|target| target.request.url.clone()).collect();
+    let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
     let client = &polling.client;
     let store: Option<Box<dyn Store>> = match &limits.state {
@@ -69,7 +69,7 @@ pub fn run(config: Config) -> Ending {
         progress: Progress::new(urls.len()),
         cancel: Cancel::default(),
     });
-    let mut ends: Vec<Option<TargetEnd>> = targets.iter().map(|_| None).collect();
+    let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
     let over = match start(&common, &targets) {
         Ok(events) => watch(&events, &mut ends, &common, any, deadline),
         Err(why) => {
@@ -82,7 +82,7 @@ pub fn run(config: Config) -> Ending {
     common.cancel.cancel();
     child::end_all();
     let finale = Finale { output_file, fallback: limits.fallback, command };
-    ending::finish(common, Loops { targets: &targets, ends: &ends }, over, finale)
+    ending::finish(common, &targets, ends, over, finale)
 }
 
 /// Listens for signals and starts each URL's loop on a thread of its own;
@@ -100,16 +100,17 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
         }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    for (t, target) in targets.iter().enumerate() {
+    for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
         let (common, target, events) = (Arc::clone(common), target.clone(), events_tx.clone());
-        let shown = url::redact(&target.request.url);
-        let named = shown.clone();
+        let progress = Arc::clone(progress);
+        let named = target.shown.clone();
         std::thread::Builder::new()
             .name(format!("poll-{t}"))
             .stack_size(STACK_SIZE)
             .spawn(move || {
-                if let Some(end) = guarded(&shown, || target::run(&common, t, &target)) {
-                    let _ = events.send(Event::Ended(t, end));
+                let run = || target::run(&common, t, &target, &progress);
+                if let Some(end) = guarded(&target.shown, &progress, run) {
+                    let _ = events.send(Event::Ended(t, Box::new(end)));
                 }
             })
             .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
@@ -120,7 +121,11 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
 /// A loop run so that a bug that panics it still ends the run as an error of
 /// its URL (`shown`), with what the run started ended after it: the release
 /// build unwinds as the tests' does (Cargo.toml). `None`: the run ended first.
-fn guarded(shown: &str, run: impl FnOnce() -> Result<TargetEnd, Cancelled>) -> Option<TargetEnd> {
+fn guarded(
+    shown: &str,
+    progress: &LoopProgress,
+    run: impl FnOnce() -> Result<UrlResult, Cancelled>,
+) -> Option<UrlResult> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(Ok(end)) => Some(end),
         Ok(Err(Cancelled)) => None,
@@ -131,7 +136,7 @@ fn guarded(shown: &str, run: impl FnOnce() -> Result<TargetEnd, Cancelled>) -> O
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             let error = format!("internal error in the loop of {shown}: {what} (please report it)");
-            Some(TargetEnd::failed(Error::permanent(error)))
+            Some(UrlResult::failed(shown, Error::permanent(error), progress))
         }
     }
 }
@@ -139,7 +144,7 @@ fn guarded(shown: &str, run: impl FnOnce() -> Result<TargetEnd, Cancelled>) -> O
 /// Waits for the event that ends the run.
 fn watch(
     events: &mpsc::Receiver<Event>,
-    ends: &mut [Option<TargetEnd>],
+    ends: &mut [Option<UrlResult>],
     common: &Common,
     any: bool,
     deadline: Option<Instant>,
@@ -162,13 +167,10 @@ fn watch(
             Event::Signal(signal) => return Over::Signal(signal),
             Event::Ended(t, end) => (t, end),
         };
-        if let Some(progress) = common.progress.of(t) {
-            progress.ended();
-        }
         common.reporter.ended(t);
-        let done = end.result.is_ok();
+        let done = end.is_done();
         if let Some(slot) = ends.get_mut(t) {
-            *slot = Some(end);
+            *slot = Some(*end);
         }
         let all_ended = ends.iter().all(Option::is_some);
         match (any, done) {
@@ -178,7 +180,7 @@ fn watch(
                 let worst = ends
                     .iter()
                     .enumerate()
-                    .filter_map(|(t, end)| end.as_ref().and_then(|e| e.result.as_ref().err()).map(|e| (t, e)))
+                    .filter_map(|(t, end)| end.as_ref().and_then(UrlResult::error).map(|e| (t, e)))
                     .max_by_key(|(t, e)| (e.severity(), std::cmp::Reverse(*t)))
                     .map_or(t, |(t, _)| t);
                 return Over::Failed(worst);
@@ -194,11 +196,13 @@ mod tests {
 
     #[test]
     fn a_loop_that_panics_ends_as_an_error_of_its_url() {
-        let Some(end) = guarded("http://h/", || panic!("boom")) else { panic!("a panic is an ending") };
-        let Err(error) = end.result else { panic!("an error") };
+        let progress = Progress::new(1);
+        let Some(progress) = progress.of(0) else { panic!("one loop's progress") };
+        let Some(end) = guarded("http://h/", progress, || panic!("boom")) else { panic!("a panic is an ending") };
+        let Some(error) = end.error() else { panic!("an error") };
         assert_eq!(error.exit_code(), 3);
         assert_eq!(error.to_string(), "internal error in the loop of http://h/: boom (please report it)");
-        assert!(guarded("http://h/", || Err(Cancelled)).is_none(), "a loop the run ended says nothing");
+        assert!(guarded("http://h/", progress, || Err(Cancelled)).is_none(), "a loop the run ended says nothing");
     }
 
     /// The build users get unwinds, as the tests' build does: a loop's panic ends

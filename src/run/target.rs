@@ -3,21 +3,20 @@
 //! -> tell the shared state -> wait. With `--submit` the first request is the
 //! submit and the rest poll where its reply points ([`operation`] decides).
 //!
-//! The loop never prints the end of the run: it returns a [`TargetEnd`] and
+//! The loop never prints the end of the run: it returns a [`UrlResult`] and
 //! the run's ending (`run/ending.rs`) decides what the whole run says.
 
 use std::time::{Duration, Instant};
-
-use serde_json::Value;
 
 use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
 use crate::http::request::{Client, Fault, Reply, Request};
-use crate::report::progress::Progress;
+use crate::report::progress::{LoopProgress, Progress};
 use crate::report::record::{self, Record};
 use crate::report::reporter::{LoopReporter, Reporter};
+use crate::report::result::UrlResult;
 use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
@@ -44,28 +43,6 @@ pub(crate) struct Common {
     pub cancel: Cancel,
 }
 
-/// How one URL's loop ended.
-#[derive(Debug)]
-pub(crate) struct TargetEnd {
-    pub result: Result<(), Error>,
-    /// The final body, on exit 0 and 4.
-    pub body: Option<Vec<u8>>,
-    /// `--print`'s outputs on that body.
-    pub printed: Option<Vec<Value>>,
-}
-
-impl TargetEnd {
-    /// The URL's exit code.
-    pub(crate) fn code(&self) -> u8 {
-        self.result.as_ref().err().map_or(0, Error::exit_code)
-    }
-
-    /// A loop that ended with `error` and no body.
-    pub(crate) fn failed(error: Error) -> TargetEnd {
-        TargetEnd { result: Err(error), body: None, printed: None }
-    }
-}
-
 /// Why a loop stopped without its ending: an error, or the run ended first.
 enum Halt {
     Failed(Error),
@@ -85,10 +62,7 @@ impl From<Cancelled> for Halt {
 }
 
 /// Runs loop `t` to its end; `Err` when the run ended first.
-pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEnd, Cancelled> {
-    let Some(progress) = common.progress.of(t) else {
-        return Ok(TargetEnd::failed(Error::permanent(format!("internal error: no loop {t}"))));
-    };
+pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopProgress) -> Result<UrlResult, Cancelled> {
     let told = common.reporter.for_loop(t, progress);
     let warn = |message: &str| told.warn(message);
     let detail = |message: &str| told.detail(message);
@@ -101,6 +75,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
         credentials: &target.credentials,
         reauthenticated: false,
         state_key: &target.state_key,
+        shown: &target.shown,
         submit: target.request.clone(),
         request: target.request.clone(),
         phase: target.phase,
@@ -112,9 +87,9 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target) -> Result<TargetEn
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.poll(&client));
     match ended {
-        Ok(record) => Ok(looping.finish(record)),
+        Ok(record) => Ok(looping.finish(record, &target.shown, progress)),
         // Each error is on the URL the loop was at when it ended (a status URL, after the submit).
-        Err(Halt::Failed(error)) => Ok(TargetEnd::failed(error.at(&looping.request.url))),
+        Err(Halt::Failed(error)) => Ok(UrlResult::failed(&target.shown, error.at(&looping.request.url), progress)),
         Err(Halt::Cancelled) => Err(Cancelled),
     }
 }
@@ -133,6 +108,8 @@ struct Loop<'a> {
     reauthenticated: bool,
     /// Where this URL's shared state is kept.
     state_key: &'a str,
+    /// The request as given's URL, as outputs show it.
+    shown: &'a str,
     /// The request as given: with `--submit`, the submit.
     submit: Request,
     /// The request the next attempt sends.
@@ -506,7 +483,7 @@ impl Loop<'_> {
         let Some(submit) = &self.common.polling.submit else { return };
         self.request = self.submit.status_poll(&self.submit.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Final;
-        let message = format!("the operation is done; the resource is at {}", url::redact(&self.submit.url));
+        let message = format!("the operation is done; the resource is at {}", self.shown);
         self.told.detail(&message);
     }
 
@@ -524,9 +501,9 @@ impl Loop<'_> {
         };
         // Kept under the URL as given, redacted: no secret goes into the store.
         let ending = record.action == Action::Done && !self.resource_due();
-        let kept_url = (common.keep_last && ending).then(|| url::redact(&self.submit.url));
+        let kept_url = (common.keep_last && ending).then_some(self.shown);
         let good_body = match (&kept_url, &record.reply) {
-            (Some(url), Ok(reply)) => Some((url.as_str(), reply.body.as_slice())),
+            (Some(url), Ok(reply)) => Some((*url, reply.body.as_slice())),
             _ => None,
         };
         // A service not up yet has answered nothing the breaker could weigh, nor a credential that was not sent.
@@ -542,8 +519,8 @@ impl Loop<'_> {
         common.shared.record(self.state_key, told, self.left(), self.hooks.warn)
     }
 
-    /// Exit 0 or 4: the body, and `--print`'s outputs on it (a jq error there is exit 3).
-    fn finish(&self, record: Record) -> TargetEnd {
+    /// Exit 0 or 4: the result, the body and `--print`'s outputs on it (a jq error there is exit 3).
+    fn finish(&self, record: Record, shown: &str, progress: &LoopProgress) -> UrlResult {
         let result = match (&record.action, &record.outcome) {
             (Action::FailWhen, Outcome::Status { code, .. }) => Err(format!("HTTP {code} is in --fail-on")),
             (Action::FailWhen, _) if self.common.polling.conditions.builtin_fails() => {
@@ -563,10 +540,11 @@ impl Loop<'_> {
         let printed = match printed.transpose() {
             Ok(printed) => printed,
             Err(why) => {
-                return TargetEnd::failed(Error::permanent(format!("--print: {why}")).at(&self.request.url));
+                let error = Error::permanent(format!("--print: {why}")).at(&self.request.url);
+                return UrlResult::failed(shown, error, progress);
             }
         };
-        TargetEnd { result, body: Some(body), printed }
+        UrlResult::ended(shown, result, Some(body), printed, progress)
     }
 
     /// Exit 6, naming the key (the origin) and when it will be tried again.

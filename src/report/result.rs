@@ -1,0 +1,90 @@
+//! [`UrlResult`]: how one URL's loop ended and what it did, the one record
+//! of a URL's result. Its loop makes it when it ends, the run's ending makes
+//! one for a URL the run ended first, and every output of the end reads it:
+//! stdout's line per URL, the JSON log's final object, the step summary.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::report::progress::LoopProgress;
+
+/// One URL's result.
+#[derive(Debug)]
+pub(crate) struct UrlResult {
+    /// The URL as every output shows it (secrets redacted).
+    pub url: String,
+    /// How its loop ended; `None`: the run ended first (abandoned).
+    pub ended: Option<Result<(), Error>>,
+    /// The final body, on exit 0 and 4.
+    pub body: Option<Vec<u8>>,
+    /// `--print`'s outputs on that body.
+    pub printed: Option<Vec<Value>>,
+    pub attempts: u32,
+    /// From the start of the run to the loop's end (or now).
+    pub elapsed: Duration,
+    /// The last outcome in words (`200 done`, `503`, `connection refused`); empty before any.
+    pub last: String,
+}
+
+impl UrlResult {
+    /// The loop of `url` ended with `result` (and on exit 0 and 4, `body`
+    /// and `--print`'s outputs), having done what `progress` kept.
+    pub(crate) fn ended(
+        url: &str,
+        result: Result<(), Error>,
+        body: Option<Vec<u8>>,
+        printed: Option<Vec<Value>>,
+        progress: &LoopProgress,
+    ) -> UrlResult {
+        progress.ended();
+        UrlResult { ended: Some(result), body, printed, ..UrlResult::abandoned(url, progress) }
+    }
+
+    /// The loop of `url` ended with `error` and no body.
+    pub(crate) fn failed(url: &str, error: Error, progress: &LoopProgress) -> UrlResult {
+        UrlResult::ended(url, Err(error), None, None, progress)
+    }
+
+    /// The run ended before the loop of `url` did.
+    pub(crate) fn abandoned(url: &str, progress: &LoopProgress) -> UrlResult {
+        UrlResult {
+            url: url.to_string(),
+            ended: None,
+            body: None,
+            printed: None,
+            attempts: progress.attempts(),
+            elapsed: progress.elapsed(),
+            last: progress.last().unwrap_or_default(),
+        }
+    }
+
+    /// The error it ended with, if any.
+    pub(crate) fn error(&self) -> Option<&Error> {
+        self.ended.as_ref().and_then(|ended| ended.as_ref().err())
+    }
+
+    /// Its exit code; `None` when abandoned.
+    pub(crate) fn exit_code(&self) -> Option<u8> {
+        self.ended.as_ref().map(|ended| ended.as_ref().err().map_or(0, Error::exit_code))
+    }
+
+    /// The JSON log's `reason`: its ending's, or `abandoned`.
+    pub(crate) fn reason(&self) -> &'static str {
+        match &self.ended {
+            None => "abandoned",
+            Some(ended) => ended.as_ref().err().map_or("done", Error::reason),
+        }
+    }
+
+    /// Whether it ended done.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.ended, Some(Ok(())))
+    }
+
+    /// Whether stdout gets its body: on exit 0 and 4.
+    pub(crate) fn answered(&self) -> bool {
+        self.ended.as_ref().is_some_and(|ended| ended.as_ref().err().is_none_or(Error::keeps_body))
+    }
+}
