@@ -112,6 +112,28 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// Whether `--fallback` stands in for the body: where there is no answer
+    /// to give (a deadline, retries spent, the circuit open). A permanent
+    /// failure is an answer. The one place that says which.
+    pub(crate) const fn takes_fallback(self) -> bool {
+        matches!(self, Kind::Deadline | Kind::GaveUp | Kind::CircuitOpen | Kind::StateUnreachable)
+    }
+}
+
+/// The exit codes a `--fallback` stands in on, in words: `1, 5 or 6`, for
+/// `--help`, the man page and (checked by a test) README and the guide.
+pub(crate) fn fallback_codes() -> String {
+    let mut codes: Vec<u8> =
+        Kind::ALL.iter().filter(|kind| kind.takes_fallback()).map(|kind| kind.row().code).collect();
+    codes.dedup();
+    let words: Vec<String> = codes.iter().map(u8::to_string).collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.join(""),
+    }
+}
+
 /// Every exit code `poll` uses, once each and in order, with what it means:
 /// the table's rows, made when the crate compiles.
 pub const EXIT_CODES: [(u8, &str); 12] = exit_codes();
@@ -224,10 +246,9 @@ impl Error {
         matches!(self.kind, Kind::HungUp | Kind::Interrupted | Kind::Terminated)
     }
 
-    /// Whether `--fallback` stands in for the body: on exit 1, 5 and 6,
-    /// when there is no answer to give. A permanent failure is an answer.
+    /// Whether `--fallback` stands in for the body ([`Kind::takes_fallback`]).
     pub(crate) fn takes_fallback(&self) -> bool {
-        matches!(self.kind, Kind::Deadline | Kind::GaveUp | Kind::CircuitOpen | Kind::StateUnreachable)
+        self.kind.takes_fallback()
     }
 
     /// Whether the run still prints the final body (exit 4 does).
@@ -291,6 +312,7 @@ mod tests {
         for error in every_ending() {
             assert_eq!(error.takes_fallback(), matches!(error.exit_code(), 1 | 5 | 6), "{error:?}");
         }
+        assert_eq!(fallback_codes(), "1, 5 or 6");
     }
 
     #[test]

@@ -5,9 +5,8 @@
 
 use clap_complete::Shell;
 
-use crate::cli::flags::{self, Generate};
-use crate::error::EXIT_CODES;
-use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
+use crate::cli::flags::{self, BUILTIN_FILTERS, BUILTIN_INTRO, BUILTIN_OUTCOME, Generate};
+use crate::error::{self, EXIT_CODES};
 
 /// The file `kind` names, as bytes.
 pub(crate) fn generate(kind: Generate) -> Vec<u8> {
@@ -54,16 +53,15 @@ fn extra_sections() -> String {
     for (code, meaning) in EXIT_CODES {
         roff.push_str(&format!(".TP\n\\fB{code}\\fR\n{}\n", escape(meaning)));
     }
-    roff.push_str(".PP\nWith \\fB\\-\\-fallback\\fR, a run that ends with 1, 5 or 6 prints the fallback body on stdout; the exit status is unchanged.\n");
-    roff.push_str(".SH \"BUILT-IN CONDITIONS\"\nWith \\fB\\-\\-submit\\fR, replies are done and failed by the built-ins; \\fB\\-\\-until\\fR replaces the done test and \\fB\\-\\-fail\\-when\\fR the failure test. A status reply 202 is never done; a 2xx that is not JSON is done. A JSON body is read by this jq, whose \\fBword\\fR is read one way on an operation's status and another on a resource:\n");
-    for (name, filter) in [
-        ("word, on an operation's status (Operation-Location, Azure-AsyncOperation, --status-url)", OPERATION_WORD),
-        ("word, on a resource (Location, body polling, the submit's own reply)", RESOURCE_WORD),
-        ("the answer", BUILTIN_VERDICT),
-    ] {
+    roff.push_str(&format!(
+        ".PP\nWith \\fB\\-\\-fallback\\fR, a run that ends with {} prints the fallback body on stdout; the exit status is unchanged.\n",
+        error::fallback_codes()
+    ));
+    roff.push_str(&format!(".SH \"BUILT-IN CONDITIONS\"\n{}\n", escape(BUILTIN_INTRO)));
+    for (name, filter) in BUILTIN_FILTERS {
         roff.push_str(&format!(".TP\n{}\n.nf\n{}\n.fi\n", escape(name), escape(filter)));
     }
-    roff.push_str(".PP\n\"done\" is done, \"failed\" fails (exit 4), \"running\" polls on; \"other\" is done on a resource in Location mode and body polling, and polls on elsewhere.\n");
+    roff.push_str(&format!(".PP\n{}\n", escape(BUILTIN_OUTCOME)));
     roff.push_str(".SH ENVIRONMENT\n");
     for (names, meaning) in ENVIRONMENT {
         let names: Vec<String> = names.split(", ").map(|n| format!("\\fB{}\\fR", escape(n))).collect();

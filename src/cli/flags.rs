@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
-use crate::error::EXIT_CODES;
+use crate::error::{self, EXIT_CODES};
 use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
 use crate::util::text::printable;
 use crate::{http::request, rules::breaker, rules::policy, util::parse};
@@ -56,6 +56,20 @@ pub(crate) const EXAMPLES: [(&str, &str); 8] = [
     ),
 ];
 
+/// The built-in conditions of `--submit`, as `--help` and the man page say
+/// them: what comes first, the jq that reads a JSON body, and what its answer means.
+pub(crate) const BUILTIN_INTRO: &str = "With --submit, replies are done and failed by the built-ins; --until \
+    replaces the done test and --fail-when the failure test. A status reply 202 is never done; a 2xx that is not \
+    JSON is done. A JSON body is read by this jq, whose `word` is read one way on an operation's status and \
+    another on a resource:";
+pub(crate) const BUILTIN_FILTERS: [(&str, &str); 3] = [
+    ("word, on an operation's status (Operation-Location, Azure-AsyncOperation, --status-url)", OPERATION_WORD),
+    ("word, on a resource (Location, body polling, the submit's own reply)", RESOURCE_WORD),
+    ("the answer", BUILTIN_VERDICT),
+];
+pub(crate) const BUILTIN_OUTCOME: &str = "\"done\" is done, \"failed\" fails (exit 4), \"running\" polls on; \
+    \"other\" is done on a resource in Location mode and body polling, and polls on elsewhere.";
+
 /// The help text after the flags: examples, the built-in conditions of
 /// `--submit`, and the exit codes, from the one table in `error.rs`.
 pub(crate) fn after_long_help() -> String {
@@ -67,20 +81,22 @@ pub(crate) fn after_long_help() -> String {
         })
         .collect();
     let examples = format!("Examples:\n{}", examples.join("\n\n"));
-    let verdict = BUILTIN_VERDICT.replace('\n', "\n    ");
+    let filters: String = BUILTIN_FILTERS
+        .iter()
+        .map(|(name, filter)| format!("    # {name}\n    {}\n", filter.replace('\n', "\n    ")))
+        .collect();
     format!(
         "{examples}\n\n\
-         Built-in conditions of --submit (--until and --fail-when replace them one by one):\n  \
-         A status reply 202 is never done; a 2xx that is not JSON is done. A JSON body is read by this jq,\n  \
-         whose `word` is read .status first on an operation's status (Operation-Location,\n  \
-         Azure-AsyncOperation, --status-url) and .properties.provisioningState first on a resource\n  \
-         (Location, body polling, the submit's own reply):\n    \
-         def word:  # on an operation's status\n      {OPERATION_WORD};\n    \
-         def word:  # on a resource\n      {RESOURCE_WORD};\n    \
-         {verdict}\n  \
-         \"done\" is done, \"failed\" fails (exit 4), \"running\" polls on; \"other\" is done on a resource\n  \
-         in Location mode and body polling, and polls on elsewhere.\n\n\
+         Built-in conditions of --submit:\n  {BUILTIN_INTRO}\n{filters}  {BUILTIN_OUTCOME}\n\n\
          Exit codes:{codes}"
+    )
+}
+
+/// `--fallback`'s help, with the exit codes it stands in on from the table in `error.rs`.
+fn fallback_help() -> String {
+    format!(
+        "Body printed when the run ends with exit {}: JSON, @FILE, or last (the last good body in --state)",
+        error::fallback_codes()
     )
 }
 
@@ -360,8 +376,7 @@ pub(crate) struct LimitArgs {
     #[arg(long, value_name = "DURATION", default_value_t = shown(breaker::COOLDOWN), value_parser = parse_duration, requires = "state", help_heading = LIMITS)]
     pub(crate) breaker_cooldown: humantime::Duration,
 
-    /// Body printed when the run ends with exit 1, 5 or 6: JSON, @FILE, or last (the last good body in --state)
-    #[arg(long, value_name = "JSON|@FILE|last", help_heading = LIMITS)]
+    #[arg(long, value_name = "JSON|@FILE|last", help = fallback_help(), help_heading = LIMITS)]
     pub(crate) fallback: Option<String>,
 }
 

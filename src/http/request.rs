@@ -130,6 +130,10 @@ fn too_large(cookies: &str) -> Fault {
     Fault::new(Failure::Credential, detail)
 }
 
+/// The largest output buffer, whatever the request's head: the bound of a
+/// request a run can be given (headers from files and the URL are bounded too).
+const MAX_OUTPUT_BUFFER: usize = 16 << 20;
+
 /// The most a body's `Content-Length` sets aside before a byte of it came.
 const BODY_ROOM_AT_ONCE: u64 = 1 << 20;
 
@@ -212,7 +216,7 @@ impl Client {
             self.jar.store(&url, set_cookies);
             let status = response.status().as_u16();
             let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let see_other = request.see_other_is_the_answer && matches!(status, 301..=303);
+            let see_other = request.see_other_is_the_answer && is_see_other(status);
             let location = location.filter(|_| is_redirect(status) && self.spec.max_redirects > 0 && !see_other);
             let Some(location) = location else {
                 return self.read(response);
@@ -354,11 +358,17 @@ impl Client {
 fn output_buffer(spec: &ClientConfig, request: &Request) -> usize {
     let headers: usize = request.headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
     let head = request.method.len() + request.url.len() + spec.user_agent.len() + headers + 512;
-    head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, 16 << 20)
+    head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, MAX_OUTPUT_BUFFER)
 }
 
 fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// A "see other" answer (303, or 301/302 to a POST): to a `--submit`, it
+/// names its status monitor (curl #11447) rather than a place to follow.
+pub(crate) fn is_see_other(status: u16) -> bool {
+    matches!(status, 301..=303)
 }
 
 /// Sorts a ureq error into the classes README lists (transient or permanent)

@@ -1,6 +1,6 @@
 //! One URL's loop, on a thread of its own: wait for the turn (breaker,
 //! server advice, `--rate`) -> fetch -> judge the body -> [`Policy::decide`]
-//! -> tell the shared state -> wait. With `--submit` the first request is the
+//! -> share it with the shared state -> wait. With `--submit` the first request is the
 //! submit and the rest poll where its reply points ([`operation`] decides).
 //!
 //! The loop never prints the end of the run: it returns a [`UrlResult`] and
@@ -12,7 +12,7 @@ use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
-use crate::http::request::{Client, Fault, Reply, Request};
+use crate::http::request::{self, Client, Fault, Reply, Request};
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::record::{self, Record};
 use crate::report::reporter::{LoopReporter, Reporter};
@@ -22,7 +22,7 @@ use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::rules::policy::{Action, Stop};
-use crate::state::{Admission, Refusal, Shared, Told};
+use crate::state::{Admission, AttemptReport, Refusal, Shared};
 use crate::util::clock;
 use crate::util::headers::Headers;
 use crate::util::text::when;
@@ -63,13 +63,13 @@ impl From<Cancelled> for Halt {
 
 /// Runs loop `t` to its end; `Err` when the run ended first.
 pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopProgress) -> Result<UrlResult, Cancelled> {
-    let told = common.reporter.for_loop(t, progress);
-    let warn = |message: &str| told.warn(message);
-    let detail = |message: &str| told.detail(message);
-    let made = |token: &str, expires, new| told.token(token, expires, new);
+    let reporter = common.reporter.for_loop(t, progress);
+    let warn = |message: &str| reporter.warn(message);
+    let detail = |message: &str| reporter.detail(message);
+    let made = |token: &str, expires, new| reporter.token(token, expires, new);
     let mut looping = Loop {
         common,
-        told: &told,
+        reporter: &reporter,
         hooks: Hooks { warn: &warn, made: &made, cancel: &common.cancel, deadline: common.deadline },
         detail: &detail,
         credentials: &target.credentials,
@@ -96,8 +96,8 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
 
 struct Loop<'a> {
     common: &'a Common,
-    /// What this loop tells, and the progress it keeps.
-    told: &'a LoopReporter<'a>,
+    /// What this loop shows on stderr, and the progress it keeps.
+    reporter: &'a LoopReporter<'a>,
     /// How `--auth-cmd` warns, shows its tokens, and ends with the run.
     hooks: Hooks<'a>,
     /// What `-v` shows of this loop, such as a state store left alone.
@@ -171,7 +171,7 @@ impl Loop<'_> {
             },
         };
         let request = authorised.as_ref().unwrap_or(&self.request);
-        self.told.start(request, &self.common.polling.client.user_agent, client.proxy_for(&request.url));
+        self.reporter.start(request, &self.common.polling.client.user_agent, client.proxy_for(&request.url));
         Ok(())
     }
 
@@ -190,7 +190,7 @@ impl Loop<'_> {
             if let Some(found) = &found {
                 self.watching(found.clone());
             }
-            let refusal = self.tell(&record)?;
+            let refusal = self.share(&record)?;
             let held = policy.holds(&record.outcome, record.phase);
             let after = match &record.action {
                 Action::Done if self.resource_due() => {
@@ -222,7 +222,7 @@ impl Loop<'_> {
     }
 
     /// Attempt `counts.number`: sent, its validators settled, judged, and
-    /// decided on, as the reporter is told; and where a submit's reply says
+    /// decided on, as the reporter shows; and where a submit's reply says
     /// the status polls go.
     fn attempt(
         &mut self,
@@ -231,7 +231,7 @@ impl Loop<'_> {
         rng: &mut impl rand::Rng,
     ) -> Result<(Record, Option<Watch>), Halt> {
         let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
-        self.told.sending(number);
+        self.reporter.sending(number);
         let submit = phase == Phase::Submit;
         let (sending, validated) = self.validators.prepare(&self.request, submit);
         let sent = self.send(client, &sending, number);
@@ -245,7 +245,7 @@ impl Loop<'_> {
         };
         self.reauthenticated = reauthenticated;
         if let Some(note) = client.roots_note() {
-            self.told.detail(&note);
+            self.reporter.detail(&note);
         }
         let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
         let status = match (&reply, answer) {
@@ -272,7 +272,7 @@ impl Loop<'_> {
         let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
         let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
         let record = Record { number, phase, reply, latency, judgement, outcome, not_up_yet, held, action };
-        self.told.attempt(&self.request, &record);
+        self.reporter.attempt(&self.request, &record);
         Ok((record, found))
     }
 
@@ -294,7 +294,7 @@ impl Loop<'_> {
         if refused.status != 401 {
             return Ok(first);
         }
-        self.told.reauthenticated(number, first.latency);
+        self.reporter.reauthenticated(number, first.latency);
         self.credentials.refused(generation, &self.hooks)?;
         let again = self.credentials.authorise(request, carry, &self.hooks)?;
         Ok(once(&again.request, true))
@@ -334,7 +334,7 @@ impl Loop<'_> {
             Admission::Go { wait, why } => {
                 if let (Some(why), false) = (why, wait == 0) {
                     let wait = Duration::from_millis(wait);
-                    self.told.queued(number, wait, why);
+                    self.reporter.queued(number, wait, why);
                     common.cancel.sleep(wait)?;
                 }
                 Ok(())
@@ -345,7 +345,7 @@ impl Loop<'_> {
                     wait: Duration::from_millis(wait),
                     reason: why,
                     remaining: left.unwrap_or_default(),
-                    cause: self.told.cause(),
+                    cause: self.reporter.cause(),
                 };
                 Err(self.error(&stop, None, "").into())
             }
@@ -370,10 +370,8 @@ impl Loop<'_> {
         if self.common.polling.policy.listed(status, self.phase).is_some() {
             return (None, None);
         }
-        // A submit answered "see other" (303, or 301/302 to a POST) names its status monitor.
-        let see_other = self.phase == Phase::Submit && matches!(reply.status, 301..=303);
-        if see_other {
-            // A status monitor (curl #11447), not ARM's Location mode: it answers with a status.
+        if self.phase == Phase::Submit && request::is_see_other(reply.status) {
+            // A status monitor, not ARM's Location mode: it answers with a status.
             let location = reply.headers.get("location").and_then(|location| url::resolve(&self.submit.url, location));
             return (None, location.map(|url| Watch { url, mode: Mode::Operation { header: false } }));
         }
@@ -399,7 +397,7 @@ impl Loop<'_> {
         let message = Message { status, headers: &reply.headers, body: &reply.body };
         let (mut judgement, word) = conditions.judge_reply(self.phase, subject, message);
         for error in &judgement.errors {
-            self.told.jq_error(error);
+            self.reporter.jq_error(error);
         }
         if self.phase != Phase::Submit {
             self.judged = asked.map(|asked| (asked, judgement.clone()));
@@ -439,7 +437,7 @@ impl Loop<'_> {
                 Some(Watch { url, mode: Mode::Operation { header: false } })
             }
             Err(error) => {
-                self.told.jq_error(&error);
+                self.reporter.jq_error(&error);
                 None
             }
         }
@@ -465,9 +463,9 @@ impl Loop<'_> {
         self.phase = Phase::Wait;
     }
 
-    /// The status polls go to `watch` from now on: kept, and told to the progress and the reporter.
+    /// The status polls go to `watch` from now on: kept, and shown by the progress and the reporter.
     fn watching(&mut self, watch: Watch) {
-        self.told.watching(&watch.url);
+        self.reporter.watching(&watch.url);
         self.watch = Some(watch);
     }
 
@@ -484,13 +482,13 @@ impl Loop<'_> {
         self.request = self.submit.status_poll(&self.submit.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Final;
         let message = format!("the operation is done; the resource is at {}", self.shown);
-        self.told.detail(&message);
+        self.reporter.detail(&message);
     }
 
     /// After an attempt: feeds the breaker and keeps the server's advice the
     /// policy honoured (and, when the run is done, its body for `--fallback
     /// last`), so other runs see them. Returns the breaker's refusal, if it is open now.
-    fn tell(&self, record: &Record) -> Result<Option<Refusal>, Error> {
+    fn share(&self, record: &Record) -> Result<Option<Refusal>, Error> {
         let common = self.common;
         if !common.shared.is_active() {
             return Ok(None);
@@ -515,8 +513,8 @@ impl Loop<'_> {
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
         let sample = Sample { ok, latency: clock::ms(record.latency) };
-        let told = Told { sample, not_before_in: advised, good_body };
-        common.shared.record(self.state_key, told, self.left(), self.hooks.warn)
+        let report = AttemptReport::of(sample, advised, good_body);
+        common.shared.record(self.state_key, report, self.left(), self.hooks.warn)
     }
 
     /// Exit 0 or 4: the result, the body and `--print`'s outputs on it (a jq error there is exit 3).

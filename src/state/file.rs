@@ -12,7 +12,7 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::origin::Origin;
-use super::{Admission, Ask, Refusal, Store, StoreUpdate};
+use super::{Admission, Ask, AttemptReport, Refusal, Store};
 use crate::util::{clock, file};
 
 /// The format version this `poll` reads and writes.
@@ -52,7 +52,7 @@ impl State {
             let _ = origin.admit(now, &ask);
             for ok in [false, true] {
                 let sample = crate::rules::breaker::Sample { ok, latency: u64::MAX };
-                let report = StoreUpdate {
+                let report = AttemptReport {
                     pid: 1,
                     sample,
                     not_before_in: Some(u64::MAX),
@@ -230,7 +230,7 @@ impl Store for FileStore {
         self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().admit(clock::now_ms(), ask))
     }
 
-    fn record(&mut self, key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String> {
+    fn record(&mut self, key: &str, report: &AttemptReport, timeout: Duration) -> Result<Option<Refusal>, String> {
         self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().record(clock::now_ms(), report))
     }
 
@@ -443,7 +443,7 @@ mod tests {
         let (mut one, mut two) = (FileStore::new(&path), FileStore::new(&path));
         assert!(matches!(one.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 0, .. })));
         assert!(matches!(two.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 51..=100, .. })));
-        let good = StoreUpdate {
+        let good = AttemptReport {
             pid: 1,
             sample: Sample { ok: true, latency: 1 },
             not_before_in: None,

@@ -57,7 +57,7 @@ pub(crate) trait Store: Send {
     /// Before an attempt: see [`Admission`].
     fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String>;
     /// After an attempt: keep advice and good bodies, feed the breaker.
-    fn record(&mut self, key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String>;
+    fn record(&mut self, key: &str, report: &AttemptReport, timeout: Duration) -> Result<Option<Refusal>, String>;
     /// The last good body kept for `url` under `key`.
     fn last_good(&mut self, key: &str, url: &str, timeout: Duration) -> Result<Option<Vec<u8>>, String>;
     /// Warnings that are not failures (a corrupt file set aside), once each.
@@ -115,27 +115,31 @@ impl Refusal {
     }
 }
 
-/// What a loop tells the shared state after an attempt.
+/// What the shared state is told after an attempt: the loop says what the
+/// attempt was ([`AttemptReport::of`]), [`Shared::record`] adds who tells it
+/// and the breaker's settings.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Told<'a> {
-    /// The attempt as the breaker weighs it.
-    pub sample: Sample,
-    /// The server-advised wait the policy honoured, if any.
-    pub not_before_in: Option<Duration>,
-    /// (URL, body) of a run that is done, to keep for `--fallback last`.
-    pub good_body: Option<(&'a str, &'a [u8])>,
-}
-
-/// What the store is told after an attempt: [`Told`], with who tells it and the breaker's settings.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StoreUpdate<'a> {
+pub(crate) struct AttemptReport<'a> {
     pub pid: u32,
+    /// The attempt as the breaker weighs it.
     pub sample: Sample,
     /// Milliseconds of server-advised wait the policy honoured, if any.
     pub not_before_in: Option<u64>,
     /// (URL, body) of a run that is done, to keep for `--fallback last`.
     pub good_body: Option<(&'a str, &'a [u8])>,
     pub breaker: Option<Settings>,
+}
+
+impl<'a> AttemptReport<'a> {
+    /// An attempt weighed as `sample`, after which the policy honoured the
+    /// server's advice to wait `not_before_in`, and that kept `good_body`.
+    pub(crate) fn of(
+        sample: Sample,
+        not_before_in: Option<Duration>,
+        good_body: Option<(&'a str, &'a [u8])>,
+    ) -> AttemptReport<'a> {
+        AttemptReport { pid: 0, sample, not_before_in: not_before_in.map(clock::ms), good_body, breaker: None }
+    }
 }
 
 /// `--state-fail`: what an unreachable store means.
@@ -219,17 +223,11 @@ impl Shared {
     pub(crate) fn record(
         &self,
         key: &str,
-        told: Told<'_>,
+        report: AttemptReport<'_>,
         left: Option<Duration>,
         warn: &dyn Fn(&str),
     ) -> Result<Option<Refusal>, Error> {
-        let report = StoreUpdate {
-            pid: self.pid,
-            sample: told.sample,
-            not_before_in: told.not_before_in.map(clock::ms),
-            good_body: told.good_body,
-            breaker: Some(self.breaker),
-        };
+        let report = AttemptReport { pid: self.pid, breaker: Some(self.breaker), ..report };
         // `-v` names a store left alone once an attempt, at its admit.
         let refusal = self.with_store(left, warn, &|_| {}, |store, timeout| store.record(key, &report, timeout))?;
         Ok(refusal.flatten().filter(|refusal| self.within_bounds(refusal.retry_in, warn)))
@@ -350,7 +348,7 @@ mod tests {
         assert!(matches!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
         assert_eq!(shared.admit("b", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }), "another key");
         let sample = Sample { ok: false, latency: 1 };
-        assert_eq!(shared.record("a", Told { sample, not_before_in: None, good_body: None }, None, &quiet), Ok(None));
+        assert_eq!(shared.record("a", AttemptReport::of(sample, None, None), None, &quiet), Ok(None));
     }
 
     /// A store that is never there.
@@ -363,7 +361,7 @@ mod tests {
         fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
             Err("nowhere is unreachable".into())
         }
-        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &AttemptReport, _: Duration) -> Result<Option<Refusal>, String> {
             Err("nowhere is unreachable".into())
         }
         fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {
@@ -409,7 +407,7 @@ mod tests {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("down".into())
         }
-        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &AttemptReport, _: Duration) -> Result<Option<Refusal>, String> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("down".into())
         }
@@ -461,7 +459,7 @@ mod tests {
             self.steps += 1;
             if self.steps == 1 { Err("down".into()) } else { Ok(Admission::Go { wait: 7, why: None }) }
         }
-        fn record(&mut self, _: &str, _: &StoreUpdate, _: Duration) -> Result<Option<Refusal>, String> {
+        fn record(&mut self, _: &str, _: &AttemptReport, _: Duration) -> Result<Option<Refusal>, String> {
             Ok(None)
         }
         fn last_good(&mut self, _: &str, _: &str, _: Duration) -> Result<Option<Vec<u8>>, String> {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Admission, Ask, Refusal, StoreUpdate};
+use super::{Admission, Ask, AttemptReport, Refusal};
 use crate::rules::breaker::{Admit, Breaker, BreakerState};
 use crate::rules::bucket::Bucket;
 use crate::rules::policy::WaitReason;
@@ -177,7 +177,7 @@ impl Origin {
     /// After an attempt at `now`: keep the server's advice and a good body,
     /// and feed the breaker. Returns the refusal a caller would now get, when
     /// the breaker is open afterwards.
-    pub(crate) fn record(&mut self, now: u64, report: &StoreUpdate) -> Option<Refusal> {
+    pub(crate) fn record(&mut self, now: u64, report: &AttemptReport) -> Option<Refusal> {
         if let Some(not_before_in) = report.not_before_in {
             self.not_before = self.not_before.max(now.saturating_add(not_before_in));
         }
@@ -304,7 +304,7 @@ mod tests {
     fn record_keeps_advice_good_bodies_and_feeds_the_breaker() {
         let settings = Settings::default();
         let mut origin = Origin::default();
-        let report = StoreUpdate {
+        let report = AttemptReport {
             pid: 1,
             sample: Sample { ok: false, latency: 1 },
             not_before_in: Some(3_000),
@@ -315,15 +315,15 @@ mod tests {
             assert_eq!(origin.record(NOW, &report), None);
         }
         assert_eq!(origin.not_before, NOW + 3_000);
-        let earlier = StoreUpdate { not_before_in: Some(1_000), ..report };
+        let earlier = AttemptReport { not_before_in: Some(1_000), ..report };
         assert!(origin.record(NOW, &earlier).is_some(), "the fifth failure opens the breaker");
         assert_eq!(origin.not_before, NOW + 3_000, "the later advice stands");
 
-        let good = StoreUpdate { good_body: Some(("http://h/a", b"{\"ok\":1}")), ..report };
+        let good = AttemptReport { good_body: Some(("http://h/a", b"{\"ok\":1}")), ..report };
         origin.record(NOW, &good);
         assert_eq!(origin.last_good.get("http://h/a").map(|k| &k.body[..]), Some(&b"{\"ok\":1}"[..]));
         let huge = vec![b' '; MAX_KEPT_BODY + 1];
-        origin.record(NOW, &StoreUpdate { good_body: Some(("http://h/a", &huge)), ..report });
+        origin.record(NOW, &AttemptReport { good_body: Some(("http://h/a", &huge)), ..report });
         assert!(origin.last_good.is_empty(), "a body too large to keep drops the older one");
     }
 

@@ -69,6 +69,27 @@ fn the_help_and_readme_carry_the_exit_code_table() {
     }
 }
 
+/// The exit codes `--fallback` stands in on, as `--help` says them (made from the table), are the
+/// ones README and the guide name.
+#[test]
+fn readme_and_the_guide_name_the_fallbacks_codes_as_the_help_does() {
+    let help = assert_cmd::cargo::cargo_bin_cmd!("poll").arg("--help").output().expect("run poll");
+    let help = String::from_utf8_lossy(&help.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    let Some(codes) =
+        help.split("Body printed when the run ends with exit ").nth(1).and_then(|rest| rest.split(':').next())
+    else {
+        panic!("--help describes --fallback: {help}")
+    };
+    assert_eq!(codes, "1, 5 or 6");
+    for (file, phrase) in
+        [("README.md", format!("ends with {codes} prints")), ("docs/guide/state.md", format!("ends with exit {codes}"))]
+    {
+        let text = std::fs::read_to_string(root().join(file)).expect("a document");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.contains(&phrase), "{file} does not say `{phrase}`");
+    }
+}
+
 fn write(path: &Path, bytes: &[u8]) {
     if let Some(folder) = path.parent() {
         std::fs::create_dir_all(folder).expect("create folder for generated file");

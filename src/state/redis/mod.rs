@@ -40,27 +40,25 @@
 
 mod cluster;
 mod node;
+mod route;
 mod sentinel;
 mod url;
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use ::redis::{ErrorKind, FromRedisValue, RedisError, Script, ServerErrorKind, ToRedisArgs, Value};
+use ::redis::{FromRedisValue, RedisError, Script, ToRedisArgs, Value};
 
-use self::cluster::SlotMap;
-use self::node::{Dialer, Node};
-use self::sentinel::{Sentinels, Unknown};
+use self::node::Dialer;
+use self::route::{Router, StepFailure};
 pub(crate) use self::url::RedisUrl;
-use self::url::{Addr, Servers};
 use super::origin::{MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
-use super::{Admission, Ask, Refusal, Store, StoreUpdate};
+use super::{Admission, Ask, AttemptReport, Refusal, Store};
 use crate::net::tls::Trust;
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
-use crate::util::text::{LAST_RFC3339_MS, human, printable, shorten};
+use crate::util::text::{LAST_RFC3339_MS, printable, shorten};
 
 /// Every key poll writes starts with this.
 pub(crate) const PREFIX: &str = "poll:";
@@ -71,18 +69,6 @@ pub(crate) const BREAKER_KEPT: Duration = Duration::from_secs(60 * 60);
 
 /// How long a last good body is kept after it was written.
 pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// The most servers one step is sent to (redirections, a new master) between
-/// two pauses: a cluster whose nodes send each other's clients back and forth is broken.
-const MAX_HOPS: usize = 8;
-/// A `TRYAGAIN` (a slot being migrated) or `CLUSTERDOWN` is tried again
-/// after this pause, doubled each time up to [`PAUSE_MAX`], within the step's time.
-const PAUSE_START: Duration = Duration::from_millis(5);
-const PAUSE_MAX: Duration = Duration::from_millis(100);
-/// While the store is left alone after its master failed, the Sentinels (or
-/// the cluster's other nodes) are asked at most this often whether another
-/// has taken over.
-const ASK_EVERY: Duration = Duration::from_millis(250);
 
 // Each script starts with the bounds of what it reads, the one clock they
 // share and the one check of what they read (`checked.lua`); the two that
@@ -124,10 +110,8 @@ const PARTS: [&str; 6] = ["rate", "advice", "breaker", "probe", "last", "last_at
 
 /// The shared state in Redis: one connection per server it talks to, each made on demand.
 pub(crate) struct RedisStore {
-    dialer: Dialer,
-    place: Place,
-    nodes: BTreeMap<Addr, Node>,
-    early: Early,
+    /// Where each step goes: the node, the cluster's slot owner, the Sentinels' master.
+    router: Router,
     /// The URL for messages, userinfo redacted.
     shown: String,
     /// Scrubbed from every message, whatever said it.
@@ -140,36 +124,6 @@ pub(crate) struct RedisStore {
     notes: Vec<String>,
     /// Such a key was warned of (once a run).
     odd_said: bool,
-}
-
-/// Where the data is.
-enum Place {
-    /// The server the URL names, and what it turned out to be.
-    Seed { seed: Addr, topology: Topology },
-    /// The master the Sentinels name.
-    Sentinel { sentinels: Sentinels, master: Option<Addr> },
-}
-
-/// What the server a URL names is.
-#[derive(Debug, PartialEq, Eq)]
-enum Topology {
-    /// Not asked yet: the first step asks.
-    Unknown,
-    /// A single server.
-    Single,
-    /// A node of a cluster, and the cluster's slot map.
-    Cluster(SlotMap),
-}
-
-/// While the store is left alone after the master of a slot failed.
-#[derive(Debug, Default)]
-struct Early {
-    /// The master that failed, and the slot of the step (0 off a cluster).
-    failed: Option<(Addr, u16)>,
-    /// When the Sentinels were last asked whether another has taken over.
-    asked: Option<Instant>,
-    /// The Sentinels did not answer either: not asked again before the back-off ends.
-    quiet: bool,
 }
 
 /// One step: a script by EVALSHA, with its keys (all of one state key, so in one slot) and arguments.
@@ -197,36 +151,14 @@ impl Call {
     }
 }
 
-/// Why a step failed.
-#[derive(Debug)]
-enum StepFailure {
-    Redis(RedisError),
-    Sentinel(Unknown),
-}
-
-impl From<RedisError> for StepFailure {
-    fn from(e: RedisError) -> StepFailure {
-        StepFailure::Redis(e)
-    }
-}
-
 impl RedisStore {
     /// A store for `url`; `rediss://` trusts what `https://` does (`trust`).
     /// Nothing is sent yet: the first step connects.
     pub(crate) fn new(url: &RedisUrl, trust: &Trust) -> Result<RedisStore, String> {
         // The TLS configuration is made now, before the first request: a bad one is a usage error.
         let dialer = Dialer::new(url, trust).map_err(|e| scrub(&e, &url.secrets))?;
-        let place = match &url.servers {
-            Servers::Node(seed) => Place::Seed { seed: seed.clone(), topology: Topology::Unknown },
-            Servers::Sentinel { sentinels, master } => {
-                Place::Sentinel { sentinels: Sentinels::new(sentinels, master), master: None }
-            }
-        };
         Ok(RedisStore {
-            dialer,
-            place,
-            nodes: BTreeMap::new(),
-            early: Early::default(),
+            router: Router::new(&url.servers, dialer),
             shown: url.shown.clone(),
             secrets: url.secrets.clone(),
             nonce: rand::random(),
@@ -252,8 +184,9 @@ impl RedisStore {
         // The sixth, what the script set aside (checked.lua); a server that answers as an older poll's did has none.
         let odd = if values.len() == 6 { values.pop() } else { None };
         let odd: String = odd.map(FromRedisValue::from_redis_value).transpose().ok().flatten().unwrap_or_default();
-        let reply = ScriptAnswer::from_redis_value(Value::Array(values))
-            .map_err(|e| scrub(&describe(&RedisError::from(e), timeout), &self.secrets))?;
+        let reply = ScriptAnswer::from_redis_value(Value::Array(values)).map_err(|e| {
+            scrub(&self.router.describe(&StepFailure::Redis(RedisError::from(e)), timeout), &self.secrets)
+        })?;
         let parts: Vec<String> = odd
             .split(',')
             .filter(|part| PARTS.contains(part))
@@ -277,227 +210,8 @@ impl RedisStore {
         let timeout = timeout.max(Duration::from_millis(1));
         let deadline = Instant::now() + timeout;
         let value =
-            self.run(deadline, call).and_then(|value| Ok(T::from_redis_value(value).map_err(RedisError::from)?));
-        value.map_err(|e| scrub(&self.describe(&e, timeout), &self.secrets))
-    }
-
-    /// Sends `call` to the server that holds its slot, following the cluster
-    /// and the Sentinels until it is answered, fails, or `deadline` passes.
-    /// A connection that was made in an earlier step and found closed (a
-    /// server restart, Redis's `timeout`) is made again once.
-    fn run(&mut self, deadline: Instant, call: &Call) -> Result<Value, StepFailure> {
-        self.early = Early::default();
-        self.discover(deadline)?;
-        let mut asking = None;
-        let mut pause = PAUSE_START;
-        let mut made_again = Vec::new();
-        // Redirections since the last pause: nodes that keep sending a step to each other are broken.
-        let mut hops = 0;
-        loop {
-            let (addr, ask) = match asking.take() {
-                Some(addr) => (addr, true),
-                None => (self.target(deadline, call.slot)?, false),
-            };
-            let reused = self.nodes.get(&addr).is_some_and(Node::is_open);
-            let e = match self.attempt(&addr, deadline, call, ask) {
-                Ok(value) => return Ok(value),
-                Err(e) => e,
-            };
-            if Instant::now() >= deadline || e.is_timeout() || hops >= MAX_HOPS {
-                self.failed(&addr, call.slot);
-                return Err(e.into());
-            }
-            hops += 1;
-            match e.kind() {
-                ErrorKind::Server(ServerErrorKind::Moved) => {
-                    match e.redirect_node().and_then(|(to, slot)| Some((cluster::redirected(to, &addr)?, slot))) {
-                        Some((to, slot)) => self.moved(slot, to),
-                        None => return Err(e.into()),
-                    }
-                }
-                ErrorKind::Server(ServerErrorKind::Ask) => {
-                    match e.redirect_node().and_then(|(to, _)| cluster::redirected(to, &addr)) {
-                        Some(to) => asking = Some(to),
-                        None => return Err(e.into()),
-                    }
-                }
-                ErrorKind::Server(
-                    ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::BusyLoading
-                    | ServerErrorKind::MasterDown,
-                ) => {
-                    std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-                    pause = (pause * 2).min(PAUSE_MAX);
-                    hops = 0;
-                }
-                ErrorKind::Server(ServerErrorKind::ReadOnly) => {
-                    if let Some(node) = self.nodes.get_mut(&addr) {
-                        node.close();
-                    }
-                    if !self.lost(&addr, deadline, call.slot) {
-                        return Err(e.into());
-                    }
-                }
-                _ if e.is_io_error() => {
-                    if reused && !made_again.contains(&addr) {
-                        made_again.push(addr);
-                    } else if !self.lost(&addr, deadline, call.slot) {
-                        self.failed(&addr, call.slot);
-                        return Err(e.into());
-                    }
-                }
-                _ => return Err(e.into()),
-            }
-        }
-    }
-
-    /// The server at `addr`, made (not connected) if it is new.
-    fn node(&mut self, addr: &Addr) -> Result<&mut Node, RedisError> {
-        if !self.nodes.contains_key(addr) {
-            let node = self.dialer.node(addr);
-            self.nodes.insert(addr.clone(), node);
-        }
-        self.nodes.get_mut(addr).ok_or_else(|| RedisError::from((ErrorKind::Client, "no such server")))
-    }
-
-    /// Runs `call` on `addr`; a master a Sentinel named is asked first, on
-    /// a new connection, whether it is one (it may still be a replica).
-    fn attempt(&mut self, addr: &Addr, deadline: Instant, call: &Call, asking: bool) -> Result<Value, RedisError> {
-        let check_role = matches!(self.place, Place::Sentinel { .. });
-        let node = self.node(addr)?;
-        if check_role && !node.is_open() {
-            let role = node.request(deadline, &::redis::cmd("ROLE"));
-            if let Err(e) = &role
-                && !matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
-            {
-                return role;
-            }
-            if !sentinel::is_master(&role) {
-                node.close();
-                return Err(RedisError::from((
-                    ErrorKind::Server(ServerErrorKind::ReadOnly),
-                    "the master the Sentinels named is a replica",
-                )));
-            }
-        }
-        node.eval(deadline, call.script, &call.cmd, asking)
-    }
-
-    /// At the first step on a URL's server: whether it is a cluster node (and its slot map).
-    fn discover(&mut self, deadline: Instant) -> Result<(), StepFailure> {
-        let Place::Seed { seed, topology: Topology::Unknown } = &self.place else { return Ok(()) };
-        let seed = seed.clone();
-        let reply = self.ask_slots(&seed, deadline);
-        let topology = match reply {
-            Ok(map) => map.map_or(Topology::Single, Topology::Cluster),
-            // Not a cluster node ("cluster support disabled"), or one that will not say (ACLs): one server.
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => Topology::Single,
-            Err(e) => return Err(e.into()),
-        };
-        if let Place::Seed { topology: now, .. } = &mut self.place {
-            *now = topology;
-        }
-        Ok(())
-    }
-
-    /// `CLUSTER SLOTS` of the server at `addr`.
-    fn ask_slots(&mut self, addr: &Addr, deadline: Instant) -> Result<Option<SlotMap>, RedisError> {
-        let reply = self.node(addr)?.request(deadline, ::redis::cmd("CLUSTER").arg("SLOTS"))?;
-        Ok(SlotMap::parse(&reply, addr))
-    }
-
-    /// Where the next try of a step on `slot` goes.
-    fn target(&mut self, deadline: Instant, slot: u16) -> Result<Addr, StepFailure> {
-        match &mut self.place {
-            Place::Seed { seed, topology: Topology::Cluster(map) } => Ok(map.owner(slot).unwrap_or(seed).clone()),
-            Place::Seed { seed, .. } => Ok(seed.clone()),
-            Place::Sentinel { master: Some(master), .. } => Ok(master.clone()),
-            Place::Sentinel { sentinels, master } => match sentinels.master(deadline) {
-                Ok(addr) => Ok(master.insert(addr).clone()),
-                Err(unknown) => {
-                    self.early.quiet = true;
-                    Err(StepFailure::Sentinel(unknown))
-                }
-            },
-        }
-    }
-
-    /// A `MOVED`: the slot is on `to` now (and a server that said so is a cluster node).
-    fn moved(&mut self, slot: u16, to: Addr) {
-        if let Place::Seed { topology, .. } = &mut self.place {
-            if !matches!(topology, Topology::Cluster(_)) {
-                *topology = Topology::Cluster(SlotMap::default());
-            }
-            if let Topology::Cluster(map) = topology {
-                map.moved(slot, to);
-            }
-        }
-    }
-
-    /// The server at `addr` failed (it cannot be reached, or is no longer a
-    /// master): whether another now holds `slot`, asking the cluster's other
-    /// nodes for their slot map, or the Sentinels for the master.
-    fn lost(&mut self, addr: &Addr, deadline: Instant, slot: u16) -> bool {
-        match &mut self.place {
-            Place::Seed { topology: Topology::Cluster(map), seed } => {
-                let mut others: Vec<Addr> = map.nodes().iter().filter(|node| *node != addr).cloned().collect();
-                if seed != addr && !others.contains(seed) {
-                    others.push(seed.clone());
-                }
-                for other in others {
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                    if let Ok(Some(new)) = self.ask_slots(&other, deadline) {
-                        let moved = new.owner(slot).is_some_and(|owner| owner != addr);
-                        if let Place::Seed { topology, .. } = &mut self.place {
-                            *topology = Topology::Cluster(new);
-                        }
-                        return moved;
-                    }
-                }
-                self.early.quiet = true;
-                false
-            }
-            Place::Seed { .. } => false,
-            Place::Sentinel { sentinels, master } => {
-                *master = None;
-                match sentinels.master(deadline) {
-                    Ok(new) if &new != addr => {
-                        *master = Some(new);
-                        true
-                    }
-                    Ok(same) => {
-                        *master = Some(same);
-                        false
-                    }
-                    Err(_) => {
-                        self.early.quiet = true;
-                        false
-                    }
-                }
-            }
-        }
-    }
-
-    /// A step on `slot` failed on `addr`: the server to look past while the store is left alone.
-    fn failed(&mut self, addr: &Addr, slot: u16) {
-        self.early.failed = Some((addr.clone(), slot));
-    }
-
-    /// A failed step in words.
-    fn describe(&self, e: &StepFailure, timeout: Duration) -> String {
-        match (e, &self.place) {
-            (StepFailure::Redis(e), _) => describe(e, timeout),
-            (StepFailure::Sentinel(Unknown::NoMaster), Place::Sentinel { sentinels, .. }) => {
-                format!("the Sentinels know no master named `{}`", printable(sentinels.master_name()))
-            }
-            (StepFailure::Sentinel(Unknown::Unreachable(e)), _) => {
-                format!("no Sentinel answered: {}", describe(e, timeout))
-            }
-            (StepFailure::Sentinel(Unknown::NoMaster), _) => "the Sentinels know no such master".to_string(),
-        }
+            self.router.run(deadline, call).and_then(|value| Ok(T::from_redis_value(value).map_err(RedisError::from)?));
+        value.map_err(|e| scrub(&self.router.describe(&e, timeout), &self.secrets))
     }
 }
 
@@ -543,7 +257,12 @@ impl Store for RedisStore {
         self.answer(timeout, &call, state_key)
     }
 
-    fn record(&mut self, state_key: &str, report: &StoreUpdate, timeout: Duration) -> Result<Option<Refusal>, String> {
+    fn record(
+        &mut self,
+        state_key: &str,
+        report: &AttemptReport,
+        timeout: Duration,
+    ) -> Result<Option<Refusal>, String> {
         let settings = report.breaker.unwrap_or_default();
         let (good, url, body): (&str, &str, &[u8]) = match report.good_body {
             Some((url, body)) if body.len() > MAX_KEPT_BODY => ("drop", url, b""),
@@ -575,20 +294,8 @@ impl Store for RedisStore {
         }
     }
 
-    /// While the store is left alone after the master of its slot failed:
-    /// whether another has taken over, as the Sentinels or the cluster's
-    /// other nodes say (asked at most every [`ASK_EVERY`], and not again once
-    /// none of them answered). A single node has no one to ask.
     fn worth_a_try(&mut self, timeout: Duration) -> bool {
-        let Some((failed, slot)) = self.early.failed.clone() else { return false };
-        let clustered = matches!(self.place, Place::Seed { topology: Topology::Cluster(_), .. });
-        let sentinel = matches!(self.place, Place::Sentinel { .. });
-        if !(clustered || sentinel) || self.early.quiet || self.early.asked.is_some_and(|at| at.elapsed() < ASK_EVERY) {
-            return false;
-        }
-        let now = Instant::now();
-        self.early.asked = Some(now);
-        self.lost(&failed, now + timeout, slot)
+        self.router.worth_a_try(timeout)
     }
 
     fn last_good(&mut self, state_key: &str, url: &str, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
@@ -643,24 +350,6 @@ fn reason_in_words(code: &str) -> String {
         },
         Some("probe") if parts.len() == 1 => breaker::PROBE_FAILED.to_string(),
         _ => code.to_string(),
-    }
-}
-
-/// A failed step in words.
-fn describe(e: &RedisError, timeout: Duration) -> String {
-    if e.is_timeout() {
-        format!("Redis did not answer within {}", human(timeout))
-    } else if e.kind() == ErrorKind::AuthenticationFailed {
-        "Redis refused the user name or password of the URL".to_string()
-    } else if e.code() == Some("NOAUTH")
-        || ["unauthenticated", "Authentication required"].iter().any(|w| e.to_string().contains(w))
-    {
-        // Redis 7 answers a long command of a client that has not logged in with a protocol error.
-        "Redis wants a password: redis://:PASS@HOST or redis://USER:PASS@HOST".to_string()
-    } else if e.is_io_error() || e.is_connection_refusal() {
-        format!("cannot reach Redis: {e}")
-    } else {
-        format!("Redis failed: {e}")
     }
 }
 
@@ -800,7 +489,7 @@ mod tests {
                     _ => None,
                 };
                 let slow = rng.random_bool(0.1);
-                let report = StoreUpdate {
+                let report = AttemptReport {
                     pid,
                     sample: Sample {
                         ok: rng.random_bool(0.65),
@@ -855,7 +544,7 @@ mod tests {
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
         let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), lease: 0 };
-        let report = |pid, ok, latency, not_before_in| StoreUpdate {
+        let report = |pid, ok, latency, not_before_in| AttemptReport {
             pid,
             sample: Sample { ok, latency },
             not_before_in,
@@ -864,7 +553,7 @@ mod tests {
         };
         enum Step {
             Admit(u64, Ask),
-            Record(u64, StoreUpdate<'static>),
+            Record(u64, AttemptReport<'static>),
         }
         let steps = [
             Step::Record(0, report(1, true, 1, Some(5_000))),
@@ -917,7 +606,7 @@ mod tests {
         drop(server);
         let Err(e) = store.admit("k", &ask, SECOND) else { panic!("the server is gone") };
         assert!(e.starts_with("cannot reach Redis: "), "{e}");
-        assert!(store.nodes.values().all(|node| !node.is_open()), "a failed step drops its connection");
+        assert!(!store.router.any_open(), "a failed step drops its connection");
         assert!(!Path::new(&socket).exists());
     }
 }
