@@ -44,7 +44,7 @@ pub use crate::run::{Closed, Ending, HandedOver, STACK_SIZE, run};
 use crate::cli::flags::{self, Invocation};
 use crate::cli::{config, docs};
 use crate::error::Error;
-use crate::report::reporter::Voice;
+use crate::report::voice::Voice;
 
 /// The command line, checked; or the ending of a run that never starts
 /// (`--help`, `--version`, `--generate`, a usage error). `stdin` is read

@@ -1,24 +1,27 @@
-//! Reporting, and nothing else: the live progress lines, `-v` attempt lines,
-//! `--log-format json` events, warnings, GitHub Actions workflow commands and
-//! the rendering of the final error line, all on stderr and with secrets
-//! redacted. It writes no file and ends no process: `main` prints the line
-//! this module renders, and the body.
+//! The dispatch of what a run tells on stderr: each loop's attempts, waits
+//! and details go to its live line (`live.rs`), its `-v` lines, or the JSON
+//! log (`log.rs`), warnings and the final error line in the run's voice
+//! (`voice.rs`), all with secrets redacted and written from many threads
+//! through one sink. It writes no file and ends no process: `main` prints
+//! the line rendered here, and the body.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::MultiProgress;
 use serde_json::{Value, json};
 
-use crate::error::{DONE, Error, ExitRow, Kind};
+use crate::error::{DONE, Kind};
 use crate::http::request::Request;
+use crate::report::live::{self, Live};
+use crate::report::log;
 use crate::report::progress::LoopProgress;
 use crate::report::record::Record;
-use crate::report::result::UrlResult;
-use crate::report::term::Narrowed;
-use crate::rules::attempt::{Outcome, Verdict};
+use crate::report::result::RunEnd;
+use crate::report::voice::{self, Voice};
+use crate::rules::attempt::Outcome;
 use crate::rules::condition::JqError;
 use crate::rules::operation;
 use crate::rules::policy::{Action, WaitReason};
@@ -51,90 +54,6 @@ pub(crate) struct Style {
     pub deadline: Option<Duration>,
 }
 
-/// How the final error line and warnings are written: plain or coloured
-/// `poll: error: ...`, or as GitHub workflow commands, which the Actions log
-/// turns into annotations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Voice {
-    color: bool,
-    github: bool,
-}
-
-impl Voice {
-    /// Before the run starts (a usage error): plain, or a workflow command in GitHub Actions.
-    pub(crate) fn plain(github: bool) -> Voice {
-        Voice { color: false, github }
-    }
-
-    pub(crate) fn error_line(&self, message: &str) -> String {
-        self.line("error", "31", message)
-    }
-
-    fn warning_line(&self, message: &str) -> String {
-        self.line("warning", "33", message)
-    }
-
-    fn line(&self, level: &str, colour: &str, message: &str) -> String {
-        let message = printable(message);
-        if self.github {
-            format!("::{level} title=poll::{}", workflow_escape(&message))
-        } else if self.color {
-            format!("poll: \x1b[{colour}m{level}:\x1b[0m {message}")
-        } else {
-            format!("poll: {level}: {message}")
-        }
-    }
-}
-
-/// A workflow command's message with `%`, CR and LF escaped, as GitHub reads them.
-fn workflow_escape(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
-}
-
-/// The end of the run, as the reporter shows it.
-#[derive(Debug)]
-pub(crate) struct RunEnd {
-    /// Its row of the exit-code table.
-    pub row: ExitRow,
-    /// The error line's message; `None` on success.
-    pub message: Option<String>,
-    /// One per URL, when there are several.
-    pub targets: Option<Vec<UrlResult>>,
-    /// `--submit`: the status URL, redacted.
-    pub operation_url: Option<String>,
-    /// Attempts made by every loop.
-    pub attempts: u32,
-    /// stdout holds the run's answer (the body, `--print`'s outputs), not a fallback.
-    pub answered: bool,
-}
-
-impl RunEnd {
-    /// A run that ended with `error` (`None`: done).
-    pub(crate) fn of(
-        error: Option<&Error>,
-        targets: Option<Vec<UrlResult>>,
-        operation_url: Option<String>,
-        attempts: u32,
-    ) -> RunEnd {
-        let mut end = RunEnd { row: DONE, message: None, targets, operation_url, attempts, answered: false };
-        if let Some(error) = error {
-            end.failed(error);
-        }
-        end
-    }
-
-    /// The run ends with `error` after all.
-    pub(crate) fn failed(&mut self, error: &Error) {
-        self.row = error.kind().row();
-        self.message = Some(error.to_string());
-    }
-
-    /// The exit code.
-    pub(crate) fn code(&self) -> u8 {
-        self.row.code
-    }
-}
-
 /// Writes progress, attempt lines and events to stderr, for every loop of
 /// the run (each loop is a target, numbered from 0).
 pub(crate) struct Reporter {
@@ -154,9 +73,8 @@ pub(crate) struct Reporter {
 struct TargetView {
     /// The URL as given, redacted.
     url: String,
-    bar: ProgressBar,
-    /// The current wait; read by the progress line's live countdown.
-    wait: Arc<Mutex<Option<Wait>>>,
+    /// Its progress line.
+    live: Live,
     /// The attempt in flight was refused (401) and sent again with a new `--auth-cmd` token.
     reauthenticated: AtomicBool,
 }
@@ -189,26 +107,14 @@ impl Reporter {
             ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         };
         let live = is_terminal && !style.quiet && !style.json;
-        let multi = if live {
-            MultiProgress::with_draw_target(ProgressDrawTarget::term_like(Box::new(Narrowed::stderr())))
-        } else {
-            MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
-        };
+        let multi = live::lines(live);
         let several = shown.len() > 1;
         let targets: Vec<TargetView> = shown
             .iter()
             .map(|url| {
-                let url = url.to_string();
-                let wait = Arc::new(Mutex::new(None));
-                let bar = if live {
-                    let prefix = if several { format!("{url} · ") } else { String::new() };
-                    let bar = multi.add(progress_bar(&wait, style.deadline, prefix));
-                    bar.enable_steady_tick(Duration::from_millis(100));
-                    bar
-                } else {
-                    ProgressBar::hidden()
-                };
-                TargetView { url, bar, wait, reauthenticated: AtomicBool::new(false) }
+                let prefix = if several { format!("{url} · ") } else { String::new() };
+                let live = Live::new(&multi, live, style.deadline, prefix);
+                TargetView { url: url.to_string(), live, reauthenticated: AtomicBool::new(false) }
             })
             .collect();
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
@@ -279,12 +185,12 @@ impl Reporter {
     /// Loop `t` sends attempt `number`; the progress line names what the last one saw.
     fn sending(&self, t: usize, number: u32, progress: &LoopProgress) {
         let Some(target) = self.targets.get(t) else { return };
-        if target.bar.is_hidden() {
+        if target.live.bar.is_hidden() {
             return; // Nothing to draw: tight polling pays for no formatting.
         }
-        set(&target.wait, None);
+        target.live.busy();
         let last = progress.last().map(|last| format!(" · last: {last}")).unwrap_or_default();
-        target.bar.set_message(format!("attempt {number}{last} · sending request"));
+        target.live.bar.set_message(format!("attempt {number}{last} · sending request"));
     }
 
     /// Attempt `number` of loop `t` waits `wait` for its turn: its `--rate`
@@ -296,7 +202,7 @@ impl Reporter {
             WaitReason::StoredAdvice => " (server advice in --state)".to_string(),
             other => format!(" ({other})"),
         };
-        set(&target.wait, Some(Wait { until: Instant::now() + wait, what: "next attempt", why: shown }));
+        target.live.waits(wait, "next attempt", shown);
         if why == WaitReason::StoredAdvice && self.verbose_text() {
             self.line(t, &format!("{}attempt {number}: waits {} for {why}", self.named(t), human(wait)));
         }
@@ -319,13 +225,13 @@ impl Reporter {
     /// An attempt of loop `t` sent `request`, and the policy decided.
     fn attempt(&self, t: usize, request: &Request, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
-        if target.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
+        if target.live.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
             return;
         }
         let summary = record.summary();
         if self.style.json {
             let url = url::redact(&request.url);
-            let mut event = attempt_event(record, &request.method, &url, self.started.elapsed());
+            let mut event = log::attempt_event(record, &request.method, &url, self.started.elapsed());
             if self.several() {
                 event["target"] = json!(t);
             }
@@ -357,11 +263,11 @@ impl Reporter {
                 WaitReason::Interval => String::new(),
                 other => format!(" ({other})"),
             };
-            set(&target.wait, Some(Wait { until: Instant::now() + *after, what, why }));
-            target.bar.set_message(format!("attempt {} · {summary}", record.number));
+            target.live.waits(*after, what, why);
+            target.live.bar.set_message(format!("attempt {} · {summary}", record.number));
         } else {
             // This loop is over: its line stops and says how, while other URLs' lines go on.
-            target.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
+            target.live.bar.finish_with_message(format!("attempt {} · {summary}", record.number));
         }
     }
 
@@ -371,7 +277,7 @@ impl Reporter {
     /// then says when it expires, never what it is.
     fn token(&self, t: usize, token: &str, expires: Option<SystemTime>, new: bool) {
         if self.style.github && new {
-            let line = format!("::add-mask::{}", workflow_escape(token));
+            let line = voice::add_mask(token);
             self.multi.suspend(|| {
                 let _ = writeln!(io::stderr().lock(), "{line}");
             });
@@ -449,7 +355,7 @@ impl Reporter {
         }
         let _ = self.multi.clear();
         for target in &self.targets {
-            target.bar.finish_and_clear();
+            target.live.bar.finish_and_clear();
         }
         if (self.style.github || self.style.gitlab) && self.verbose_text() && !self.several() {
             self.write(&self.fold_close(0));
@@ -469,27 +375,7 @@ impl Reporter {
         self.settle(summary);
         let elapsed = self.started.elapsed();
         if self.style.json {
-            let mut event = json!({
-                "event": "done",
-                "ts": now_rfc3339(),
-                "elapsed_ms": elapsed.as_millis() as u64,
-                "attempts": summary.attempts,
-                "exit_code": summary.row.code,
-                "reason": summary.row.reason,
-                "message": summary.message,
-            });
-            if let Some(targets) = &summary.targets {
-                event["targets"] = targets
-                    .iter()
-                    .map(|t| json!({ "url": t.url, "exit_code": t.exit_code(), "reason": t.reason(), "attempts": t.attempts }))
-                    .collect();
-            }
-            if let Some(operation) = &summary.operation_url {
-                event["operation_url"] = json!(operation);
-            }
-            if let Some(key) = &self.idempotency_key {
-                event["idempotency_key"] = json!(key);
-            }
+            let event = log::final_event(summary, elapsed, self.idempotency_key.as_deref());
             self.event(event);
             lock(&self.out).closed = true;
             return None;
@@ -498,26 +384,15 @@ impl Reporter {
         summary.message.as_deref().map(|message| self.voice.error_line(message))
     }
 
-    /// The line that opens loop `t`'s `-v` lines: GitHub's `::group::`, or a
-    /// collapsed GitLab section named `poll_T`, stamped with the Unix time.
+    /// The line that opens loop `t`'s `-v` lines in the CI's log, if it folds them.
     fn fold_open(&self, t: usize) -> Option<String> {
         let url = self.targets.get(t).map(|target| target.url.as_str()).unwrap_or_default();
-        if self.style.github {
-            Some(format!("::group::poll {url}"))
-        } else if self.style.gitlab {
-            Some(format!("\x1b[0Ksection_start:{}:poll_{t}[collapsed=true]\r\x1b[0Kpoll {url}", unix_time()))
-        } else {
-            None
-        }
+        voice::fold_open(self.style.github, self.style.gitlab, t, url)
     }
 
     /// The line that closes what [`Reporter::fold_open`] opened.
     fn fold_close(&self, t: usize) -> String {
-        if self.style.gitlab && !self.style.github {
-            format!("\x1b[0Ksection_end:{}:poll_{t}\r\x1b[0K", unix_time())
-        } else {
-            "::endgroup::".to_string()
-        }
+        voice::fold_close(self.style.github, self.style.gitlab, t)
     }
 
     /// `[url] ` before a line of loop `t`, when there are several.
@@ -565,39 +440,6 @@ impl Reporter {
     }
 }
 
-fn set(slot: &Mutex<Option<Wait>>, wait: Option<Wait>) {
-    *lock(slot) = wait;
-}
-
-/// A wait between attempts, as the progress line shows it.
-struct Wait {
-    until: Instant,
-    /// "next poll", "retrying" or "next attempt".
-    what: &'static str,
-    /// " (Retry-After)" and the like; empty for the interval.
-    why: String,
-}
-
-/// The live progress line: `⠋ attempt 3 · 503 · retrying in 1.6s (backoff) · 4.2s / 5m`.
-/// `{wait}` counts down the current wait; `{clock}` is the elapsed time against the deadline.
-fn progress_bar(wait: &Arc<Mutex<Option<Wait>>>, deadline: Option<Duration>, prefix: String) -> ProgressBar {
-    let wait = Arc::clone(wait);
-    let started = Instant::now();
-    let of = deadline.map(|d| format!(" / {}", human(d))).unwrap_or_default();
-    let style = ProgressStyle::with_template("{spinner} {prefix}{msg}{wait} · {clock}")
-        .unwrap_or_else(|_| ProgressStyle::default_spinner())
-        .with_key("wait", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            if let Some(wait) = lock(&wait).as_ref() {
-                let left = wait.until.saturating_duration_since(Instant::now());
-                let _ = write!(w, " · {} in {:.1}s{}", wait.what, left.as_secs_f64(), wait.why);
-            }
-        })
-        .with_key("clock", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{:.1}s{of}", started.elapsed().as_secs_f64());
-        });
-    ProgressBar::new_spinner().with_style(style).with_prefix(prefix)
-}
-
 /// What the policy decided, in words; a status only `--done-on` or `--fail-on` can have ended the run says so.
 fn decision(record: &Record) -> String {
     let listed = matches!(record.outcome, Outcome::Status { .. });
@@ -610,66 +452,6 @@ fn decision(record: &Record) -> String {
         Action::Retry { after, reason } => format!("retry in {} ({reason})", human(*after)),
         Action::Stop(stop) => format!("stop ({})", stop.name()),
     }
-}
-
-fn attempt_event(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
-    let mut event = json!({
-        "event": "attempt",
-        "attempt": record.number,
-        "ts": now_rfc3339(),
-        "elapsed_ms": elapsed.as_millis() as u64,
-        "method": method,
-        "url": url,
-        "latency_ms": record.latency.as_millis() as u64,
-    });
-    if let Some(phase) = record.phase.name() {
-        event["phase"] = json!(phase);
-    }
-    match &record.reply {
-        Ok(reply) => event["status"] = json!(reply.status),
-        Err(fault) => {
-            event["error"] = json!(fault.detail);
-            event["error_kind"] = json!(fault.failure.kind());
-        }
-    }
-    if let Outcome::Success { verdict, .. } = &record.outcome {
-        let has_errors = record.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
-        event["condition"] = json!(match verdict {
-            Verdict::Met => "met",
-            Verdict::FailWhen => "failed",
-            Verdict::NotMet if has_errors => "error",
-            Verdict::NotMet => "not_met",
-            Verdict::NotJson => "error",
-        });
-        if *verdict == Verdict::NotJson {
-            event["error_kind"] = json!("not_json");
-        }
-    }
-    if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
-        event["show"] = json!(shown);
-    }
-    // `done` is for exit 0 only: a --fail-when match ends the run too, but with 4.
-    let (action, wait) = match &record.action {
-        Action::Done => ("done", None),
-        Action::FailWhen | Action::Stop(_) => ("stop", None),
-        Action::Poll { after, reason } => ("poll", Some((after, reason))),
-        Action::Retry { after, reason } => ("retry", Some((after, reason))),
-    };
-    event["action"] = json!(action);
-    if let Some((after, reason)) = wait {
-        event["wait_ms"] = json!(after.as_millis() as u64);
-        event["wait_reason"] = json!(reason.name());
-    }
-    event
-}
-
-/// Seconds since the Unix epoch, as GitLab's section lines carry them.
-fn unix_time() -> u64 {
-    SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// One loop's reporter: what the loop tells goes to its progress line, its
@@ -736,22 +518,5 @@ impl LoopReporter<'_> {
     /// The last outcome as a deadline names it.
     pub(crate) fn cause(&self) -> Option<String> {
         self.progress.cause()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn workflow_commands_escape_percent_cr_and_lf() {
-        assert_eq!(workflow_escape("100% done\r\nnext"), "100%25 done%0D%0Anext");
-        let github = Voice { color: false, github: true };
-        assert_eq!(github.error_line("HTTP 404 [http://h/?a=%20]"), "::error title=poll::HTTP 404 [http://h/?a=%2520]");
-        assert_eq!(github.warning_line("a\nb"), r"::warning title=poll::a\nb", "control characters are escaped first");
-        let plain = Voice { color: false, github: false };
-        assert_eq!(plain.error_line("HTTP 404"), "poll: error: HTTP 404");
-        let colour = Voice { color: true, github: false };
-        assert_eq!(colour.error_line("x"), "poll: \x1b[31merror:\x1b[0m x");
     }
 }

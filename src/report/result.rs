@@ -1,5 +1,5 @@
-//! [`UrlResult`]: how one URL's loop ended and what it did, the one record
-//! of a URL's result. Its loop makes it when it ends, the run's ending makes
+//! How a run ended ([`RunEnd`]) and how each URL did ([`UrlResult`]: how
+//! its loop ended and what it did, the one record of a URL's result). Its loop makes it when it ends, the run's ending makes
 //! one for a URL the run ended first, and every output of the end reads it:
 //! stdout's line per URL, the JSON log's final object, the step summary.
 
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::{DONE, Error, ExitRow};
 use crate::report::progress::LoopProgress;
 
 /// One URL's result.
@@ -86,5 +86,49 @@ impl UrlResult {
     /// Whether stdout gets its body: on exit 0 and 4.
     pub(crate) fn answered(&self) -> bool {
         self.ended.as_ref().is_some_and(|ended| ended.as_ref().err().is_none_or(Error::keeps_body))
+    }
+}
+
+/// The end of the run, as the reporter shows it.
+#[derive(Debug)]
+pub(crate) struct RunEnd {
+    /// Its row of the exit-code table.
+    pub row: ExitRow,
+    /// The error line's message; `None` on success.
+    pub message: Option<String>,
+    /// One per URL, when there are several.
+    pub targets: Option<Vec<UrlResult>>,
+    /// `--submit`: the status URL, redacted.
+    pub operation_url: Option<String>,
+    /// Attempts made by every loop.
+    pub attempts: u32,
+    /// stdout holds the run's answer (the body, `--print`'s outputs), not a fallback.
+    pub answered: bool,
+}
+
+impl RunEnd {
+    /// A run that ended with `error` (`None`: done).
+    pub(crate) fn of(
+        error: Option<&Error>,
+        targets: Option<Vec<UrlResult>>,
+        operation_url: Option<String>,
+        attempts: u32,
+    ) -> RunEnd {
+        let mut end = RunEnd { row: DONE, message: None, targets, operation_url, attempts, answered: false };
+        if let Some(error) = error {
+            end.failed(error);
+        }
+        end
+    }
+
+    /// The run ends with `error` after all.
+    pub(crate) fn failed(&mut self, error: &Error) {
+        self.row = error.kind().row();
+        self.message = Some(error.to_string());
+    }
+
+    /// The exit code.
+    pub(crate) fn code(&self) -> u8 {
+        self.row.code
     }
 }

@@ -13,12 +13,14 @@ use crate::cli::config::{self, Fallback};
 use crate::error::{Error, Kind, Signal};
 use crate::process::exec::Command;
 use crate::report::progress::{LoopProgress, Progress};
-use crate::report::reporter::{Reporter, RunEnd, Voice};
-use crate::report::result::UrlResult;
+use crate::report::reporter::Reporter;
+use crate::report::result::{RunEnd, UrlResult};
 use crate::report::summary;
+use crate::report::voice::Voice;
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
-use crate::run::target::{self, Common};
+use crate::run::explain;
+use crate::run::target::Common;
 use crate::util::headers::Headers;
 use crate::util::{file, url};
 
@@ -290,7 +292,7 @@ fn summarise(reporter: &Reporter, progress: &Progress, results: Vec<UrlResult>, 
     let operation = progress.of(0).and_then(LoopProgress::operation).filter(|_| !several);
     // A --submit run that a signal ended names where its operation is, to resume the wait.
     let resumable = match (error, &operation) {
-        (Some(error), Some(operation)) if error.is_signal() => Some(error.clone().hint(target::resume(operation))),
+        (Some(error), Some(operation)) if error.is_signal() => Some(error.clone().hint(explain::resume(operation))),
         _ => None,
     };
     let error = resumable.as_ref().or(error);

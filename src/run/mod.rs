@@ -6,6 +6,7 @@
 //! the channel's receive timeout, so no thread watches the clock.
 
 mod ending;
+mod explain;
 pub(crate) mod target;
 
 use std::sync::{Arc, mpsc};

@@ -22,10 +22,10 @@ use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::rules::policy::{Action, Stop};
+use crate::run::explain::{self, Situation};
 use crate::state::{Admission, AttemptReport, Refusal, Shared};
 use crate::util::clock;
 use crate::util::headers::Headers;
-use crate::util::text::when;
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
@@ -199,7 +199,7 @@ impl Loop<'_> {
                     continue;
                 }
                 Action::Done | Action::FailWhen => return Ok(record),
-                Action::Stop(stop) => return Err(self.stopped(stop, &record).into()),
+                Action::Stop(stop) => return Err(explain::stopped(stop, &self.situation(&record)).into()),
                 Action::Poll { after, .. } => {
                     counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
@@ -214,7 +214,7 @@ impl Loop<'_> {
             counts.streak = if held { counts.streak + 1 } else { 0 };
             // The breaker opened (here or in another process): stop now rather than at the next turn.
             if let Some(refusal) = refusal {
-                return Err(self.circuit_open(&refusal).into());
+                return Err(explain::circuit_open(self.state_key, &refusal).into());
             }
             self.follow(found.is_some(), &record);
             self.common.cancel.sleep(after)?;
@@ -339,7 +339,7 @@ impl Loop<'_> {
                 }
                 Ok(())
             }
-            Admission::Open(refusal) => Err(self.circuit_open(&refusal).into()),
+            Admission::Open(refusal) => Err(explain::circuit_open(self.state_key, &refusal).into()),
             Admission::TooLate { wait, why } => {
                 let stop = Stop::Deadline {
                     wait: Duration::from_millis(wait),
@@ -347,7 +347,8 @@ impl Loop<'_> {
                     remaining: left.unwrap_or_default(),
                     cause: self.reporter.cause(),
                 };
-                Err(self.error(&stop, None, "").into())
+                let operation = self.watch.as_ref().map(|watch| watch.url.as_str());
+                Err(explain::error(&stop, None, "", operation).into())
             }
         }
     }
@@ -545,119 +546,15 @@ impl Loop<'_> {
         UrlResult::ended(shown, result, Some(body), printed, progress)
     }
 
-    /// Exit 6, naming the key (the origin) and when it will be tried again.
-    fn circuit_open(&self, refusal: &Refusal) -> Error {
-        let (why, latest) = match refusal.prober {
-            Some(pid) => (format!("process {pid} is probing it"), " at the latest"),
-            None if refusal.reason.is_empty() => ("the breaker is open".to_string(), ""),
-            None => (refusal.reason.clone(), ""),
-        };
-        let next = when(clock::now_ms(), refusal.retry_in);
-        Error::new(
-            Kind::CircuitOpen,
-            format!("circuit open for {} ({why}); next try at {next}{latest}", self.state_key),
-        )
-    }
-
-    /// The error for a run the policy stopped, with the detail and a hint a person needs.
-    fn stopped(&self, stop: &Stop, record: &Record) -> Error {
-        // A filter that failed on the last body is why its condition is not met.
-        let failed = record.judgement.as_ref().and_then(|judgement| judgement.errors.last());
-        let explained = match (stop, failed) {
-            (Stop::Deadline { wait, reason, remaining, cause: Some(_) }, Some(error)) => Some(Stop::Deadline {
-                wait: *wait,
-                reason: *reason,
-                remaining: *remaining,
-                cause: Some(error.as_cause()),
-            }),
-            _ => None,
-        };
-        let stop = explained.as_ref().unwrap_or(stop);
-        // The transport's own words help where the class alone does not say enough.
-        let detail = match &record.reply {
-            Err(fault) if fault.failure.traits().shows_detail => Some(fault.detail.as_str()),
-            Err(fault) if fault.failure == Failure::Refused && self.common.polling.client.unix_socket.is_some() => {
-                Some(fault.detail.as_str())
-            }
-            _ => None,
-        };
-        self.error(stop, detail, &self.hint(stop, record))
-    }
-
-    /// What may help after a stop.
-    fn hint(&self, stop: &Stop, record: &Record) -> String {
-        let hint = match (&record.reply, stop) {
-            // A URL never reached gets the hint of its failure, whatever ended the run.
-            (Err(fault), Stop::Deadline { .. }) if record.not_up_yet => return self.unreached_hint(fault),
-            (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
-            (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
-                "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
-            }
-            (Err(Fault { failure: Failure::Tls, .. }), _) => {
-                "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
-            }
-            (Err(Fault { failure: Failure::NotTls, .. }), _) => {
-                "; something else than TLS answered on that port: is the URL http://, not https://?"
-            }
-            (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return self.unreached_hint(fault),
-            // A status poll carries no key: its 422 says nothing of one.
-            (Ok(reply), Stop::Permanent { .. })
-                if reply.status == 422 && self.common.polling.policy.keyed && record.phase != Phase::Wait =>
-            {
-                "; the idempotency key may have been used before with another body: use a new --idempotency-key"
-            }
-            (Ok(reply), Stop::Permanent { .. }) if reply.status == 401 && self.reauthenticated => {
-                "; the newest token from --auth-cmd was refused too"
-            }
-            // Not for a 403 that was a rate limit (remaining quota 0) and so was retried.
-            (Ok(reply), Stop::Permanent { .. }) if matches!(reply.status, 401 | 403) => {
-                "; check the credentials (-u USER:PASS or -H 'Authorization: ...')"
-            }
-            // The proxy wants credentials: 407 to an absolute-form request, 407 (or 401) to a CONNECT.
-            (Ok(reply), Stop::Permanent { .. }) if reply.status == 407 => {
-                "; check the credentials in the proxy URL (http_proxy)"
-            }
-            (Err(Fault { failure: Failure::ProxyRefused, proxy_status: Some(401 | 407), .. }), _) => {
-                "; check the credentials in the proxy URL (https_proxy)"
-            }
-            _ => "",
-        };
-        hint.to_string()
-    }
-
-    /// What to check when nothing answered the connection: the proxy it went
-    /// through, the daemon behind `--unix-socket`, or the server.
-    fn unreached_hint(&self, fault: &Fault) -> String {
-        match fault {
-            Fault { proxy: Some(proxy), .. } => {
-                format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
-            }
-            // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
-            Fault { failure: Failure::Refused, .. } if self.common.polling.client.unix_socket.is_some() => {
-                "; is the daemon up, and is --unix-socket its socket?".to_string()
-            }
-            Fault { failure: Failure::Refused, .. } => "; is the server up and listening on that port?".to_string(),
-            _ => String::new(),
+    /// What the words of a stop need to know of this loop.
+    fn situation<'s>(&'s self, record: &'s Record) -> Situation<'s> {
+        let polling = &self.common.polling;
+        Situation {
+            unix_socket: polling.client.unix_socket.is_some(),
+            keyed: polling.policy.keyed,
+            reauthenticated: self.reauthenticated,
+            operation: self.watch.as_ref().map(|watch| watch.url.as_str()),
+            record,
         }
     }
-
-    /// A stop as an error, with its hint; after the submit, where the
-    /// operation is, so that a deadline can be resumed with `poll URL`.
-    fn error(&self, stop: &Stop, detail: Option<&str>, hint: &str) -> Error {
-        let kind = match stop {
-            Stop::Permanent { .. } | Stop::NoStatusUrl => Kind::Permanent,
-            Stop::BudgetSpent { .. } | Stop::NotRetryable { .. } | Stop::WaitTooLong { .. } => Kind::GaveUp,
-            Stop::Deadline { .. } => Kind::Deadline,
-        };
-        let error = Error::new(kind, stop.describe(detail)).hint(hint);
-        match (&self.watch, stop) {
-            (Some(watch), Stop::Deadline { .. }) => error.hint(resume(&watch.url)),
-            _ => error,
-        }
-    }
-}
-
-/// How to go on waiting for an operation after this run.
-pub(crate) fn resume(operation: &str) -> String {
-    format!("; the operation is at {0}: resume the wait with `poll {0}`", url::redact(operation))
 }

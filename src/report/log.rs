@@ -1,0 +1,94 @@
+//! `--log-format json`: NDJSON on stderr, one object per attempt
+//! ([`attempt_event`]) and one final object ([`final_event`]), with the keys
+//! README's schema lists, in that order.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::report::record::Record;
+use crate::report::result::RunEnd;
+use crate::rules::attempt::{Outcome, Verdict};
+use crate::rules::policy::Action;
+
+/// The object of one attempt (the reporter adds `target`, `idempotency_key`, `reauthenticated`).
+pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
+    let mut event = json!({
+        "event": "attempt",
+        "attempt": record.number,
+        "ts": now_rfc3339(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "method": method,
+        "url": url,
+        "latency_ms": record.latency.as_millis() as u64,
+    });
+    if let Some(phase) = record.phase.name() {
+        event["phase"] = json!(phase);
+    }
+    match &record.reply {
+        Ok(reply) => event["status"] = json!(reply.status),
+        Err(fault) => {
+            event["error"] = json!(fault.detail);
+            event["error_kind"] = json!(fault.failure.kind());
+        }
+    }
+    if let Outcome::Success { verdict, .. } = &record.outcome {
+        let has_errors = record.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
+        event["condition"] = json!(match verdict {
+            Verdict::Met => "met",
+            Verdict::FailWhen => "failed",
+            Verdict::NotMet if has_errors => "error",
+            Verdict::NotMet => "not_met",
+            Verdict::NotJson => "error",
+        });
+        if *verdict == Verdict::NotJson {
+            event["error_kind"] = json!("not_json");
+        }
+    }
+    if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
+        event["show"] = json!(shown);
+    }
+    // `done` is for exit 0 only: a --fail-when match ends the run too, but with 4.
+    let (action, wait) = match &record.action {
+        Action::Done => ("done", None),
+        Action::FailWhen | Action::Stop(_) => ("stop", None),
+        Action::Poll { after, reason } => ("poll", Some((after, reason))),
+        Action::Retry { after, reason } => ("retry", Some((after, reason))),
+    };
+    event["action"] = json!(action);
+    if let Some((after, reason)) = wait {
+        event["wait_ms"] = json!(after.as_millis() as u64);
+        event["wait_reason"] = json!(reason.name());
+    }
+    event
+}
+
+/// The final object: how the run ended, and with several URLs how each did.
+pub(crate) fn final_event(summary: &RunEnd, elapsed: Duration, idempotency_key: Option<&str>) -> Value {
+    let mut event = json!({
+        "event": "done",
+        "ts": now_rfc3339(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "attempts": summary.attempts,
+        "exit_code": summary.row.code,
+        "reason": summary.row.reason,
+        "message": summary.message,
+    });
+    if let Some(targets) = &summary.targets {
+        event["targets"] = targets
+            .iter()
+            .map(|t| json!({ "url": t.url, "exit_code": t.exit_code(), "reason": t.reason(), "attempts": t.attempts }))
+            .collect();
+    }
+    if let Some(operation) = &summary.operation_url {
+        event["operation_url"] = json!(operation);
+    }
+    if let Some(key) = idempotency_key {
+        event["idempotency_key"] = json!(key);
+    }
+    event
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
