@@ -16,7 +16,6 @@ use std::sync::OnceLock;
 
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
-use jaq_core::path::Part;
 
 type Name = &'static str;
 
@@ -106,64 +105,14 @@ fn words(source: &str) -> impl Iterator<Item = &str> {
 /// The names a term calls: filters (`map(f)`, `true`) and string formats (`@base64 "\(.)"`).
 fn calls_of(term: &Term<Name>, names: &mut Vec<Name>) {
     match term {
-        Term::Id | Term::Recurse | Term::Num(_) | Term::Var(_) | Term::Break(_) => {}
-        Term::Str(format, parts) => {
-            names.extend(format.iter().copied());
-            for part in parts {
-                if let StrPart::Term(term) = part {
-                    calls_of(term, names);
-                }
-            }
-        }
-        Term::Arr(term) => term.iter().for_each(|t| calls_of(t, names)),
-        Term::Obj(entries) => {
-            for (key, value) in entries {
-                calls_of(key, names);
-                value.iter().for_each(|v| calls_of(v, names));
-            }
-        }
-        Term::Neg(term) | Term::Label(_, term) => calls_of(term, names),
-        Term::BinOp(left, op, right) => {
-            if let BinaryOp::Pipe(Some(pattern)) = op {
-                pattern_calls(pattern, names);
-            }
-            calls_of(left, names);
-            calls_of(right, names);
-        }
-        Term::Fold(_, over, pattern, args) => {
-            calls_of(over, names);
-            pattern_calls(pattern, names);
-            args.iter().for_each(|a| calls_of(a, names));
-        }
-        Term::TryCatch(body, catch) => {
-            calls_of(body, names);
-            catch.iter().for_each(|c| calls_of(c, names));
-        }
-        Term::IfThenElse(branches, otherwise) => {
-            for (condition, then) in branches {
-                calls_of(condition, names);
-                calls_of(then, names);
-            }
-            otherwise.iter().for_each(|o| calls_of(o, names));
-        }
-        Term::Def(defs, rest) => {
-            defs.iter().for_each(|def| calls_of(&def.body, names));
-            calls_of(rest, names);
-        }
-        Term::Call(name, args) => {
-            names.push(name);
-            args.iter().for_each(|a| calls_of(a, names));
-        }
-        Term::Path(term, path) => {
-            calls_of(term, names);
-            for (part, _optional) in &path.0 {
-                match part {
-                    Part::Index(index) => calls_of(index, names),
-                    Part::Range(from, to) => from.iter().chain(to).for_each(|t| calls_of(t, names)),
-                }
-            }
-        }
+        Term::Str(format, _) => names.extend(format.iter().copied()),
+        Term::Call(name, _) => names.push(name),
+        _ => {}
     }
+    each_part(term, &mut |part| match part {
+        Part::Term(term) => calls_of(term, names),
+        Part::Pattern(pattern) => pattern_calls(pattern, names),
+    });
 }
 
 /// The names called by the keys of an object pattern (`. as {(f): $x}`).
@@ -175,6 +124,84 @@ fn pattern_calls(pattern: &Pattern<Name>, names: &mut Vec<Name>) {
             for (key, pattern) in entries {
                 calls_of(key, names);
                 pattern_calls(pattern, names);
+            }
+        }
+    }
+}
+
+/// How deeply the terms of `source` nest (`1` for `.`; `- - 1` is 3), or
+/// `None` when it does not parse (the loader then says why). jaq parses and
+/// evaluates recursively, so this bounds the stack a filter's evaluation needs.
+pub(crate) fn depth(source: &str) -> Option<usize> {
+    fn of(term: &Term<&str>) -> usize {
+        let mut deepest = 0;
+        each_part(term, &mut |part| {
+            let below = match part {
+                Part::Term(term) => of(term),
+                Part::Pattern(pattern) => pattern_depth(pattern, &of),
+            };
+            deepest = deepest.max(below);
+        });
+        deepest + 1
+    }
+    jaq_core::load::parse(source, |p| p.term()).map(|term| of(&term))
+}
+
+/// The depth of an object pattern's keys (`. as {(f): $x}`), by `of`.
+fn pattern_depth<'s>(pattern: &Pattern<&'s str>, of: &dyn Fn(&Term<&'s str>) -> usize) -> usize {
+    match pattern {
+        Pattern::Var(_) => 0,
+        Pattern::Arr(patterns) => patterns.iter().map(|p| pattern_depth(p, of)).max().unwrap_or(0),
+        Pattern::Obj(entries) => {
+            entries.iter().map(|(key, pattern)| of(key).max(pattern_depth(pattern, of))).max().unwrap_or(0)
+        }
+    }
+}
+
+/// A part of a term one level down: a term, or a pattern that binds names.
+enum Part<'a, S> {
+    Term(&'a Term<S>),
+    Pattern(&'a Pattern<S>),
+}
+
+/// Calls `visit` on each part of `term` one level down: the one walk of jaq's
+/// syntax tree that both [`calls_of`] and [`depth`] make.
+fn each_part<'a, S>(term: &'a Term<S>, visit: &mut dyn FnMut(Part<'a, S>)) {
+    let mut terms = |terms: &mut dyn Iterator<Item = &'a Term<S>>| terms.for_each(|t| visit(Part::Term(t)));
+    match term {
+        Term::Id | Term::Recurse | Term::Num(_) | Term::Var(_) | Term::Break(_) => {}
+        Term::Str(_, parts) => terms(&mut parts.iter().filter_map(|part| match part {
+            StrPart::Term(term) => Some(term),
+            _ => None,
+        })),
+        Term::Arr(term) => terms(&mut term.iter().map(|t| &**t)),
+        Term::Obj(entries) => terms(&mut entries.iter().flat_map(|(key, value)| std::iter::once(key).chain(value))),
+        Term::Neg(term) | Term::Label(_, term) => terms(&mut std::iter::once(&**term)),
+        Term::BinOp(left, op, right) => {
+            if let BinaryOp::Pipe(Some(pattern)) = op {
+                visit(Part::Pattern(pattern));
+            }
+            visit(Part::Term(left));
+            visit(Part::Term(right));
+        }
+        Term::Fold(_, over, pattern, args) => {
+            visit(Part::Term(over));
+            visit(Part::Pattern(pattern));
+            args.iter().for_each(|a| visit(Part::Term(a)));
+        }
+        Term::TryCatch(body, catch) => terms(&mut std::iter::once(&**body).chain(catch.iter().map(|c| &**c))),
+        Term::IfThenElse(branches, otherwise) => terms(
+            &mut branches.iter().flat_map(|(condition, then)| [condition, then]).chain(otherwise.iter().map(|o| &**o)),
+        ),
+        Term::Def(defs, rest) => terms(&mut defs.iter().map(|def| &def.body).chain(std::iter::once(&**rest))),
+        Term::Call(_, args) => terms(&mut args.iter()),
+        Term::Path(term, path) => {
+            visit(Part::Term(term));
+            for (part, _optional) in &path.0 {
+                match part {
+                    jaq_core::path::Part::Index(index) => visit(Part::Term(index)),
+                    jaq_core::path::Part::Range(from, to) => from.iter().chain(to).for_each(|t| visit(Part::Term(t))),
+                }
             }
         }
     }

@@ -114,10 +114,15 @@ type Data = JustLut<Val>;
 /// Filters longer or deeper than this are refused before jaq sees them: jaq's
 /// parser and evaluator recurse, and a filter nested thousands deep (brackets,
 /// or a chain like `- - - 1`) would overflow the stack and abort the process,
-/// which no error handling can catch. `main` runs on a 256 MiB stack, which
-/// holds the deepest 4 KiB filter with room to spare.
+/// which no error handling can catch. Filters are compiled on a thread with a
+/// 256 MiB stack, which parses the longest one with room to spare.
 const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
+/// How deeply a filter's terms may nest (operators, brackets, `if`, `try`
+/// and the rest all count), checked once it parses: jaq evaluates
+/// recursively, and each URL's loop evaluates on a stack of its own sized to
+/// hold this depth with room to spare in a debug build (`run/mod.rs`).
+const MAX_TERM_DEPTH: usize = 200;
 
 /// The variables every filter can read, in the order jaq is given them;
 /// `--arg`s and `--argjson`s follow.
@@ -319,6 +324,9 @@ impl Filter {
     /// Compiles the filter of `flag` (`--until`), with the `--arg`s and `--argjson`s bound.
     pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
+        if let Some(depth) = crate::gaps::prelude::depth(source).filter(|depth| *depth > MAX_TERM_DEPTH) {
+            return Err(format!("its terms nest {depth} deep; the limit is {MAX_TERM_DEPTH}"));
+        }
         let defs = crate::gaps::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();

@@ -30,10 +30,17 @@ use crate::util::wait::{Cancel, Cancelled};
 /// never finishes is still running then.
 const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 
-/// jaq parses and evaluates filters recursively; a generous stack lets every
-/// filter that passes the length and nesting limits (see `condition.rs`) run.
-/// It is reserved, not used: untouched pages cost no memory.
+/// The stack of the thread that configures and ends the run (`main.rs`):
+/// jaq parses filters recursively, and this holds the longest filter that
+/// passes the length and nesting limits (see `condition.rs`). One thread:
+/// it is reserved, not used, and untouched pages cost no memory.
 pub const STACK_SIZE: usize = 256 << 20;
+
+/// The stack of each URL's loop, which evaluates the filters: enough for
+/// the deepest filter `condition.rs` takes (about 1.3 MiB in a debug build
+/// at the limit, docs/BENCHMARKS.md) beside the request's own frames, and
+/// small enough that 1,000 URLs reserve 2 GiB of address space, not 256.
+pub const LOOP_STACK_SIZE: usize = 2 << 20;
 
 /// What the run's coordinator hears.
 enum Event {
@@ -107,7 +114,7 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
         let named = target.shown.clone();
         std::thread::Builder::new()
             .name(format!("poll-{t}"))
-            .stack_size(STACK_SIZE)
+            .stack_size(LOOP_STACK_SIZE)
             .spawn(move || {
                 let run = || target::run(&common, t, &target, &progress);
                 if let Some(end) = guarded(&target.shown, &progress, run) {

@@ -700,3 +700,21 @@ fn a_deadline_over_many_urls_names_three_and_counts_the_rest_while_the_json_log_
     let last: Value = stderr(&out).lines().last().map(|line| serde_json::from_str(line).unwrap()).unwrap();
     assert_eq!(last["targets"].as_array().map(Vec::len), Some(12));
 }
+
+/// A thousand URLs in one run fit in 4 GiB of address space (`ulimit -v`, as under
+/// `vm.overcommit_memory=2`): each loop's thread reserves a small stack (it reserved 256 MiB,
+/// and the thousandth thread could not start).
+#[cfg(unix)]
+#[test]
+fn a_thousand_urls_run_within_four_gib_of_address_space() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1_000);
+    let urls: Vec<String> = (0..1_000).map(|n| server.url(&format!("/job/{n}"))).collect();
+    let mut shell = StdCommand::new("sh");
+    shell.arg("-c").arg("ulimit -v 4194304 && exec \"$0\" \"$@\"").arg(env!("CARGO_BIN_EXE_poll"));
+    support::hermetic(&mut shell).args(["--until", UNTIL_DONE, "--timeout", "60s"]).args(&urls);
+    let out = shell.output().expect("run poll under ulimit -v");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 1_000);
+    assert!(lines.iter().all(|line| line["exit_code"] == 0 && line["body"]["status"] == "done"));
+}
