@@ -64,6 +64,16 @@ pub(crate) struct Polling {
     pub submit: Option<Submit>,
 }
 
+impl Polling {
+    /// How deeply the most deeply nested of the user's filters nests.
+    pub fn filter_depth(&self) -> usize {
+        let conditions = [&self.conditions.until, &self.conditions.fail_when, &self.conditions.show];
+        let status_url = self.submit.as_ref().and_then(|submit| submit.status_url.as_ref());
+        let filters = conditions.into_iter().flatten().chain(&self.print).chain(status_url);
+        filters.map(Filter::depth).max().unwrap_or(0)
+    }
+}
+
 /// One URL and what its loop needs of its own.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {

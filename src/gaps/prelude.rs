@@ -1,8 +1,9 @@
 //! The jq standard library (jaq's core, std and JSON definitions), parsed
-//! once per process, and the part of it one filter can call. Compiling the
-//! whole library into every filter cost ~300 µs a filter, most of a
-//! `--until`'s start and nearly all of the jq fuzz target's time; a filter
-//! calls a handful of its ~130 definitions.
+//! once per process, and the part of it one filter can call. The gap: jaq
+//! compiles every definition it is given into every filter, and a filter
+//! calls a handful of the library's ~130; the whole library was most of a
+//! `--until`'s start and nearly all of the jq fuzz target's time
+//! (docs/BENCHMARKS.md, "The jq library a filter calls").
 //!
 //! The part is closed under calls: every definition named by a word of the
 //! filter, then every definition those call, and so on, by name whatever the
@@ -239,6 +240,22 @@ mod tests {
         assert!(range.iter().all(|name| rest.any(|n| n == *name)), "not in order: {range:?}");
         // A format calls its definition.
         assert!(names(r#"@json "\(.)""#).contains(&"@json"));
+    }
+
+    #[test]
+    fn depth_counts_each_term_inside_another() {
+        let cases = [
+            (".", Some(1)),
+            ("- - 1", Some(3)),
+            ("1 | 2", Some(2)),
+            ("[[1]]", Some(3)),
+            ("if . then 1 else - 1 end", Some(3)),
+            (". as {(- 1): $x} | $x", Some(3)),
+            ("1 +", None),
+        ];
+        for (source, expected) in cases {
+            assert_eq!(depth(source), expected, "{source}");
+        }
     }
 
     type Compiled = jaq_core::compile::Filter<jaq_core::Native<jaq_core::data::JustLut<jaq_json::Val>>>;

@@ -115,14 +115,10 @@ type Data = JustLut<Val>;
 /// parser and evaluator recurse, and a filter nested thousands deep (brackets,
 /// or a chain like `- - - 1`) would overflow the stack and abort the process,
 /// which no error handling can catch. Filters are compiled on a thread with a
-/// 256 MiB stack, which parses the longest one with room to spare.
+/// 256 MiB stack, which parses the longest one with room to spare, and each
+/// URL's loop evaluates them on a stack sized by [`Filter::depth`].
 const MAX_FILTER_LEN: usize = 4 * 1024;
 const MAX_FILTER_DEPTH: usize = 128;
-/// How deeply a filter's terms may nest (operators, brackets, `if`, `try`
-/// and the rest all count), checked once it parses: jaq evaluates
-/// recursively, and each URL's loop evaluates on a stack of its own sized to
-/// hold this depth with room to spare in a debug build (`run/mod.rs`).
-const MAX_TERM_DEPTH: usize = 200;
 
 /// The variables every filter can read, in the order jaq is given them;
 /// `--arg`s and `--argjson`s follow.
@@ -210,6 +206,8 @@ pub struct Filter {
     flag: &'static str,
     /// Whether it names `$headers`: only then is the reply's header object made.
     reads_headers: bool,
+    /// How deeply its terms nest: what its evaluation needs of the stack.
+    depth: usize,
     bound: Arc<Bound>,
     compiled: jaq_core::compile::Filter<Native<Data>>,
 }
@@ -324,9 +322,6 @@ impl Filter {
     /// Compiles the filter of `flag` (`--until`), with the `--arg`s and `--argjson`s bound.
     pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
-        if let Some(depth) = crate::gaps::prelude::depth(source).filter(|depth| *depth > MAX_TERM_DEPTH) {
-            return Err(format!("its terms nest {depth} deep; the limit is {MAX_TERM_DEPTH}"));
-        }
         let defs = crate::gaps::prelude::for_filter(source);
         let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
@@ -360,7 +355,14 @@ impl Filter {
             })?;
         let bound = Bound { args: args.as_value(), named: args.named.iter().map(|(_, value)| value.clone()).collect() };
         let reads_headers = source.contains("$headers");
-        Ok(Filter { source: source.to_string(), flag, reads_headers, bound: Arc::new(bound), compiled })
+        let depth = crate::gaps::prelude::depth(source).unwrap_or(0);
+        Ok(Filter { source: source.to_string(), flag, reads_headers, depth, bound: Arc::new(bound), compiled })
+    }
+
+    /// How deeply its terms nest (`.` is 1, `- - 1` is 3): jaq evaluates
+    /// recursively, so the stack its evaluation needs grows with this.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
     }
 
     /// Whether the filter reads `$headers`, so that the reply's must be made.

@@ -36,11 +36,15 @@ const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 /// it is reserved, not used, and untouched pages cost no memory.
 pub const STACK_SIZE: usize = 256 << 20;
 
-/// The stack of each URL's loop, which evaluates the filters: enough for
-/// the deepest filter `condition.rs` takes (about 1.3 MiB in a debug build
-/// at the limit, docs/BENCHMARKS.md) beside the request's own frames, and
-/// small enough that 1,000 URLs reserve 2 GiB of address space, not 256.
-pub const LOOP_STACK_SIZE: usize = 2 << 20;
+/// The stack of each URL's loop, which evaluates the filters: its request's
+/// own frames, and for each level its deepest filter nests, twice what jaq's
+/// recursive evaluation spends on a level in a debug build (docs/BENCHMARKS.md). A thousand URLs under plain filters reserve 2 GiB
+/// of address space, which `ulimit -v 4194304` allows.
+fn loop_stack(filter_depth: usize) -> usize {
+    const FRAMES: usize = 2 << 20;
+    const PER_LEVEL: usize = 8 << 10;
+    FRAMES.saturating_add(filter_depth.saturating_mul(PER_LEVEL))
+}
 
 /// What the run's coordinator hears.
 enum Event {
@@ -108,13 +112,14 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
         }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let stack = loop_stack(common.polling.filter_depth());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
         let (common, target, events) = (Arc::clone(common), target.clone(), events_tx.clone());
         let progress = Arc::clone(progress);
         let named = target.shown.clone();
         std::thread::Builder::new()
             .name(format!("poll-{t}"))
-            .stack_size(LOOP_STACK_SIZE)
+            .stack_size(stack)
             .spawn(move || {
                 let run = || target::run(&common, t, &target, &progress);
                 if let Some(end) = guarded(&target.shown, &progress, run) {
