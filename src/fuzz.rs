@@ -50,9 +50,9 @@ pub fn jq(data: &[u8]) {
         Mutex::new(jobs)
     });
     let (done, finished) = mpsc::channel();
-    let sent = worker.lock().map(|jobs| jobs.send((data.to_vec(), done)));
+    let sent = crate::util::sync::lock(worker).send((data.to_vec(), done));
     // A worker that panicked drops its channel: the panic is the finding.
-    if !matches!(sent, Ok(Ok(()))) || finished.recv().is_err() {
+    if sent.is_err() || finished.recv().is_err() {
         panic!("the jq worker panicked");
     }
 }

@@ -5,18 +5,22 @@
 //! never starts: a usage error, `--help`); [`run`] (`run/mod.rs`) runs it and
 //! returns the one [`Ending`] that `main` prints.
 //!
-//! The folders are floors, each using only those below it: `run/` (the
-//! coordinator and each URL's loop) -> `cli/` (flags, Config, docs) ->
-//! `report/` (the attempt record, each loop's progress, the reporter) ->
-//! `state/` (the shared state) -> `http/` (requests, proxies, sockets,
-//! cookies, validators, credentials) -> `rules/` (pure: decide, conditions,
-//! advice, breaker, bucket, operations) -> `util/` (URLs, text, errors, the
-//! clock, files, waits). Within and across them, modules only point down
-//! (see the test in `tests/it/layers.rs`).
+//! The folders are rooms whose modules only point down (the layers in
+//! `tests/it/layers.rs`), roughly: `run/` (the coordinator, each URL's loop,
+//! the words for a stop, the ending) -> `cli/` (flags, Config, docs) ->
+//! `report/` (the record, progress, each URL's result, the reporter and its
+//! voice, log and live lines) -> `state/` (the shared state) -> `http/`
+//! (requests, proxies, cookies, validators, credentials) and `process/`
+//! (signals, `--auth-cmd`, `-- CMD`) -> `rules/` (pure: the attempt's
+//! vocabulary, decide, conditions, advice, breaker, bucket, operations) ->
+//! `error.rs` (the exit codes' table) -> `net/` (trusted roots, TLS, Unix
+//! sockets) and `gaps/` (what poll owns beneath ureq and jaq) -> `util/`
+//! (URLs, text, headers, the clock, files, waits).
 #![forbid(unsafe_code)]
 
 mod cli;
 mod error;
+#[doc(hidden)]
 pub mod fuzz;
 mod gaps;
 mod http;
@@ -25,12 +29,14 @@ mod process;
 mod report;
 mod rules;
 mod run;
-pub mod state;
+mod state;
 mod util;
 
-// The public modules, at the paths tests, benches and fuzz targets use.
+// Test-only surface: the pure rules the table tests in `tests/it/` call and the
+// fuzz targets' bodies. Hidden, so that the published crate promises only what
+// `main` calls (configure, run, Ending).
+#[doc(hidden)]
 pub use rules::{advice, condition, policy};
-pub use util::parse;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read};

@@ -1,5 +1,7 @@
 //! The `poll` binary: flags -> Config -> run -> print -> exit code. The body
-//! and the one final error line are printed here, and only here.
+//! and the one final error line are printed here; only a signal that comes
+//! while they are written has a line of its own (`run/mod.rs`), as it ends
+//! the process at once.
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! Bodies decoded by their `Content-Encoding` (gzip, deflate, br), with the
 //! crates ureq's own `gzip` and `brotli` features use (flate2,
-//! brotli-decompressor). The gap: ureq builds both of its decoders (43 KiB
-//! each) on the stack of every body read, encoded or not, and a stack page
+//! brotli-decompressor). The gap: ureq builds both of its decoders (tens of
+//! KiB each) on the stack of every body read, encoded or not, and a stack page
 //! once touched stays with its thread; with a thread per URL that was most
 //! of the memory of a run over many URLs (docs/BENCHMARKS.md, "1,000 URLs").
 //! Here each decoder is built in a function of its own, called only for its

@@ -1,9 +1,9 @@
 //! The transport under ureq's HTTP/1.1: [`Wire`] over a TCP or a Unix
 //! socket, and [`Tls`] over either. The gap it fills: ureq's own transports
-//! keep 48 KiB of buffers a connection from the start (each URL keeps its
-//! connection, so 1,000 URLs kept 139 MiB where they now keep 60, in
-//! docs/BENCHMARKS.md), ask the kernel seven more times a request than a poll
-//! needs, and have no Unix sockets. Here the input buffer starts at a page
+//! touch all of their buffers a connection from the start (each URL keeps its
+//! connection, so that was most of the memory of 1,000 URLs), ask the kernel
+//! several more times a request than a poll needs (docs/BENCHMARKS.md,
+//! "Closer to the limits"), and have no Unix sockets. Here the input buffer starts at a page
 //! and grows only as replies need it, a pooled connection's liveness is one
 //! non-blocking peek (`probe`, per platform) made only when it is taken, and a
 //! socket timeout is set only when it moved by more than an eighth (a read

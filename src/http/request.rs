@@ -373,8 +373,9 @@ pub(crate) fn is_see_other(status: u16) -> bool {
 
 /// Sorts a ureq error into the classes README lists (transient or permanent)
 /// by its type: ureq's variant, the `io::ErrorKind`, or the error inside an
-/// I/O error (rustls', or one of ours: [`Unresolved`], [`NotASocket`]);
-/// never by its message, which a ureq release may reword.
+/// I/O error (rustls', or one of ours: [`Unresolved`], [`NotASocket`]). One
+/// message is read: a refused `CONNECT`'s status, which ureq carries only in
+/// its reason ([`proxy_status`]); a test pins that reading across upgrades.
 fn classify(error: &ureq::Error) -> Fault {
     use ureq::Error as E;
     let tls = tls_error(error);

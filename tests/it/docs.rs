@@ -93,6 +93,8 @@ fn every_relative_link_resolves() {
             let shown = format!("{}: ({link})", file.strip_prefix(root()).unwrap_or(file).display());
             if !target.exists() {
                 broken.push(format!("{shown}: no such file"));
+            } else if !within_repository(&target) {
+                broken.push(format!("{shown}: outside the repository"));
             } else if !fragment.is_empty() {
                 let headings = anchors(&std::fs::read_to_string(&target).unwrap_or_default());
                 if !headings.iter().any(|a| a == fragment) {
@@ -102,6 +104,87 @@ fn every_relative_link_resolves() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Whether `path` (which exists) is inside the repository: a reader of it has nothing else.
+fn within_repository(path: &Path) -> bool {
+    let root = root().canonicalize().expect("the repository");
+    path.canonicalize().is_ok_and(|path| path.starts_with(root))
+}
+
+/// The files outside the repository that `text`, in `folder`, cites: a path that climbs out of
+/// it with `..` (from `folder`, or in a comment from the root, where its paths start), or a
+/// repository document by a name none of its Markdown files has (an upper-case name such as
+/// README.md). A clone has neither.
+fn outside_citations(text: &str, folder: &Path, markdown_names: &[String]) -> Vec<String> {
+    let words = text.split(|c: char| c.is_whitespace() || "`()[]'\",;:".contains(c));
+    let words = words.map(|word| word.trim_end_matches(['.', '!', '?']));
+    let climbs_out = |word: &str| {
+        let mut depth = folder.components().count();
+        for part in word.split('#').next().unwrap_or(word).split('/') {
+            match part {
+                ".." if depth == 0 => return true,
+                ".." => depth -= 1,
+                "." | "" => {}
+                _ => depth += 1,
+            }
+        }
+        false
+    };
+    let unknown_document = |word: &str| {
+        let stem = word.strip_suffix(".md").unwrap_or_default();
+        !word.contains('/')
+            && !stem.is_empty()
+            && stem.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            && !markdown_names.iter().any(|known| known == word)
+    };
+    words.filter(|word| climbs_out(word) || unknown_document(word)).map(str::to_string).collect()
+}
+
+#[test]
+fn nothing_cites_a_file_outside_the_repository() {
+    let root = root();
+    let mut documents = Vec::new();
+    markdown_files(&root, &mut documents);
+    let names: Vec<String> =
+        documents.iter().filter_map(|f| f.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+    let mut sources = Vec::new();
+    for folder in ["src", "tests", "benches", "examples", "fuzz"] {
+        source_files(&root.join(folder), &mut sources);
+    }
+    let mut cited = Vec::new();
+    for file in documents.iter().chain(&sources) {
+        let text = std::fs::read_to_string(file).expect("a file");
+        let shown = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+        let markdown = file.extension().is_some_and(|e| e == "md");
+        let (lines, folder): (Vec<(usize, String)>, &Path) = if markdown {
+            let lines = text.lines().enumerate().map(|(n, line)| (n + 1, line.to_string())).collect();
+            (lines, file.parent().and_then(|f| f.strip_prefix(&root).ok()).unwrap_or(Path::new("")))
+        } else {
+            (comments(&text, file.extension().is_some_and(|e| e == "lua")), Path::new(""))
+        };
+        for (line, text) in lines {
+            let found = outside_citations(&text, folder, &names);
+            cited.extend(found.into_iter().map(|c| format!("{shown}:{line}: {c}")));
+        }
+    }
+    assert!(cited.is_empty(), "citations of files a clone does not have:\n{}", cited.join("\n"));
+}
+
+#[test]
+fn citations_outside_the_repository_are_found() {
+    let names = ["README.md".to_string(), "DESIGN.md".to_string()];
+    let text = "see `../shared/contract.md`, STYLE.md, [a](../../x.md), [b](../DESIGN.md#c) and README.md, \
+                docs/DESIGN.md, summary.md or `*.md`.";
+    let (top, guide) = (Path::new(""), Path::new("docs/guide"));
+    assert_eq!(
+        outside_citations(text, top, &names),
+        ["../shared/contract.md", "STYLE.md", "../../x.md", "../DESIGN.md#c"]
+    );
+    assert_eq!(outside_citations(text, guide, &names), ["STYLE.md"]);
+    assert_eq!(outside_citations("[a](../../../x.md)", guide, &names), ["../../../x.md"]);
+    assert!(!within_repository(&root().join("..")));
+    assert!(within_repository(&root().join("src/../README.md")));
 }
 
 #[test]
@@ -137,7 +220,7 @@ const TOP_FILES: &[&str] =
 /// starts with one of `FOLDERS` or is one of `TOP_FILES`, without the punctuation around it, a
 /// possessive `'s`, a `:line` or a `#anchor`. Not one path, so skipped: globs (`*`, `?`, `[`),
 /// elisions (`...`, `…`), placeholders (`<name>`, `{name}`, `$VAR`, `%s`), URLs. Paths outside
-/// the repository (`../shared/...`) and paths relative to a file's own folder (`redis/node.rs`)
+/// the repository (which climb out of it with `..`) and paths relative to a file's own folder (`redis/node.rs`)
 /// start with none of `FOLDERS`, so they are not checked either.
 fn repo_paths(text: &str) -> Vec<String> {
     let mut found = Vec::new();

@@ -1,4 +1,4 @@
-//! End-to-end tests of the request side of `poll` (`../shared/contract.md`, "Request"):
+//! End-to-end tests of the request side of `poll` (README.md, "What it does"; `poll --help`):
 //! how the flags build the request, what reaches the server on every attempt,
 //! redirects, body limits and decoding, TLS trust, connection reuse and proxies.
 //! Every test runs the real binary against the scripted loopback server.

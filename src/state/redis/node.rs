@@ -168,7 +168,7 @@ struct Link {
 enum NodeStream {
     Tcp(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
-    /// `redis+unix://` (`http/unix.rs` owns the platform's Unix sockets).
+    /// `redis+unix://` (`net/unix.rs` owns the platform's Unix sockets).
     Unix(UnixSocket),
 }
 
