@@ -20,6 +20,13 @@ pub enum Outcome {
     Status { code: u16, advice: Advice },
     /// No usable response.
     Failed(Failure),
+    /// `--watch`: the reply's stream ended before the condition held, `held`
+    /// after the request was sent; or it went silent for `--idle-timeout`
+    /// (`idle`). `retry` is an event stream's own `retry:`.
+    StreamEnded { held: Duration, retry: Option<Duration>, idle: bool },
+    /// `--watch`: a `204` in answer to a reconnect of an event stream: the
+    /// server says stop, as a browser's EventSource hears it.
+    StreamClosed,
 }
 
 /// What the conditions said of a 2xx body.
@@ -182,6 +189,9 @@ impl fmt::Display for Outcome {
             Outcome::Submitted { .. } => f.write_str("submitted"),
             Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
             Outcome::Failed(failure) => failure.fmt(f),
+            Outcome::StreamEnded { idle: false, .. } => f.write_str("stream ended"),
+            Outcome::StreamEnded { idle: true, .. } => f.write_str("stream went idle"),
+            Outcome::StreamClosed => f.write_str("the server ended the event stream before the condition held"),
         }
     }
 }

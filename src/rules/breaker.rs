@@ -242,7 +242,10 @@ pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
 /// up, a 404 included; a redirect loop or an oversized body got answers too.
 pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
     match outcome {
-        Outcome::Success { .. } | Outcome::Submitted { .. } => false,
+        // A stream that ended or was closed was an answer, a success for the breaker.
+        Outcome::Success { .. } | Outcome::Submitted { .. } | Outcome::StreamEnded { .. } | Outcome::StreamClosed => {
+            false
+        }
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => failure.traits().counts_for_breaker,
     }

@@ -146,6 +146,8 @@ pub enum WaitReason {
     PendingOn,
     /// No connection before the URL's first reply: the service is not up yet.
     NotUpYet,
+    /// `--watch`: an event stream's own `retry:`, waited instead of `--interval`.
+    StreamRetry,
 }
 
 impl WaitReason {
@@ -163,6 +165,7 @@ impl WaitReason {
             WaitReason::StoredAdvice => "kept_advice",
             WaitReason::PendingOn => "pending_on",
             WaitReason::NotUpYet => "not_up_yet",
+            WaitReason::StreamRetry => "stream_retry",
         }
     }
 
@@ -184,6 +187,7 @@ impl fmt::Display for WaitReason {
             WaitReason::StoredAdvice => "the server's Retry-After or rate-limit reset, kept in --state",
             WaitReason::PendingOn => "--pending-on",
             WaitReason::NotUpYet => "not up yet",
+            WaitReason::StreamRetry => "the stream's retry:",
         })
     }
 }
@@ -337,6 +341,13 @@ impl Policy {
                 None => self.next_poll(advice, attempt.not_yet),
             }),
             Outcome::Success { verdict: Verdict::NotJson, .. } => return None,
+            // A stream that ended is asked again, resuming: --interval after the last request
+            // started (a held reply at once), or after the stream's own retry: as EventSource waits.
+            Outcome::StreamEnded { held, retry, .. } => poll(match retry {
+                Some(retry) => (*retry, WaitReason::StreamRetry),
+                None => (self.interval.saturating_sub(*held), WaitReason::Interval),
+            }),
+            Outcome::StreamClosed => Action::Stop(Stop::Permanent { cause: outcome.to_string() }),
             Outcome::Status { code, advice }
                 if self.is_transient_status(*code, attempt.phase) || is_rate_limited(*code, advice) =>
             {
@@ -390,7 +401,7 @@ impl Policy {
             Outcome::Success { advice, .. } | Outcome::Submitted { advice } => {
                 advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter))
             }
-            Outcome::Failed(_) => None,
+            Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed => None,
         };
         let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })

@@ -1010,3 +1010,33 @@ fn the_new_wait_reasons_have_stable_names() {
     assert_eq!(WaitReason::PendingOn.to_string(), "--pending-on");
     assert_eq!(WaitReason::NotUpYet.to_string(), "not up yet");
 }
+
+fn stream_ended(held: Duration, retry: Option<Duration>) -> Outcome {
+    Outcome::StreamEnded { held, retry, idle: false }
+}
+
+/// `--watch`: a stream that ends or goes silent is asked again (after `--interval` since the
+/// request started, or the stream's `retry:`), spending no `--retries`; each event is judged as a
+/// body is; a 204 to a reconnect of an event stream stops with exit 3.
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn every_stream_outcome() {
+    let idle = Outcome::StreamEnded { held: secs(90), retry: None, idle: true };
+    check(&[
+        ("an event that meets the condition is done", same, ok(Met), after(0), Action::Done),
+        ("an event that fail-when matches stops", same, ok(FailWhen), after(0), Action::FailWhen),
+        ("an event not met yet keeps the stream read", same, ok(NotMet), after(0), poll(secs(1), Interval)),
+        ("a stream that ended at once is paced at the interval", same, stream_ended(ms(200), None), after(0), poll(ms(800), Interval)),
+        ("a stream held longer than the interval is asked again at once", same, stream_ended(secs(41), None), after(0), poll(Duration::ZERO, Interval)),
+        ("an event stream's retry: replaces the interval", same, stream_ended(ms(200), Some(ms(3000))), after(0), poll(ms(3000), WaitReason::StreamRetry)),
+        ("retry: 0 is asked again at once", same, stream_ended(secs(5), Some(Duration::ZERO)), after(0), poll(Duration::ZERO, WaitReason::StreamRetry)),
+        ("a stream that ended spends no retries, whatever the failures before", same, stream_ended(ms(10), None), after(100), poll(ms(990), Interval)),
+        ("a stream that went idle is asked again at once", same, idle.clone(), after(0), poll(Duration::ZERO, Interval)),
+        ("a stream that ended with the deadline nearer than the wait stops", same, stream_ended(Duration::ZERO, None), left(ms(500)), deadline(secs(1), Interval, ms(500), "stream ended")),
+        ("a reset stream is a transient failure", same, failed(Reset), after(0), backoff(1)),
+        ("a malformed event is a transient failure", same, failed(Malformed), after(2), backoff(3)),
+        ("a 204 to a reconnect of an event stream stops", same, Outcome::StreamClosed, after(0), permanent("the server ended the event stream before the condition held")),
+    ]);
+    assert_eq!(WaitReason::StreamRetry.name(), "stream_retry");
+    assert_eq!(idle.to_string(), "stream went idle");
+}
