@@ -13,7 +13,7 @@ use rustls::pki_types::CertificateDer;
 use crate::cli::flags::{CiArg, Cli, ColorArg, HeaderArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::error::Error;
 use crate::http::credentials::Credentials;
-use crate::http::request::{ClientConfig, Request};
+use crate::http::request::{ClientConfig, Idle, Request};
 use crate::net::roots;
 use crate::net::tls::Trust;
 use crate::process::exec::Command;
@@ -159,6 +159,7 @@ impl Config {
             max_body: cli.max_body.0,
             trust: Arc::new(Trust { cacert, insecure: cli.insecure }),
             unix_socket: cli.unix_socket.take(),
+            watch: cli.watch.then_some(Idle((!cli.idle_timeout.is_zero()).then_some(*cli.idle_timeout))),
         };
         let polling = polling(&cli, client, idempotent, keyed)?;
         if let Some(output) = &cli.output {

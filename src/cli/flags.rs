@@ -259,6 +259,17 @@ pub struct Cli {
     #[arg(long, requires = "submit", help_heading = SUBMIT)]
     pub(crate) location_trusted: bool,
 
+    /// Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON
+    /// and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID,
+    /// X-Consul-Index, the reply's validators). No --request-timeout: a reply may be held to the deadline
+    #[arg(long, conflicts_with_all = ["submit", "head", "prefer_wait", "interval_max"], help_heading = SCHEDULE)]
+    pub(crate) watch: bool,
+
+    /// Under --watch, a reply that sends no byte (an event, a heartbeat, a comment) for DURATION is dropped and
+    /// asked again, resuming; 0 means no bound
+    #[arg(long, value_name = "DURATION", default_value_t = shown(request::IDLE_TIMEOUT), value_parser = parse_duration, requires = "watch", help_heading = SCHEDULE)]
+    pub(crate) idle_timeout: humantime::Duration,
+
     /// Wait between polls while the condition is not met yet
     #[arg(short = 'i', long, value_name = "DURATION", default_value_t = shown(policy::INTERVAL), value_parser = parse_duration, help_heading = SCHEDULE)]
     pub(crate) interval: humantime::Duration,

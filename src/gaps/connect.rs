@@ -43,15 +43,22 @@ use crate::util::url;
 
 /// The agent a loop sends with: `config` (which names no proxy: each
 /// request names its own), connecting to `--unix-socket` when given (no
-/// proxy then, as in curl), and TLS trusting `trust`.
-pub(crate) fn agent(config: ureq::config::Config, trust: Arc<Trust>, unix_socket: Option<&Path>) -> ureq::Agent {
+/// proxy then, as in curl), and TLS trusting `trust`; with `idle`
+/// (`--watch`'s `--idle-timeout`), no read waits longer than that.
+pub(crate) fn agent(
+    config: ureq::config::Config,
+    trust: Arc<Trust>,
+    unix_socket: Option<&Path>,
+    idle: Option<Duration>,
+) -> ureq::Agent {
     match unix_socket {
         Some(path) => {
             let tls = TlsHandshake { trust };
-            ureq::Agent::with_parts(config, UnixSocketConnector { path: path.to_path_buf(), tls }, NoResolver)
+            let connector = UnixSocketConnector { path: path.to_path_buf(), tls, idle };
+            ureq::Agent::with_parts(config, connector, NoResolver)
         }
         None => {
-            let connections = Connections::new(config.clone(), trust);
+            let connections = Connections::new(config.clone(), trust, idle);
             ureq::Agent::with_parts(config, connections, LiteralResolver::default())
         }
     }
@@ -78,9 +85,9 @@ struct Connections {
 
 impl Connections {
     /// `agent` is the config the agent is built with; it must name no proxy.
-    fn new(agent: ureq::config::Config, trust: Arc<Trust>) -> Connections {
-        let straight = ().chain(Tcp).chain(TlsHandshake { trust: Arc::clone(&trust) });
-        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp).chain(TlsHandshake { trust });
+    fn new(agent: ureq::config::Config, trust: Arc<Trust>, idle: Option<Duration>) -> Connections {
+        let straight = ().chain(Tcp { idle }).chain(TlsHandshake { trust: Arc::clone(&trust) });
+        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp { idle }).chain(TlsHandshake { trust });
         Connections { straight: Box::new(straight), tunnelled: Box::new(tunnelled), direct: agent }
     }
 
@@ -129,7 +136,10 @@ impl transport::Connector for Connections {
 /// ureq's TCP connect, with the [`Wire`] transport: the addresses in the
 /// order resolved, the connect timeout shared among them as ureq shares it.
 #[derive(Debug)]
-struct Tcp;
+struct Tcp {
+    /// The longest a read of the connection waits (`--idle-timeout`).
+    idle: Option<Duration>,
+}
 
 impl<In: Transport> transport::Connector<In> for Tcp {
     type Out = Either<In, Wire>;
@@ -143,7 +153,7 @@ impl<In: Transport> transport::Connector<In> for Tcp {
         if details.config.no_delay() {
             stream.set_nodelay(true)?;
         }
-        Ok(Some(Either::B(Wire::new(Socket::from(stream), details)?)))
+        Ok(Some(Either::B(Wire::new(Socket::from(stream), details, self.idle)?)))
     }
 }
 
@@ -202,6 +212,8 @@ fn only_this_address(e: &io::Error) -> bool {
 struct UnixSocketConnector {
     path: PathBuf,
     tls: TlsHandshake,
+    /// The longest a read of the connection waits (`--idle-timeout`).
+    idle: Option<Duration>,
 }
 
 impl transport::Connector for UnixSocketConnector {
@@ -212,7 +224,7 @@ impl transport::Connector for UnixSocketConnector {
             ErrorKind::TimedOut => ureq::Error::Timeout(Timeout::Connect),
             _ => ureq::Error::Io(e),
         })?;
-        let plain: Box<dyn Transport> = Box::new(Wire::new(socket, details)?);
+        let plain: Box<dyn Transport> = Box::new(Wire::new(socket, details, self.idle)?);
         // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
         transport::Connector::connect(&self.tls, details, Some(plain))
     }

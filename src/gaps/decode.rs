@@ -38,6 +38,21 @@ pub(crate) fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<V
     Ok(body)
 }
 
+/// `--watch`: a body read as it arrives, decoded by `coding` as [`decode`]
+/// decodes a whole one (deflate is taken zlib-wrapped, as the RFC says).
+pub(crate) fn reader<'a>(coding: Option<&str>, raw: impl Read + 'a) -> Box<dyn Read + 'a> {
+    let is = |name: &str| coding.is_some_and(|coding| coding.trim().eq_ignore_ascii_case(name));
+    if is("gzip") || is("x-gzip") {
+        Box::new(flate2::read::MultiGzDecoder::new(raw))
+    } else if is("deflate") {
+        Box::new(flate2::read::ZlibDecoder::new(raw))
+    } else if is("br") {
+        Box::new(brotli_decompressor::Decompressor::new(raw, 4096))
+    } else {
+        Box::new(raw)
+    }
+}
+
 /// gzip, members one after another as ureq read them.
 #[inline(never)]
 fn gunzip(raw: &[u8], limit: u64) -> io::Result<Vec<u8>> {

@@ -36,15 +36,23 @@ pub(crate) struct Wire {
     write_timeout: Option<Duration>,
     /// Bytes went either way since the last liveness probe.
     used: bool,
+    /// `--watch`'s `--idle-timeout`: no read waits longer, whatever ureq
+    /// allows the whole reply (ureq bounds phases of a call, not silences).
+    idle: Option<Duration>,
 }
 
 impl Wire {
-    /// A transport over `socket`, registered for the agent's shutdown.
-    pub(crate) fn new(socket: Socket, details: &ConnectionDetails) -> Result<Wire, ureq::Error> {
+    /// A transport over `socket`, registered for the agent's shutdown, whose
+    /// reads wait at most `idle` each.
+    pub(crate) fn new(
+        socket: Socket,
+        details: &ConnectionDetails,
+        idle: Option<Duration>,
+    ) -> Result<Wire, ureq::Error> {
         let socket = Arc::new(SharedSocket(socket));
         (details.register_shutdown)(Arc::downgrade(&socket) as Weak<dyn ShutdownHandle>)?;
         let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None, used: false })
+        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None, used: false, idle })
     }
 }
 
@@ -70,7 +78,7 @@ impl Transport for Wire {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        let budget = Budget::of(timeout.for_read())?;
+        let budget = Budget::of(timeout.for_read())?.at_most(self.idle);
         let input = transport::Buffers::input_append_buf(&mut self.buffers);
         self.used = true;
         let set = &mut self.read_timeout;
@@ -162,6 +170,16 @@ impl Budget {
             return Err(ureq::Error::Timeout(timeout.reason));
         }
         Ok(Budget { wanted: timeout.not_zero().map(|t| *t), started: Instant::now(), reason: timeout.reason })
+    }
+
+    /// The budget, cut to `idle` when that is shorter: a silence that long
+    /// is a timeout of the body, whatever ureq's own bound.
+    fn at_most(self, idle: Option<Duration>) -> Budget {
+        match (self.wanted, idle) {
+            (Some(wanted), Some(idle)) if wanted <= idle => self,
+            (_, Some(idle)) => Budget { wanted: Some(idle), reason: Timeout::RecvBody, ..self },
+            (_, None) => self,
+        }
     }
 
     /// What is left of it now, or its timeout when nothing is.

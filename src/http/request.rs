@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::io::{ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use ureq::http;
 use crate::gaps::connect::{self, Unresolved};
 use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
+use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
 use crate::net::{roots, tls::Trust, unix::NotASocket};
 use crate::rules::attempt::Failure;
@@ -27,6 +28,8 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_REDIRECTS: u32 = 10;
 pub(crate) const MAX_BODY: u64 = 16 << 20;
+/// `--idle-timeout`: under `--watch`, the longest silence of a reply.
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Whether a header carries a credential: dropped by a redirect to another
 /// origin (as curl drops `Authorization` and `Cookie`), and sent to a
@@ -77,7 +80,14 @@ pub(crate) struct ClientConfig {
     pub trust: Arc<Trust>,
     /// `--unix-socket`: every connection goes to this socket (see `src/net/unix.rs`).
     pub unix_socket: Option<std::path::PathBuf>,
+    /// `--watch`: replies are read as streams, with no `--request-timeout`,
+    /// and `idle` (`--idle-timeout`; `None` for 0) bounds every silence.
+    pub watch: Option<Idle>,
 }
+
+/// `--idle-timeout` under `--watch`: `None` when the silence of a reply is not bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Idle(pub Option<Duration>);
 
 /// A response read to its last byte (decoded when compressed).
 #[derive(Debug, Clone)]
@@ -160,9 +170,11 @@ impl Client {
             // Redirects are followed here, to drop credentials by origin as curl does.
             .max_redirects(0)
             .timeout_connect(Some(spec.connect_timeout))
-            .timeout_global(Some(spec.request_timeout))
+            // A watched reply may be held to the deadline: each request then says how long it may take.
+            .timeout_global(spec.watch.is_none().then_some(spec.request_timeout))
             .user_agent(spec.user_agent.as_str())
-            .accept_encoding("gzip, deflate, br")
+            // A compressing server may hold an event back until a block fills.
+            .accept_encoding(if spec.watch.is_some() { "identity" } else { "gzip, deflate, br" })
             // Not ureq's default, its own reading of the environment (ALL_PROXY
             // first, for every scheme): `send` sets one per request, from `proxies`.
             .proxy(None)
@@ -174,7 +186,8 @@ impl Client {
             .build();
         // Over a Unix socket no proxy is used, as in curl.
         let proxies = if spec.unix_socket.is_some() { Proxies::none() } else { Proxies::from_env() };
-        let agent = connect::agent(config, Arc::clone(&spec.trust), spec.unix_socket.as_deref());
+        let idle = spec.watch.and_then(|Idle(idle)| idle);
+        let agent = connect::agent(config, Arc::clone(&spec.trust), spec.unix_socket.as_deref(), idle);
         Client { agent, spec: spec.clone(), proxies, jar: Jar::default(), parsed: RefCell::default() }
     }
 
@@ -192,6 +205,31 @@ impl Client {
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
     /// whole attempt (the smaller of `--request-timeout` and the time left).
     pub(crate) fn fetch(&self, request: &Request, budget: Duration) -> Result<Reply, Fault> {
+        let response = self.follow(request, Some(budget))?;
+        self.read(response)
+    }
+
+    /// `--watch`: one request, whose 2xx reply is handed over as a
+    /// [`Stream`] of events as they arrive; any other reply is read whole,
+    /// as [`Client::fetch`] reads it. `budget` (the time left, if there is a
+    /// deadline) bounds the whole request; `--idle-timeout` bounds each
+    /// silence (the transport's reads).
+    pub(crate) fn open(&self, request: &Request, budget: Option<Duration>) -> Result<Opened, Fault> {
+        let response = self.follow(request, budget)?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return self.read(response).map(Opened::Reply);
+        }
+        let headers = headers_of(&response);
+        let framing = Framing::of(headers.get("content-type"));
+        let decoded = decode::reader(headers.get("content-encoding"), response.into_body().into_reader());
+        let events = Events::new(BufReader::with_capacity(STREAM_BUFFER, decoded), framing, self.spec.max_body);
+        Ok(Opened::Stream(Stream { status, headers, events }))
+    }
+
+    /// Sends `request` and follows its redirects as curl does, within
+    /// `budget` (`None`: no bound); the reply's body is left unread.
+    fn follow(&self, request: &Request, budget: Option<Duration>) -> Result<http::Response<ureq::Body>, Fault> {
         let started = Instant::now();
         // Borrowed until a redirect changes them: most attempts have none.
         let mut url = Cow::Borrowed(request.url.as_str());
@@ -202,9 +240,9 @@ impl Client {
         loop {
             let left = match hops {
                 0 => budget,
-                _ => budget.saturating_sub(started.elapsed()),
+                _ => budget.map(|budget| budget.saturating_sub(started.elapsed())),
             };
-            if left.is_zero() {
+            if left.is_some_and(|left| left.is_zero()) {
                 return Err(Fault::new(Failure::Timeout, "request timed out"));
             }
             let cookies = self.jar.header(&url);
@@ -219,7 +257,7 @@ impl Client {
             let see_other = request.see_other_is_the_answer && is_see_other(status);
             let location = location.filter(|_| is_redirect(status) && self.spec.max_redirects > 0 && !see_other);
             let Some(location) = location else {
-                return self.read(response);
+                return Ok(response);
             };
             // Drain the redirect's body so its connection goes back to the pool.
             let _ = response.body_mut().with_config().limit(REDIRECT_BODY_LIMIT).read_to_vec();
@@ -260,7 +298,7 @@ impl Client {
         headers: &Headers,
         cookies: Option<&str>,
         body: Option<&[u8]>,
-        timeout: Duration,
+        timeout: Option<Duration>,
     ) -> Result<http::Response<ureq::Body>, Fault> {
         let builder = http::Request::builder().method(method);
         // One that does not parse is refused when the request is built, below.
@@ -310,30 +348,35 @@ impl Client {
         Some(uri)
     }
 
-    /// Runs `request` within `timeout`, through its proxy if it has one. The
-    /// agent's own timeout is `--request-timeout` and it has no proxy: most
-    /// polls need nothing of their own, and are spared a copy of the agent's
-    /// configuration each.
+    /// Runs `request` within `timeout` (`None`: the agent's), through its
+    /// proxy if it has one. The agent's own timeout is `--request-timeout`
+    /// (none under `--watch`) and it has no proxy: most polls need nothing of
+    /// their own, and are spared a copy of the agent's configuration each.
     fn run<B: ureq::AsSendBody>(
         &self,
         request: http::Request<B>,
-        timeout: Duration,
+        timeout: Option<Duration>,
     ) -> Result<http::Response<ureq::Body>, ureq::Error> {
         let proxy = self.proxies.for_uri(request.uri());
-        if proxy.is_none() && timeout >= self.spec.request_timeout {
+        let agents = match self.spec.watch {
+            Some(_) => timeout.is_none(),
+            None => timeout.is_none_or(|timeout| timeout >= self.spec.request_timeout),
+        };
+        if proxy.is_none() && agents {
             return self.agent.run(request);
         }
         let proxy = proxy.cloned();
-        self.agent.run(self.agent.configure_request(request).timeout_global(Some(timeout)).proxy(proxy).build())
+        let configured = self.agent.configure_request(request);
+        let configured = match timeout {
+            Some(timeout) => configured.timeout_global(Some(timeout)),
+            None => configured,
+        };
+        self.agent.run(configured.proxy(proxy).build())
     }
 
     fn read(&self, mut response: http::Response<ureq::Body>) -> Result<Reply, Fault> {
         let status = response.status().as_u16();
-        let headers: Headers = response
-            .headers()
-            .iter()
-            .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
-            .collect();
+        let headers = headers_of(&response);
         let limit = self.spec.max_body;
         // Room for the whole body when its length is known: read in one go, with no small probe read first.
         let known = response.body().content_length().unwrap_or(0).min(limit).min(BODY_ROOM_AT_ONCE);
@@ -349,6 +392,73 @@ impl Client {
             }
         })?;
         Ok(Reply { status, headers, body })
+    }
+}
+
+/// A reply's header fields, as ureq read them.
+fn headers_of(response: &http::Response<ureq::Body>) -> Headers {
+    let fields = response.headers().iter();
+    fields
+        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect()
+}
+
+/// What a request under `--watch` brought: a reply read whole (any status
+/// but a 2xx), or a 2xx's stream of events.
+pub(crate) enum Opened {
+    Reply(Reply),
+    Stream(Stream),
+}
+
+impl Opened {
+    /// The reply's status.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            Opened::Reply(reply) => reply.status,
+            Opened::Stream(stream) => stream.status,
+        }
+    }
+}
+
+/// How much of a stream is read ahead of the event being judged.
+const STREAM_BUFFER: usize = 8 << 10;
+
+/// A 2xx reply under `--watch`: its head, and its body as events as they
+/// arrive (`http/events.rs` frames them). Only the event being read is kept.
+pub(crate) struct Stream {
+    pub status: u16,
+    pub headers: Headers,
+    events: Events<BufReader<Box<dyn Read>>>,
+}
+
+impl Stream {
+    /// The next event as soon as it is complete; `None` when the reply ended
+    /// cleanly. A silence of `--idle-timeout` is a [`Failure::Timeout`].
+    pub(crate) fn next_event(&mut self) -> Option<Result<Event, Fault>> {
+        let broken = match self.events.next_event()? {
+            Ok(event) => return Some(Ok(event)),
+            Err(broken) => broken,
+        };
+        Some(Err(match broken {
+            Broken::Io(e) => classify(&ureq::Error::from(e)),
+            // An event over --max-body is a malformed reply (transient), as a bad frame is.
+            other => Fault::new(Failure::Malformed, other.to_string()),
+        }))
+    }
+
+    /// An event stream's last event ID, to resume with (`Last-Event-ID`).
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.events.last_event_id()
+    }
+
+    /// An event stream's last `retry:`, waited instead of `--interval`.
+    pub(crate) fn retry(&self) -> Option<Duration> {
+        self.events.retry()
+    }
+
+    /// Whether the reply is an event stream (`text/event-stream`).
+    pub(crate) fn is_event_stream(&self) -> bool {
+        matches!(Framing::of(self.headers.get("content-type")), Framing::Sse)
     }
 }
 

@@ -32,18 +32,11 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
             event["error_kind"] = json!(fault.failure.kind());
         }
     }
-    if let Outcome::Success { verdict, .. } = &record.outcome {
-        let has_errors = record.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
-        event["condition"] = json!(match verdict {
-            Verdict::Met => "met",
-            Verdict::FailWhen => "failed",
-            Verdict::NotMet if has_errors => "error",
-            Verdict::NotMet => "not_met",
-            Verdict::NotJson => "error",
-        });
-        if *verdict == Verdict::NotJson {
-            event["error_kind"] = json!("not_json");
-        }
+    if let Some(condition) = condition(record) {
+        event["condition"] = json!(condition);
+    }
+    if let Outcome::Success { verdict: Verdict::NotJson, .. } = &record.outcome {
+        event["error_kind"] = json!("not_json");
     }
     if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
         event["show"] = json!(shown);
@@ -83,10 +76,46 @@ pub(crate) fn final_event(summary: &RunEnd, elapsed: Duration, idempotency_key: 
     if let Some(operation) = &summary.operation_url {
         event["operation_url"] = json!(operation);
     }
+    // --watch: a request is one attempt, and many events may come on it.
+    if let Some(events) = summary.events {
+        event["events"] = json!(events);
+        event["requests"] = json!(summary.attempts);
+    }
     if let Some(key) = idempotency_key {
         event["idempotency_key"] = json!(key);
     }
     event
+}
+
+/// `--watch`: the object of event `n` of a stream, judged in `record`.
+pub(crate) fn stream_event(n: u32, kind: Option<&str>, id: Option<&str>, record: &Record, elapsed: Duration) -> Value {
+    let mut event = json!({
+        "event": "stream_event",
+        "n": n,
+        "ts": now_rfc3339(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "attempt": record.number,
+        "type": kind,
+        "id": id,
+        "verdict": condition(record),
+    });
+    if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
+        event["show"] = json!(shown);
+    }
+    event
+}
+
+/// What the conditions said of a 2xx body: `met`, `failed`, `not_met` or `error`.
+fn condition(record: &Record) -> Option<&'static str> {
+    let Outcome::Success { verdict, .. } = &record.outcome else { return None };
+    let has_errors = record.judgement.as_ref().is_some_and(|j| !j.errors.is_empty());
+    Some(match verdict {
+        Verdict::Met => "met",
+        Verdict::FailWhen => "failed",
+        Verdict::NotMet if has_errors => "error",
+        Verdict::NotMet => "not_met",
+        Verdict::NotJson => "error",
+    })
 }
 
 fn now_rfc3339() -> String {

@@ -23,6 +23,8 @@ pub(crate) struct LoopProgress {
     started: Instant,
     /// The attempt in flight or last made.
     attempts: AtomicU32,
+    /// `--watch`: the events judged so far.
+    events: AtomicU32,
     last: Mutex<Seen>,
     /// `--submit`: where the operation is watched, once known.
     operation: Mutex<Option<String>>,
@@ -39,6 +41,7 @@ impl Progress {
                 Arc::new(LoopProgress {
                     started,
                     attempts: AtomicU32::new(0),
+                    events: AtomicU32::new(0),
                     last: Mutex::new(Seen::default()),
                     operation: Mutex::new(None),
                     ended: Mutex::new(None),
@@ -63,6 +66,11 @@ impl Progress {
         self.loops.iter().map(|progress| progress.attempts()).sum()
     }
 
+    /// `--watch`: events judged so far by every loop.
+    pub(crate) fn events(&self) -> u32 {
+        self.loops.iter().map(|progress| progress.events()).sum()
+    }
+
     /// Time since the run started.
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
@@ -78,6 +86,20 @@ impl LoopProgress {
     /// The loop made the attempt `record`.
     pub(crate) fn made(&self, record: &Record) {
         *lock(&self.last) = record.seen();
+    }
+
+    /// `--watch`: the loop judged an event, the `record` of it; returns its number, from 1.
+    pub(crate) fn event(&self, record: &Record) -> u32 {
+        let n = self.events.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        let mut seen = record.seen();
+        seen.event = Some(n);
+        *lock(&self.last) = seen;
+        n
+    }
+
+    /// `--watch`: events judged so far.
+    pub(crate) fn events(&self) -> u32 {
+        self.events.load(Ordering::Relaxed)
     }
 
     /// `--submit`: the loop now watches the operation at `url`.

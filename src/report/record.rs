@@ -73,7 +73,7 @@ impl Record {
         let failed = self.judgement.as_ref().and_then(|j| j.errors.last().cloned());
         let (outcome, status, not_up_yet, held) =
             (Some(self.outcome.clone()), self.status(), self.not_up_yet, self.held);
-        Seen { outcome, status, shown, not_up_yet, failed, held }
+        Seen { outcome, status, shown, not_up_yet, failed, held, event: None }
     }
 
     /// The body of the final response, for stdout.
@@ -95,6 +95,8 @@ pub(crate) struct Seen {
     failed: Option<JqError>,
     /// See [`Record::held`].
     held: Option<(u32, u32)>,
+    /// `--watch`: the number of the event judged, when this is one.
+    pub event: Option<u32>,
 }
 
 impl Seen {
@@ -115,6 +117,7 @@ impl Seen {
         let Some(outcome) = &self.outcome else { return String::new() };
         let mut text = match (outcome, self.status) {
             (Outcome::Failed(failure), _) => failure.to_string(),
+            (Outcome::StreamEnded { .. } | Outcome::StreamClosed, _) => outcome.to_string(),
             // Judged on the body kept; -v and the progress line say what came.
             (Outcome::Success { .. }, Some(304)) => "304 not modified".to_string(),
             (Outcome::Success { verdict, .. }, Some(status)) => {
@@ -132,6 +135,10 @@ impl Seen {
         // `--stable`: met, but not yet often enough in a row (a 2xx's "done" would say it is over).
         if let (Some((held, stable)), Some(status)) = (self.held, self.status) {
             text = format!("{status} met, {held} of {stable}");
+        }
+        // `--watch`: an event, not a reply, was judged last.
+        if let (Some(n), Some(status)) = (self.event, self.status) {
+            text = format!("event {n}{}", text.strip_prefix(&status.to_string()).unwrap_or(&text));
         }
         if let Some(shown) = &self.shown {
             text.push_str(&format!(" · {}", crate::util::text::printable(&crate::util::text::shorten(shown))));

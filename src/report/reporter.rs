@@ -24,7 +24,7 @@ use crate::report::voice::{self, Voice};
 use crate::rules::attempt::Outcome;
 use crate::rules::condition::JqError;
 use crate::rules::operation;
-use crate::rules::policy::{Action, WaitReason};
+use crate::rules::policy::{Action, Stop, WaitReason};
 use crate::util::sync::lock;
 use crate::util::text::{count, human, json_line, printable};
 use crate::util::url;
@@ -222,8 +222,45 @@ impl Reporter {
         }
     }
 
-    /// An attempt of loop `t` sent `request`, and the policy decided.
-    fn attempt(&self, t: usize, request: &Request, record: &Record) {
+    /// `--watch`: loop `t`'s request to `url` is answered with a stream.
+    fn streaming(&self, t: usize, url: &str) {
+        if self.verbose_text() {
+            self.line(t, &format!("{}watching {}", self.named(t), url::redact(url)));
+        }
+    }
+
+    /// `--watch`: loop `t` judged event `n` (of SSE type `kind`, with `id`) in `record`.
+    fn stream_event(&self, t: usize, n: u32, kind: Option<&str>, id: Option<&str>, record: &Record) {
+        let Some(target) = self.targets.get(t) else { return };
+        let shown = record.judgement.as_ref().and_then(|j| j.shown.as_deref());
+        let shown = shown.map(|shown| format!(" {}", printable(&crate::util::text::shorten(shown))));
+        if self.style.json {
+            let mut event = log::stream_event(n, kind, id, record, self.started.elapsed());
+            if self.several() {
+                event["target"] = json!(t);
+            }
+            self.event(event);
+        } else if self.style.verbose >= 1 {
+            let named =
+                [kind.map(|kind| format!("type {}", printable(kind))), id.map(|id| format!("id {}", printable(id)))];
+            let named: Vec<String> = named.into_iter().flatten().collect();
+            let named = if named.is_empty() { String::new() } else { format!(" ({})", named.join(", ")) };
+            let verdict = match &record.action {
+                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) if record.held.is_some() => {
+                    record.held.map(|(held, of)| format!("met, {held} of {of}")).unwrap_or_default()
+                }
+                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => "not yet".to_string(),
+                _ => decision(record),
+            };
+            let line = format!("{}event {n}{named}{} -> {verdict}", self.named(t), shown.clone().unwrap_or_default());
+            self.line(t, &line);
+        }
+        target.live.bar.set_message(format!("attempt {} · {n} events{}", record.number, shown.unwrap_or_default()));
+    }
+
+    /// An attempt of loop `t` sent `request`, and the policy decided; under
+    /// `--watch`, a stream that ended names what the next request resumes with (`resume`).
+    fn attempt(&self, t: usize, request: &Request, record: &Record, resume: Option<&str>) {
         let Some(target) = self.targets.get(t) else { return };
         if target.live.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
             return;
@@ -244,8 +281,15 @@ impl Reporter {
             self.event(event);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
-            let decision = decision(record);
-            self.line(t, &format!("{}attempt {}: {summary} in {latency} -> {decision}", self.named(t), record.number));
+            let line = match (&record.outcome, &record.action) {
+                (Outcome::StreamEnded { .. }, Action::Poll { after, .. }) => {
+                    let when = if after.is_zero() { String::new() } else { format!(" in {}", human(*after)) };
+                    let resume = resume.map(|resume| format!(" ({resume})")).unwrap_or_default();
+                    format!("{summary} after {latency}, asking again{when}{resume}")
+                }
+                _ => format!("{summary} in {latency} -> {}", decision(record)),
+            };
+            self.line(t, &format!("{}attempt {}: {line}", self.named(t), record.number));
             if let (true, Ok(reply)) = (self.style.verbose >= 2, &record.reply) {
                 for (name, value) in reply.headers.iter() {
                     let value = if operation::names_an_operation(name) {
@@ -494,7 +538,27 @@ impl LoopReporter<'_> {
     /// An attempt sent `request`, and the policy decided.
     pub(crate) fn attempt(&self, request: &Request, record: &Record) {
         self.progress.made(record);
-        self.reporter.attempt(self.t, request, record);
+        self.reporter.attempt(self.t, request, record, None);
+    }
+
+    /// `--watch`: a request whose stream ended, and what the next resumes with (`Last-Event-ID: 17`).
+    pub(crate) fn stream_ended(&self, request: &Request, record: &Record, resume: Option<&str>) {
+        // A deadline names the last event judged, not the end of the stream it came on.
+        if self.progress.events() == 0 {
+            self.progress.made(record);
+        }
+        self.reporter.attempt(self.t, request, record, resume);
+    }
+
+    /// `--watch`: the request to `url` is answered with a stream.
+    pub(crate) fn streaming(&self, url: &str) {
+        self.reporter.streaming(self.t, url);
+    }
+
+    /// `--watch`: an event (of SSE type `kind`, with `id`) was judged in `record`.
+    pub(crate) fn event(&self, kind: &Option<String>, id: &Option<String>, record: &Record) {
+        let n = self.progress.event(record);
+        self.reporter.stream_event(self.t, n, kind.as_deref(), id.as_deref(), record);
     }
 
     /// `--auth-cmd` made a token (`new`: never seen before in this run).

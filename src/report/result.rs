@@ -102,6 +102,8 @@ pub(crate) struct RunEnd {
     pub operation_url: Option<String>,
     /// Attempts made by every loop.
     pub attempts: u32,
+    /// `--watch`: events judged by every loop.
+    pub events: Option<u32>,
     /// stdout holds the run's answer (the body, `--print`'s outputs), not a fallback.
     pub answered: bool,
 }
@@ -114,7 +116,8 @@ impl RunEnd {
         operation_url: Option<String>,
         attempts: u32,
     ) -> RunEnd {
-        let mut end = RunEnd { row: DONE, message: None, targets, operation_url, attempts, answered: false };
+        let mut end =
+            RunEnd { row: DONE, message: None, targets, operation_url, attempts, events: None, answered: false };
         if let Some(error) = error {
             end.failed(error);
         }

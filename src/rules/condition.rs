@@ -122,7 +122,7 @@ const MAX_FILTER_DEPTH: usize = 128;
 
 /// The variables every filter can read, in the order jaq is given them;
 /// `--arg`s and `--argjson`s follow.
-const GLOBALS: [&str; 4] = ["$ENV", "$ARGS", "$status", "$headers"];
+const GLOBALS: [&str; 5] = ["$ENV", "$ARGS", "$status", "$headers", "$event"];
 
 /// `--arg NAME VALUE` and `--argjson NAME JSON`, as jq has them: each bound
 /// as `$NAME` in every filter, and all of them in `$ARGS.named`.
@@ -156,7 +156,7 @@ impl Args {
         let var = format!("${name}");
         if GLOBALS.contains(&var.as_str()) || self.named.iter().any(|(known, _)| *known == var) {
             return Err(format!(
-                "`{name}` is already bound (a name can be given once; $ENV, $ARGS, $status and $headers are poll's)"
+                "`{name}` is already bound (a name can be given once; $ENV, $ARGS, $status, $headers and $event are poll's)"
             ));
         }
         self.named.push((var, value));
@@ -247,12 +247,22 @@ impl std::fmt::Display for JqError {
     }
 }
 
-/// A reply as the filters read it: `$status`, `$headers` and the body.
+/// A reply as the filters read it: `$status`, `$headers` and the body;
+/// under `--watch`, one event of it as the body, and `$event` its type
+/// (`None`, `null`, for a JSON stream's value and for a whole reply).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Message<'a> {
     pub status: u16,
     pub headers: &'a Headers,
     pub body: &'a [u8],
+    pub event: Option<&'a str>,
+}
+
+impl<'a> Message<'a> {
+    /// A whole reply's message: no event.
+    pub(crate) fn reply(status: u16, headers: &'a Headers, body: &'a [u8]) -> Message<'a> {
+        Message { status, headers, body, event: None }
+    }
 }
 
 impl std::fmt::Debug for Filter {
@@ -267,6 +277,7 @@ pub struct Input {
     body: Val,
     status: Val,
     headers: Val,
+    event: Val,
 }
 
 impl Input {
@@ -277,7 +288,7 @@ impl Input {
         let mut json = serde_json::Deserializer::from_slice(body);
         let body = Val::deserialize(&mut json).ok()?;
         json.end().ok()?;
-        Some(Input { body, status: Val::Null, headers: Val::obj(jaq_json::Map::default()) })
+        Some(Input { body, status: Val::Null, headers: Val::obj(jaq_json::Map::default()), event: Val::Null })
     }
 
     /// A reply for the user's filters: its JSON body, or `null` for an empty
@@ -286,10 +297,11 @@ impl Input {
     /// in lower case, repeated fields joined with `, `.
     pub(crate) fn of(message: Message<'_>, headers: bool) -> Option<Input> {
         let mut input = match is_empty(message.body) {
-            true => Input { body: Val::Null, status: Val::Null, headers: Val::Null },
+            true => Input { body: Val::Null, status: Val::Null, headers: Val::Null, event: Val::Null },
             false => Input::parse(message.body)?,
         };
         input.status = Val::from(usize::from(message.status));
+        input.event = message.event.map_or(Val::Null, |event| Val::from(event.to_string()));
         input.headers = if headers { header_object(message.headers) } else { Val::obj(jaq_json::Map::default()) };
         Some(input)
     }
@@ -435,7 +447,7 @@ impl Filter {
 
     fn run<'a>(&'a self, input: &Input) -> impl Iterator<Item = Result<Val, JqError>> + 'a {
         let (bound, headers) = (&self.bound, input.headers.clone());
-        let globals = [environment(), bound.args.clone(), input.status.clone(), headers];
+        let globals = [environment(), bound.args.clone(), input.status.clone(), headers, input.event.clone()];
         let vars = Vars::new(globals.into_iter().chain(bound.named.iter().cloned()));
         let ctx = Ctx::<Data>::new(&self.compiled.lut, vars);
         self.compiled.id.run((ctx, input.body.clone())).map(|output| {

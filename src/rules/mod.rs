@@ -1,6 +1,7 @@
 //! The pure rules: plain values in, plain values out, no sockets and no
 //! clock. `policy::decide` and the jq conditions, the server's advice, the
-//! breaker, the rate bucket and `--submit`'s operation rules.
+//! breaker, the rate bucket, `--submit`'s operation rules and how `--watch`
+//! resumes.
 
 pub mod advice;
 pub mod attempt;
@@ -9,3 +10,4 @@ pub(crate) mod bucket;
 pub mod condition;
 pub(crate) mod operation;
 pub mod policy;
+pub(crate) mod resume;

@@ -169,6 +169,7 @@ pub(super) fn finish(
         None => (stdout, error),
     };
     let mut summary = summarise(reporter, progress, results, error.as_ref());
+    summary.events = common.polling.client.watch.is_some().then(|| progress.events());
     reporter.settle(&summary);
     // What stdout holds is the run's answer (not a fallback), so a stdout that cannot take it fails the run.
     summary.answered = !fell_back && error.as_ref().is_none_or(Error::keeps_body);
@@ -252,7 +253,8 @@ fn single_stdout(
     };
     let Some(body) = body else { return (Vec::new(), false) };
     // A fallback is no reply: no $status, no $headers.
-    let message = Message { status: 0, headers: &Headers::default(), body: &body };
+    let none = Headers::default();
+    let message = Message::reply(0, &none, &body);
     let stdout = match common.polling.print.as_ref().map(|print| print.print(message)) {
         None => body,
         Some(Ok(values)) => print_lines(&values),

@@ -47,7 +47,7 @@ fn loop_stack(filter_depth: usize) -> usize {
 }
 
 /// What the run's coordinator hears.
-enum Event {
+enum Heard {
     Signal(Signal),
     /// Loop `t` ended.
     Ended(usize, Box<UrlResult>),
@@ -99,13 +99,13 @@ pub fn run(config: Config) -> Ending {
 
 /// Listens for signals and starts each URL's loop on a thread of its own;
 /// everything that can end the run comes on the channel returned.
-fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Event>, String> {
+fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Heard>, String> {
     let (events_tx, events) = mpsc::channel();
     let signals = events_tx.clone();
     signals::listen(move |signal| {
         // Once the run is over, nobody listens: a signal while its ending is written (to a
         // FIFO with no reader, a stdout nobody reads) ends the process at once, with the signal's code.
-        if signals.send(Event::Signal(signal)).is_err() {
+        if signals.send(Heard::Signal(signal)).is_err() {
             let error = Error::signalled(signal, 0);
             eprintln!("poll: error: {} while the run's output was written", error.kind().row().words);
             std::process::exit(i32::from(error.exit_code()));
@@ -123,7 +123,7 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
             .spawn(move || {
                 let run = || target::run(&common, t, &target, &progress);
                 if let Some(end) = guarded(&target.shown, &progress, run) {
-                    let _ = events.send(Event::Ended(t, Box::new(end)));
+                    let _ = events.send(Heard::Ended(t, Box::new(end)));
                 }
             })
             .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
@@ -156,7 +156,7 @@ fn guarded(
 
 /// Waits for the event that ends the run.
 fn watch(
-    events: &mpsc::Receiver<Event>,
+    events: &mpsc::Receiver<Heard>,
     ends: &mut [Option<UrlResult>],
     common: &Common,
     any: bool,
@@ -177,8 +177,8 @@ fn watch(
             },
         };
         let (t, end) = match event {
-            Event::Signal(signal) => return Over::Signal(signal),
-            Event::Ended(t, end) => (t, end),
+            Heard::Signal(signal) => return Over::Signal(signal),
+            Heard::Ended(t, end) => (t, end),
         };
         common.reporter.ended(t);
         let done = end.is_done();

@@ -12,7 +12,7 @@ use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
-use crate::http::request::{self, Client, Fault, Reply, Request};
+use crate::http::request::{self, Client, Fault, Idle, Opened, Reply, Request, Stream};
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::record::{self, Record};
 use crate::report::reporter::{LoopReporter, Reporter};
@@ -21,7 +21,8 @@ use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Stop};
+use crate::rules::policy::{Action, Stop, WaitReason};
+use crate::rules::resume::Resume;
 use crate::run::explain::{self, Situation};
 use crate::state::{Admission, AttemptReport, Refusal, Shared};
 use crate::util::clock;
@@ -83,6 +84,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         replied: false,
         validators: Validators::new(common.polling.conditional),
         judged: None,
+        resume: Resume::default(),
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.poll(&client));
@@ -124,12 +126,15 @@ struct Loop<'a> {
     validators: Validators,
     /// The last body judged, by what was asked of it, and what it was found.
     judged: Option<(JudgedFor, Judgement)>,
+    /// `--watch`: what the next request resumes with.
+    resume: Resume,
 }
 
-/// What one attempt's sending brought back: the reply and latency of its
-/// last request, and whether that was the second, with a new `--auth-cmd` token.
-struct Delivery {
-    reply: Result<Reply, Fault>,
+/// What one attempt's sending brought back: the reply (or under `--watch`,
+/// the opened stream) and latency of its last request, and whether that was
+/// the second, with a new `--auth-cmd` token.
+struct Delivery<T> {
+    reply: Result<T, Fault>,
     latency: Duration,
     reauthenticated: bool,
 }
@@ -185,7 +190,10 @@ impl Loop<'_> {
             self.common.cancel.check()?;
             counts.number += 1;
             self.turn(counts.number)?;
-            let (record, found) = self.attempt(client, &counts, &mut rng)?;
+            let (record, found) = match self.common.polling.client.watch {
+                Some(_) => (self.watch(client, &mut counts, &mut rng)?, None),
+                None => self.attempt(client, &counts, &mut rng)?,
+            };
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
                 self.watching(found.clone());
@@ -230,33 +238,188 @@ impl Loop<'_> {
         counts: &Counts,
         rng: &mut impl rand::Rng,
     ) -> Result<(Record, Option<Watch>), Halt> {
-        let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
+        let number = counts.number;
         self.reporter.sending(number);
-        let submit = phase == Phase::Submit;
+        let submit = self.phase == Phase::Submit;
         let (sending, validated) = self.validators.prepare(&self.request, submit);
-        let sent = self.send(client, &sending, number);
+        let sent = self.send(&sending, number, &|request| self.fetch(client, request), |reply| reply.status);
         drop(sending);
-        let Delivery { mut reply, latency, reauthenticated } = match sent {
+        let Delivery { mut reply, latency, .. } = self.delivered(client, sent)?;
+        let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
+        let (record, found) = self.conclude(reply, answer, None, latency, counts, rng);
+        self.reporter.attempt(&self.request, &record);
+        Ok((record, found))
+    }
+
+    /// `--watch`: attempt `counts.number` is one request, resuming where the
+    /// last reply ended; a 2xx's events are judged as they arrive, each as a
+    /// body is, until one decides or the reply ends.
+    fn watch(&mut self, client: &Client, counts: &mut Counts, rng: &mut impl rand::Rng) -> Result<Record, Halt> {
+        let number = counts.number;
+        self.reporter.sending(number);
+        let resumed = self.resumed();
+        let (sending, validated) = self.validators.prepare(&resumed, false);
+        let started = Instant::now();
+        let open = |request: &Request| client.open(request, self.left());
+        let sent = self.send(&sending, number, &open, Opened::status);
+        drop(sending);
+        let Delivery { reply: opened, latency, .. } = self.delivered(client, sent)?;
+        let mut reply = match opened {
+            Ok(Opened::Stream(stream)) => {
+                let mut head = Ok(Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new() });
+                // A long poll resumes by the validators of the reply it held.
+                self.validators.settle(&resumed, false, validated, &mut head);
+                return self.stream(stream, head, started, counts, rng);
+            }
+            Ok(Opened::Reply(reply)) => Ok(reply),
+            Err(fault) => Err(fault),
+        };
+        // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
+        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
+            let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
+            let record = self.decided(reply, ended, latency, counts, rng);
+            self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+            return Ok(record);
+        }
+        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
+        let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
+        Ok(self.report(record))
+    }
+
+    /// `--watch`: a 2xx reply's events, each judged and decided on as a body
+    /// is, until one ends the run (the record of that event) or the reply
+    /// ends, breaks or goes idle (the record of the request).
+    fn stream(
+        &mut self,
+        mut stream: Stream,
+        head: Result<Reply, Fault>,
+        started: Instant,
+        counts: &mut Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<Record, Halt> {
+        // EventSource stops reconnecting when a reconnect is answered 204.
+        if stream.status == 204 && self.resume.event_stream {
+            let record = self.decided(head, Outcome::StreamClosed, started.elapsed(), counts, rng);
+            return Ok(self.report(record));
+        }
+        self.resume.replied(&stream.headers, stream.is_event_stream());
+        self.replied = true;
+        self.reporter.streaming(&self.request.url);
+        loop {
+            self.common.cancel.check()?;
+            let event = match stream.next_event() {
+                Some(Ok(event)) => event,
+                Some(Err(fault)) if fault.failure != Failure::Timeout => {
+                    let (record, _) = self.conclude(Err(fault), Answer::Fresh, None, started.elapsed(), counts, rng);
+                    return Ok(self.report(record));
+                }
+                ended => {
+                    // The request's bound is the deadline: the run ends, naming the last event judged.
+                    if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
+                        return Err(self.deadline().into());
+                    }
+                    // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
+                    let idle = ended.is_some();
+                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle };
+                    let record = self.decided(head, outcome, started.elapsed(), counts, rng);
+                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+                    return Ok(record);
+                }
+            };
+            self.resume.event_id(stream.last_event_id());
+            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data };
+            let kind = event.kind.as_deref();
+            let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
+            self.reporter.event(&event.kind, &event.id, &record);
+            match &record.action {
+                // Not yet (or met, not yet --stable): the stream goes on; the deadline ends the run on its own.
+                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => {
+                    let held = self.common.polling.policy.holds(&record.outcome, record.phase);
+                    counts.streak = if held { counts.streak + 1 } else { 0 };
+                }
+                _ => return Ok(record),
+            }
+        }
+    }
+
+    /// The deadline came while a reply was held: its error names the last event judged.
+    fn deadline(&self) -> Error {
+        let stop = Stop::Deadline {
+            wait: Duration::ZERO,
+            reason: WaitReason::Interval,
+            remaining: Duration::ZERO,
+            cause: self.reporter.cause(),
+        };
+        explain::error(&stop, None, "", None)
+    }
+
+    /// The request the next watch sends: the one given, resuming where the
+    /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
+    fn resumed(&self) -> Request {
+        let mut request = self.request.clone();
+        if let Some(id) = self.resume.last_event_id() {
+            request.headers.set("Last-Event-ID", id.to_string());
+        }
+        let idle = self.common.polling.client.watch.and_then(|Idle(idle)| idle);
+        let query = self.resume.query(idle, self.left());
+        if !query.is_empty() {
+            request.url = url::with_query(&request.url, &query);
+        }
+        request
+    }
+
+    /// What was sent, or the error that kept it from being sent (a credential
+    /// command that failed); the roots' note for `-v` once they are read.
+    fn delivered<T>(&mut self, client: &Client, sent: Result<Delivery<T>, Error>) -> Result<Delivery<T>, Halt> {
+        let delivery = match sent {
             Ok(sent) => sent,
             Err(error) => {
                 self.common.cancel.check()?;
                 return Err(error.into());
             }
         };
-        self.reauthenticated = reauthenticated;
+        self.reauthenticated = delivery.reauthenticated;
         if let Some(note) = client.roots_note() {
             self.reporter.detail(&note);
         }
-        let answer = self.validators.settle(&self.request, submit, validated, &mut reply);
+        Ok(delivery)
+    }
+
+    /// A reply settled by the validators, judged (as an event of type `event`
+    /// under `--watch`) and decided on; and for a submit, where the polls go.
+    fn conclude(
+        &mut self,
+        reply: Result<Reply, Fault>,
+        answer: Answer,
+        event: Option<&str>,
+        latency: Duration,
+        counts: &Counts,
+        rng: &mut impl rand::Rng,
+    ) -> (Record, Option<Watch>) {
         let status = match (&reply, answer) {
             (_, Answer::NotModified { status }) => status,
             (Ok(reply), _) => reply.status,
             (Err(_), _) => 0,
         };
-        let (judgement, found) = self.judge(&reply, status, answer);
+        let (judgement, found) = self.judge(&reply, status, answer, event);
         let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
         // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
-        let outcome = policy.read(&outcome, phase).into_owned();
+        let outcome = self.common.polling.policy.read(&outcome, self.phase).into_owned();
+        let mut record = self.decided(reply, outcome, latency, counts, rng);
+        record.judgement = judgement;
+        (record, found)
+    }
+
+    /// The record of `reply`, whose outcome is `outcome`, with the policy's decision on it.
+    fn decided(
+        &mut self,
+        reply: Result<Reply, Fault>,
+        outcome: Outcome,
+        latency: Duration,
+        counts: &Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Record {
+        let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
         let unreached = !self.replied;
         self.replied |= reply.is_ok();
         let Counts { failures, streak, not_yet, .. } = *counts;
@@ -271,18 +434,30 @@ impl Loop<'_> {
         };
         let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
         let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
-        let record = Record { number, phase, reply, latency, judgement, outcome, not_up_yet, held, action };
-        self.reporter.attempt(&self.request, &record);
-        Ok((record, found))
+        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action }
     }
 
-    /// One attempt: the request with its credentials of the moment, and
-    /// when `--auth-cmd`'s token gets a 401, a new token and the request sent
-    /// again at once (no retry: no backoff, nothing spent of `--retries`).
-    fn send(&self, client: &Client, request: &Request, number: u32) -> Result<Delivery, Error> {
+    /// `record`, as the reporter shows an attempt.
+    fn report(&self, record: Record) -> Record {
+        self.reporter.attempt(&self.request, &record);
+        record
+    }
+
+    /// One attempt by `exchange`: the request with its credentials of the
+    /// moment, and when `--auth-cmd`'s token gets a 401 (a reply's `status`),
+    /// a new token and the request sent again at once (no retry: no backoff,
+    /// nothing spent of `--retries`).
+    fn send<T>(
+        &self,
+        request: &Request,
+        number: u32,
+        exchange: &dyn Fn(&Request) -> Result<T, Fault>,
+        status: fn(&T) -> u16,
+    ) -> Result<Delivery<T>, Error> {
         let once = |request: &Request, reauthenticated| {
-            let (reply, latency) = self.timed(client, request);
-            Delivery { reply, latency, reauthenticated }
+            let sent = Instant::now();
+            let reply = exchange(request);
+            Delivery { reply, latency: sent.elapsed(), reauthenticated }
         };
         if self.credentials.is_empty() {
             return Ok(once(request, false));
@@ -291,7 +466,7 @@ impl Loop<'_> {
         let authorised = self.credentials.authorise(request, carry, &self.hooks)?;
         let first = once(&authorised.request, false);
         let (Ok(refused), Some(generation)) = (&first.reply, authorised.generation) else { return Ok(first) };
-        if refused.status != 401 {
+        if status(refused) != 401 {
             return Ok(first);
         }
         self.reporter.reauthenticated(number, first.latency);
@@ -300,13 +475,10 @@ impl Loop<'_> {
         Ok(once(&again.request, true))
     }
 
-    /// `request` sent within `--request-timeout` or the time left, whichever is less; and how long it took.
-    fn timed(&self, client: &Client, request: &Request) -> (Result<Reply, Fault>, Duration) {
+    /// `request` sent within `--request-timeout` or the time left, whichever is less.
+    fn fetch(&self, client: &Client, request: &Request) -> Result<Reply, Fault> {
         let timeout = self.common.polling.client.request_timeout;
-        let budget = self.left().map_or(timeout, |left| left.min(timeout));
-        let sent = Instant::now();
-        let reply = client.fetch(request, budget);
-        (reply, sent.elapsed())
+        client.fetch(request, self.left().map_or(timeout, |left| left.min(timeout)))
     }
 
     /// Whether the next request may carry credentials: any but a `--submit`
@@ -361,6 +533,7 @@ impl Loop<'_> {
         reply: &Result<Reply, Fault>,
         status: u16,
         answer: Answer,
+        event: Option<&str>,
     ) -> (Option<Judgement>, Option<Watch>) {
         let Ok(reply) = reply else { return (None, None) };
         // What the user's own validator names has not changed: not yet.
@@ -395,7 +568,7 @@ impl Loop<'_> {
             return (Some(judgement.clone()), None);
         }
         let conditions = &self.common.polling.conditions;
-        let message = Message { status, headers: &reply.headers, body: &reply.body };
+        let message = Message { event, ..Message::reply(status, &reply.headers, &reply.body) };
         let (mut judgement, word) = conditions.judge_reply(self.phase, subject, message);
         for error in &judgement.errors {
             self.reporter.jq_error(error);
@@ -430,7 +603,7 @@ impl Loop<'_> {
             return Some(named);
         }
         let filter = self.common.polling.submit.as_ref()?.status_url.as_ref()?;
-        let message = Message { status: reply.status, headers: &reply.headers, body: &reply.body };
+        let message = Message::reply(reply.status, &reply.headers, &reply.body);
         let input = Input::of(message, filter.reads_headers())?;
         match filter.first_string(&input) {
             Ok(found) => {
@@ -533,7 +706,7 @@ impl Loop<'_> {
             let none = Headers::default();
             let (status, headers) = record.reply.as_ref().map_or((0, &none), |r| (r.status, &r.headers));
             let body = record.reply.as_ref().map_or(&[][..], |r| r.body.as_slice());
-            print.print(Message { status, headers, body })
+            print.print(Message::reply(status, headers, body))
         });
         let body = record.into_body();
         let printed = match printed.transpose() {

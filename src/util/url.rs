@@ -138,6 +138,21 @@ pub(crate) fn resolve(base: &str, location: &str) -> Option<String> {
     Some(url.into())
 }
 
+/// `url` with each of `pairs` set in its query string: the user's own
+/// pairs kept as written, a pair of the same name replaced. `url` as it is
+/// when it does not parse.
+pub(crate) fn with_query(url: &str, pairs: &[(&str, String)]) -> String {
+    let Ok(mut parsed) = Url::parse(url) else { return url.to_string() };
+    let ours = |part: &&str| pairs.iter().any(|(name, _)| part.split('=').next() == Some(*name));
+    let users = parsed.query().unwrap_or_default().split('&').filter(|part| !part.is_empty() && !ours(part));
+    let set = pairs.iter().map(|(name, value)| {
+        format!("{name}={}", url::form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>())
+    });
+    let query: Vec<String> = users.map(str::to_string).chain(set).collect();
+    parsed.set_query(Some(&query.join("&")));
+    parsed.into()
+}
+
 /// Whether a header name or query key names a secret (see [`SECRET_WORDS`]).
 /// An idempotency key is no secret: it is shown so that a failed run can be
 /// re-run with the same key.
@@ -191,6 +206,16 @@ pub(crate) fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_pairs_are_set_beside_the_users_own() {
+        let pairs = [("index", "42".to_string()), ("wait", "72s".to_string())];
+        let set = |url: &str| with_query(url, &pairs);
+        assert_eq!(set("http://h/v1/kv/a"), "http://h/v1/kv/a?index=42&wait=72s");
+        assert_eq!(set("http://h/kv?recurse=1&index=3"), "http://h/kv?recurse=1&index=42&wait=72s");
+        assert_eq!(set("http://h/kv?q=a%20b&wait=1s"), "http://h/kv?q=a%20b&index=42&wait=72s");
+        assert_eq!(set("not a url"), "not a url");
+    }
 
     #[test]
     fn urls_are_checked_and_credentials_split_off() {

@@ -10,8 +10,8 @@ const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "process", "report", "rul
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "headers", "parse", "prelude", "sync", "decode", "absolute_form", "transport"],
-    &["wait", "url", "advice", "unix", "roots"],
+    &["clock", "text", "file", "headers", "parse", "prelude", "sync", "decode", "absolute_form", "transport", "events"],
+    &["wait", "url", "advice", "unix", "roots", "resume"],
     &["error", "attempt", "tls"],
     &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
     &["request", "child", "operation"],

@@ -26,6 +26,7 @@ mod terminal;
 #[cfg(unix)] // --unix-socket.
 mod unix;
 mod waits;
+mod watch;
 
 // Shared state: the file, Redis, a Redis Cluster and Sentinels.
 mod cluster;

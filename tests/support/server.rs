@@ -117,6 +117,7 @@ enum Kind {
     Hang,
     Raw,
     Endless,
+    Stream,
     Panic,
 }
 
@@ -133,6 +134,21 @@ pub struct Reply {
     /// `only_with`: a request header (name, text its value must contain), and the reply
     /// played instead to a request without it.
     only_with: Option<(String, String, Box<Reply>)>,
+    /// `stream`: the body's parts, each written as a chunk after its delay.
+    parts: Vec<(Duration, Vec<u8>)>,
+    /// `stream`: how the body ends once its parts are written.
+    end: StreamEnd,
+}
+
+/// How a `Reply::stream` body ends once its parts are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamEnd {
+    /// The last chunk: the reply is whole, the connection kept.
+    Finish,
+    /// No byte more, the connection held open until the server is dropped.
+    Hold,
+    /// A TCP RST in the middle of the body.
+    Reset,
 }
 
 impl Reply {
@@ -145,7 +161,35 @@ impl Reply {
             hang_up: false,
             kind,
             only_with: None,
+            parts: Vec::new(),
+            end: StreamEnd::Finish,
         }
+    }
+
+    /// `code` with `Content-Type: content_type` and a chunked body of `parts`, each written and
+    /// flushed as a chunk after its delay (cut short when the server is dropped): a stream's
+    /// events as they happen. The body then ends, unless `then_hold` or `then_reset` say otherwise.
+    pub fn stream(code: u16, content_type: &str, parts: &[(Duration, &str)]) -> Reply {
+        let mut reply = Reply::of(Kind::Stream, code).header("Content-Type", content_type);
+        reply.parts = parts.iter().map(|(delay, text)| (*delay, text.as_bytes().to_vec())).collect();
+        reply
+    }
+
+    /// A `text/event-stream` reply of `parts` (see `stream`).
+    pub fn sse(parts: &[(Duration, &str)]) -> Reply {
+        Reply::stream(200, "text/event-stream", parts)
+    }
+
+    /// A stream that sends no byte more after its parts and is held open until the server is dropped.
+    pub fn then_hold(mut self) -> Reply {
+        self.end = StreamEnd::Hold;
+        self
+    }
+
+    /// A stream reset (TCP RST) after its parts, in the middle of its body.
+    pub fn then_reset(mut self) -> Reply {
+        self.end = StreamEnd::Reset;
+        self
     }
 
     /// `code` with an empty body (`Content-Length: 0`; none at all for 1xx/204/304).
@@ -973,6 +1017,15 @@ fn serve<T: Transport>(t: T, sh: &Shared) -> (End, T) {
                 let _ = write_endless(t, &reply, sh);
                 return (End::Drop, rd.into_inner());
             }
+            Kind::Stream => match write_stream(t, &reply, sh) {
+                Ok(StreamEnd::Finish) => {}
+                Ok(StreamEnd::Hold) => {
+                    sh.wait_stopped();
+                    return (End::Drop, rd.into_inner());
+                }
+                Ok(StreamEnd::Reset) => return (End::Reset, rd.into_inner()),
+                Err(_) => return (End::Drop, rd.into_inner()),
+            },
             Kind::Panic => panic!("{}", String::from_utf8_lossy(&reply.body)),
         }
     }
@@ -1015,6 +1068,28 @@ fn write_endless(t: &mut impl Write, reply: &Reply, sh: &Shared) -> io::Result<(
         sent += CHUNK as u64;
     }
     t.flush()
+}
+
+/// A `Reply::stream`'s head and parts, each a chunk after its delay; the last chunk when it finishes.
+fn write_stream(t: &mut impl Write, reply: &Reply, sh: &Shared) -> io::Result<StreamEnd> {
+    write_head(t, reply, "Transfer-Encoding: chunked\r\n")?;
+    t.flush()?;
+    for (delay, part) in &reply.parts {
+        if !delay.is_zero() && !sh.pause(*delay) {
+            return Err(io::Error::other("the server was dropped"));
+        }
+        if !part.is_empty() {
+            t.write_all(format!("{:x}\r\n", part.len()).as_bytes())?;
+            t.write_all(part)?;
+            t.write_all(b"\r\n")?;
+            t.flush()?;
+        }
+    }
+    if reply.end == StreamEnd::Finish {
+        t.write_all(b"0\r\n\r\n")?;
+        t.flush()?;
+    }
+    Ok(reply.end)
 }
 
 fn reason(code: u16) -> &'static str {
