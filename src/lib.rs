@@ -12,8 +12,7 @@
 //! cookies, validators, credentials) -> `rules/` (pure: decide, conditions,
 //! advice, breaker, bucket, operations) -> `util/` (URLs, text, errors, the
 //! clock, files, waits). Within and across them, modules only point down
-//! (see the test in `tests/it/layers.rs`).
-#![forbid(unsafe_code)]
+//! (see the test in `tests/it/layers.rs`). No unsafe code: Cargo.toml's `[lints]` forbid it.
 
 mod cli;
 mod error;
