@@ -19,6 +19,7 @@ pub mod tokens;
 mod tool;
 
 // `support::poll()` reads better than `support::cmd::poll()`.
+pub use arrivals::eventually;
 pub use cmd::{hermetic, poll, poll_std};
 #[cfg(unix)]
 pub use tool::have_root;
