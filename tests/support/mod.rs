@@ -19,8 +19,10 @@ pub mod tokens;
 mod tool;
 
 // `support::poll()` reads better than `support::cmd::poll()`.
-pub use arrivals::eventually;
 pub use cmd::{hermetic, poll, poll_std};
 #[cfg(unix)]
 pub use tool::have_root;
 pub use tool::have_tool;
+
+// The wait for anything a test can look at again, beside the servers' `wait_hits`.
+pub use arrivals::eventually;
