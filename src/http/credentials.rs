@@ -26,6 +26,10 @@ use crate::util::{file, parse};
 /// The longest a run of `--auth-cmd` may take.
 pub(crate) const COMMAND_LIMIT: Duration = Duration::from_secs(30);
 
+/// For the tests, not users: a shorter [`COMMAND_LIMIT`] in milliseconds, so that the test of a
+/// command that runs too long need not wait 30 s. Read once, in [`AuthCommand::new`].
+const LIMIT_FOR_TESTS: &str = "POLL_TEST_AUTH_CMD_LIMIT_MS";
+
 /// An `ExecCredential` token is made again when less than this is left of its life.
 pub(crate) const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
 
@@ -216,6 +220,8 @@ fn read_headers(path: &Path, until: Option<Instant>) -> Result<Headers, String> 
 /// `--auth-cmd`: the command, and the token it made last.
 struct AuthCommand {
     command: String,
+    /// How long one run may take: [`COMMAND_LIMIT`], or the tests' shorter one.
+    limit: Duration,
     state: Mutex<TokenState>,
 }
 
@@ -241,7 +247,8 @@ struct Token {
 
 impl AuthCommand {
     fn new(command: String) -> AuthCommand {
-        AuthCommand { command, state: Mutex::new(TokenState::default()) }
+        let limit = command_limit(std::env::var(LIMIT_FOR_TESTS).ok().as_deref());
+        AuthCommand { command, limit, state: Mutex::new(TokenState::default()) }
     }
 
     /// The token to send now: made on first use, and again when less than
@@ -270,7 +277,7 @@ impl AuthCommand {
     }
 
     fn make(&self, state: &mut TokenState, hooks: &Hooks) -> Result<Token, Error> {
-        let bounds = Bounds { limit: COMMAND_LIMIT, deadline: hooks.deadline, cancel: hooks.cancel };
+        let bounds = Bounds { limit: self.limit, deadline: hooks.deadline, cancel: hooks.cancel };
         let made = match child::run(&self.command, &[("KUBERNETES_EXEC_INFO", EXEC_INFO)], &bounds) {
             Ok(output) if !output.success => Err(failure("failed", &output, &state.known)),
             Ok(output) => parse_output(&output.stdout).map_err(|why| failure(&why, &output, &state.known)),
@@ -279,8 +286,8 @@ impl AuthCommand {
                 "deadline reached while --auth-cmd ran; it was killed (raise --timeout to wait longer)",
             )),
             Err(Stopped::TooLong { stderr }) => Err(Error::permanent(format!(
-                "--auth-cmd: ran longer than {}s and was killed{}",
-                COMMAND_LIMIT.as_secs(),
+                "--auth-cmd: ran longer than {} and was killed{}",
+                humantime::format_duration(self.limit),
                 last_line(&stderr, &state.known)
             ))),
             Err(Stopped::TooLarge(stream)) => Err(Error::permanent(format!(
@@ -314,6 +321,13 @@ impl AuthCommand {
         state.token = Some(token.clone());
         Ok(token)
     }
+}
+
+/// [`COMMAND_LIMIT`], or the shorter one `value` (the [`LIMIT_FOR_TESTS`] variable) gives in
+/// milliseconds; a value that is no number of them, or no shorter, is ignored.
+fn command_limit(value: Option<&str>) -> Duration {
+    let shorter = value.and_then(|ms| ms.parse().ok()).map(Duration::from_millis);
+    shorter.filter(|limit| !limit.is_zero() && *limit < COMMAND_LIMIT).unwrap_or(COMMAND_LIMIT)
 }
 
 fn expiring(expires: Option<SystemTime>, now: SystemTime) -> bool {
@@ -390,6 +404,16 @@ mod tests {
 
     fn at(seconds: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn only_the_tests_variable_shortens_the_commands_limit_and_a_value_it_cannot_use_is_ignored() {
+        assert_eq!(command_limit(None), COMMAND_LIMIT);
+        assert_eq!(command_limit(Some("1000")), Duration::from_secs(1));
+        assert_eq!(command_limit(Some("250")), Duration::from_millis(250));
+        for ignored in ["", "1s", "-5", " 1000", "1e3", "0", "30000", "60000", "99999999999999999999"] {
+            assert_eq!(command_limit(Some(ignored)), COMMAND_LIMIT, "{ignored:?}");
+        }
     }
 
     #[test]

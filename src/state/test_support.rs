@@ -2,8 +2,7 @@
 //! test, stopped by its PID on drop, skipped loudly where redis-server is
 //! missing), compiled in here too, so that there is one harness.
 
-// The unit tests use a part of it.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "the unit tests use a part of it")]
 
 #[path = "../../tests/support/redis.rs"]
 pub(crate) mod redis;

@@ -169,12 +169,15 @@ fn swapped_mid_run(folder: &Folder, change: impl FnOnce()) -> (Option<i32>, Stri
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    while server.hits() == 0 && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // The first attempt's outcome is written by now; the second is 500 ms away.
-    std::thread::sleep(Duration::from_millis(150));
-    assert!(folder.path("state.json").is_file(), "the first attempt was recorded");
+    assert!(server.wait_hits(1, Duration::from_secs(10)), "the first attempt");
+    // Its outcome recorded, the one in the breaker's window (the file is written when a request is
+    // admitted too, before it is sent), while the second attempt is 500 ms away.
+    let recorded = || {
+        let state = std::fs::read(folder.path("state.json")).unwrap_or_default();
+        let state: serde_json::Value = serde_json::from_slice(&state).unwrap_or_default();
+        state["origins"][server.origin()]["breaker"]["window"].as_array().is_some_and(|window| window.len() == 1)
+    };
+    assert!(support::eventually(Duration::from_secs(5), recorded), "the first attempt was recorded");
     change();
     let out = child.wait_with_output().unwrap();
     (out.status.code(), stderr(&out), started.elapsed())
@@ -311,16 +314,18 @@ fn o_to_a_fifo_without_a_reader_ends_at_the_deadline_with_exit_3() {
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
     // A reader that comes within the deadline gets the body.
-    let reader = std::thread::spawn({
-        let fifo = fifo.clone();
-        move || {
-            std::thread::sleep(Duration::from_millis(300));
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            assert!(server.wait_hits(2, Duration::from_secs(10)), "the second run's request");
+            // Time passes on purpose: the reader comes late, once poll, the body in hand, has found
+            // no reader a few times (it tries every 10 ms).
+            std::thread::sleep(Duration::from_millis(50));
             std::fs::read(&fifo).unwrap()
-        }
+        });
+        let out = poll().args(["-o", &folder.text("out"), "--timeout", "5s", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(reader.join().unwrap(), DONE.as_bytes());
     });
-    let out = poll().args(["-o", &folder.text("out"), "--timeout", "5s", &server.url("/")]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(reader.join().unwrap(), DONE.as_bytes());
 }
 
 #[test]
@@ -797,7 +802,8 @@ fn an_endless_redis_error_line_fails_the_step_after_a_mebibyte() {
     let out = poll().args(["--state", &fake.url(), &server.url("/")]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
-    std::thread::sleep(Duration::from_millis(200));
+    // The count is final once the fake's writes to the closed connection have failed.
+    assert!(support::eventually(Duration::from_secs(5), || fake.all_ended()), "the fake went on answering");
     assert!(fake.written() < 16 << 20, "{} bytes were read before poll gave up", fake.written());
 }
 
@@ -810,29 +816,7 @@ fn running(marker: &str) -> usize {
 
 #[test]
 fn a_signal_ends_auth_cmds_whole_process_group() {
-    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
-    let marker = format!("sleep 3{}", std::process::id() % 1000 + 1000);
-    let mut child = support::poll_std()
-        .args(["--auth-cmd", &marker, &server.url("/")])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while running(&marker) == 0 && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(running(&marker), 1, "the command runs");
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143));
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
-}
-
-#[test]
-fn sighup_and_sigint_end_auth_cmds_whole_process_group_too() {
-    for (signal, code, digit) in [("-HUP", 129, 5), ("-INT", 130, 6)] {
+    for (signal, code, digit) in [("-TERM", 143, 3), ("-HUP", 129, 5), ("-INT", 130, 6)] {
         let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
         let marker = format!("sleep {digit}{}", std::process::id() % 1000 + 1000);
         let mut child = support::poll_std()
@@ -840,17 +824,15 @@ fn sighup_and_sigint_end_auth_cmds_whole_process_group_too() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while running(&marker) == 0 && started.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(running(&marker), 1, "{signal}: the command runs");
+        let runs = support::eventually(Duration::from_secs(10), || running(&marker) == 1);
+        assert!(runs, "{signal}: the command runs ({} of it)", running(&marker));
         let killed = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
         assert!(killed.success());
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(code), "{signal}");
-        std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(running(&marker), 0, "{signal}: `{marker}` outlived poll");
+        // A process being killed can be seen for a moment after poll ended; one not killed, for hours.
+        let gone = support::eventually(Duration::from_secs(5), || running(&marker) == 0);
+        assert!(gone, "{signal}: `{marker}` outlived poll");
     }
 }
 
@@ -863,8 +845,8 @@ fn a_background_child_holding_stdout_is_not_waited_for() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOK3N"));
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(running(&marker), 0, "`{marker}` outlived poll");
+    let gone = support::eventually(Duration::from_secs(5), || running(&marker) == 0);
+    assert!(gone, "`{marker}` outlived poll");
 }
 
 /// `--auth-cmd`'s output is bounded as local reads are (16 MiB, one reader
@@ -965,7 +947,7 @@ fn a_signal_ends_a_wait_for_an_output_fifo_reader() {
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
     let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(1);
-    let child = support::poll_std()
+    let mut child = support::poll_std()
         .args(["--timeout", "0", "-o"])
         .arg(&fifo)
         .arg(server.url("/"))
@@ -973,7 +955,11 @@ fn a_signal_ends_a_wait_for_an_output_fifo_reader() {
         .spawn()
         .expect("run poll");
     assert!(server.wait_hits(1, Duration::from_secs(10)));
+    // A sleep, not a wait for an event: poll gives no sign when it begins to wait for a reader (it
+    // tries the FIFO every 10 ms, silently), and the signal must come then, not while the reply is
+    // still on its way. 300 ms is ample; poll is still waiting after it, as `cat > FIFO` would.
     std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().expect("poll's status").is_none(), "poll waits for a reader");
     let sent = Instant::now();
     let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
     assert!(killed.success());

@@ -2,7 +2,9 @@
 //! dist's plan and workflow name every target (`[workspace.metadata.dist]` in Cargo.toml), binstall's templates name
 //! the archives dist makes, dist's shell installer installs from a loopback release (or refuses
 //! a wrong checksum, or an unreachable server, with a clear line), and the steps of `action.yml`
-//! and of `.github/workflows/release-extras.yml` run here as the runner would run them.
+//! and of `.github/workflows/release-extras.yml` run here as the runner would run them. CI's
+//! workflow (`ci.yml`) cannot run here: it is read, and so is the release's gate
+//! (`ci-passed.yml`), whose step runs against a stand-in for `gh`.
 //!
 //! The release folder is the one the workflow publishes, for this machine's target: the archive
 //! `poll-TARGET.tar.gz` packed from the debug build of `poll` with the files dist's plan puts in
@@ -139,8 +141,15 @@ fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
     let on = &workflow["true"];
     assert!(on["push"]["tags"].is_array(), "release.yml runs on a version tag: {on}");
     let jobs = workflow["jobs"].as_object().expect("release.yml's jobs");
-    for job in ["plan", "build-local-artifacts", "custom-release-extras", "build-global-artifacts", "host", "announce"]
-    {
+    let dists = [
+        "plan",
+        "build-local-artifacts",
+        "custom-release-extras",
+        "custom-ci-passed",
+        "build-global-artifacts",
+        "host",
+    ];
+    for job in dists.into_iter().chain(["announce"]) {
         assert!(jobs.contains_key(job), "release.yml lacks the job {job}");
     }
     assert_eq!(jobs["custom-release-extras"]["uses"], "$/.github/workflows/release-extras.yml");
@@ -683,4 +692,153 @@ fn the_powershell_installer_published_installs_the_release_it_comes_with() {
     assert_ne!(published, original);
     let sum = std::fs::read_to_string(checkout.join("target/distrib/poll-installer.ps1.sha256")).unwrap();
     assert_eq!(sum, format!("{} *poll-installer.ps1\n", sha256(published.as_bytes(), &folder)));
+}
+
+// CI, and the release's gate on it.
+
+/// The jobs of a workflow file.
+fn jobs(workflow: &Value) -> &serde_json::Map<String, Value> {
+    workflow["jobs"].as_object().expect("the workflow's jobs")
+}
+
+/// The `run` lines of a job's steps.
+fn runs(job: &Value) -> Vec<&str> {
+    job["steps"].as_array().expect("the job's steps").iter().filter_map(|step| step["run"].as_str()).collect()
+}
+
+#[test]
+fn ci_runs_ci_run_on_linux_and_the_suite_on_macos_and_windows_for_every_push_and_pull_request() {
+    if !have_pyyaml() {
+        return;
+    }
+    let ci = yaml(".github/workflows/ci.yml");
+    // Both events, with no filter of branches, tags or paths.
+    let on = ci["true"].as_object().expect("ci.yml's `on`");
+    assert_eq!(on.keys().collect::<Vec<_>>(), ["push", "pull_request"]);
+    assert!(on.values().all(Value::is_null), "every push and pull request: {on:?}");
+    let jobs = jobs(&ci);
+    assert!(jobs.values().all(|job| job.get("if").is_none()), "no job is skipped");
+
+    let linux = jobs.values().filter(|job| runs(job).iter().any(|run| run.ends_with("bash .ci/run")));
+    let linux: Vec<&Value> = linux.collect();
+    assert_eq!(linux.len(), 1, "one job runs .ci/run");
+    assert_eq!(linux[0]["runs-on"], "ubuntu-latest");
+
+    let suite: Vec<&Value> = jobs.values().filter(|job| runs(job) == ["cargo test --locked"]).collect();
+    assert_eq!(suite.len(), 1, "one job runs cargo test --locked");
+    assert_eq!(suite[0]["runs-on"], "${{ matrix.os }}");
+    assert_eq!(suite[0]["strategy"]["matrix"]["os"], json!(["macos-latest", "windows-latest"]));
+    assert_eq!(suite[0]["strategy"]["fail-fast"], false, "each system's failures are seen");
+}
+
+#[test]
+fn the_release_publishes_nothing_unless_its_gate_passed() {
+    if !have_pyyaml() {
+        return;
+    }
+    let release = yaml(".github/workflows/release.yml");
+    let jobs = jobs(&release);
+    let gate = &jobs["custom-ci-passed"];
+    assert_eq!(gate["uses"], "$/.github/workflows/ci-passed.yml");
+    assert_eq!(gate["permissions"], json!({ "actions": "read" }));
+    let needs = |job: &str| jobs[job]["needs"].as_array().unwrap_or_else(|| panic!("{job} needs nothing")).clone();
+    assert_eq!(needs("custom-ci-passed"), ["plan"]);
+    // The checksums and the installer wait for the gate; `host`, which creates the GitHub
+    // Release, and `announce` after it run only if it passed.
+    assert!(needs("build-global-artifacts").contains(&json!("custom-ci-passed")));
+    assert!(needs("host").contains(&json!("custom-ci-passed")));
+    assert!(needs("announce").contains(&json!("host")));
+    let host = jobs["host"]["if"].as_str().expect("host's if");
+    let passed = "(needs.custom-ci-passed.result == 'skipped' || needs.custom-ci-passed.result == 'success')";
+    assert!(host.contains(passed), "{host}");
+    assert!(jobs["announce"]["if"].as_str().unwrap().contains("needs.host.result == 'success'"));
+    // Skipped counts as passed to `host`, but the gate is skipped only where `host` does not run
+    // (no publishing) or where plan failed, which `host` requires to have succeeded.
+    let publishing = "needs.plan.outputs.publishing == 'true'";
+    assert!(gate["if"].as_str().expect("the gate's if").contains(&format!("{publishing} ||")), "{}", gate["if"]);
+    assert!(host.contains(&format!("needs.plan.result == 'success' && {publishing}")), "{host}");
+
+    // The called workflow takes dist's `plan` and asks GitHub about ci.yml's runs for the commit.
+    let called = yaml(".github/workflows/ci-passed.yml");
+    assert!(called["true"]["workflow_call"]["inputs"]["plan"].is_object());
+    let step = only_step(&called);
+    assert_eq!(step["env"]["GH_TOKEN"], "${{ github.token }}");
+    assert!(step["run"].as_str().unwrap().contains(r#"--workflow ci.yml --commit "$GITHUB_SHA" --event push"#));
+}
+
+/// The one step of ci-passed.yml.
+fn only_step(called: &Value) -> Value {
+    let jobs = jobs(called);
+    assert_eq!(jobs.len(), 1, "one job");
+    let steps = jobs.values().next().unwrap()["steps"].as_array().expect("steps").clone();
+    assert_eq!(steps.len(), 1, "one step");
+    steps[0].clone()
+}
+
+#[cfg(unix)] // The stand-in for gh is a shell script.
+#[test]
+fn the_gate_passes_a_commit_with_a_successful_ci_run_and_refuses_any_other() {
+    if !have_pyyaml() || !have_tool("jq", "apt-get install jq") {
+        return;
+    }
+    let step = only_step(&yaml(".github/workflows/ci-passed.yml"));
+    // Its env holds only the token, an expression of the runner's; the stand-in needs none.
+    let step = json!({ "shell": step["shell"], "run": step["run"] });
+    let folder = Folder::new("ci-gate");
+    let bin = folder.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // `gh`: each call's arguments in a file; `run list` prints the runs given, `run watch` ends as told.
+    let gh = bin.join("gh");
+    let script = r#"#!/bin/sh
+echo "$*" >> "$GH_CALLS"
+case "$1 $2" in
+"run list") cat "$GH_RUNS" ;;
+"run watch") exit "$GH_WATCH" ;;
+*) exit 64 ;;
+esac
+"#;
+    std::fs::write(&gh, script).unwrap();
+    std::fs::set_permissions(&gh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // jq from where this machine has it, after the stand-in.
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let list = format!(
+        "run list --repo OWNER/poll --workflow ci.yml --commit {sha} --event push --limit 100 --json databaseId,status,conclusion"
+    );
+    let watch = "run watch 7 --repo OWNER/poll --exit-status".to_string();
+    let run = |id: u32, status, conclusion| json!({ "databaseId": id, "status": status, "conclusion": conclusion });
+    let cases = [
+        ("no run", json!([]), 0, 1, vec![list.clone()]),
+        ("a failed run", json!([run(5, "completed", "failure")]), 0, 1, vec![list.clone()]),
+        ("a cancelled run", json!([run(5, "completed", "cancelled")]), 0, 1, vec![list.clone()]),
+        (
+            "a run that passed",
+            json!([run(5, "completed", "failure"), run(6, "completed", "success")]),
+            1,
+            0,
+            vec![list.clone()],
+        ),
+        ("a run under way that passes", json!([run(7, "in_progress", "")]), 0, 0, vec![list.clone(), watch.clone()]),
+        ("a run under way that fails", json!([run(7, "queued", "")]), 1, 1, vec![list.clone(), watch.clone()]),
+    ];
+    for (case, listed, watched, code, calls) in cases {
+        let (runs, log) = (folder.path("runs.json"), folder.path("calls"));
+        std::fs::write(&runs, listed.to_string()).unwrap();
+        let _ = std::fs::remove_file(&log);
+        let (runs, log, watched) = (runs.to_str().unwrap(), log.to_str().unwrap(), watched.to_string());
+        let env = [
+            ("PATH", path.as_str()),
+            ("GITHUB_REPOSITORY", "OWNER/poll"),
+            ("GITHUB_SHA", sha),
+            ("GH_RUNS", runs),
+            ("GH_CALLS", log),
+            ("GH_WATCH", &watched),
+        ];
+        let out = run_step(&step, &[], &env, &folder.path(""), &folder.path(""));
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{case}: {stdout}{stderr}");
+        assert_eq!(std::fs::read_to_string(log).unwrap().lines().collect::<Vec<_>>(), calls, "{case}");
+        let refused = format!("::error title=release::ci.yml has not passed for {sha}, so nothing is published");
+        assert_eq!(stdout.contains(&refused), code == 1, "{case}: {stdout}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests, compiled once into their one binary (`tests/it/main.rs`).
 
-// socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe.
-#![forbid(unsafe_code)]
+// socket2 does the one system call std lacks (SO_LINGER), so the harness needs no unsafe
+// (Cargo.toml's `[lints]` forbid it).
 
 mod arrivals;
 pub mod breaker;
@@ -23,3 +23,6 @@ pub use cmd::{hermetic, poll, poll_std};
 #[cfg(unix)]
 pub use tool::have_root;
 pub use tool::have_tool;
+
+// The wait for anything a test can look at again, beside the servers' `wait_hits`.
+pub use arrivals::eventually;

@@ -88,14 +88,7 @@ pub fn command_lines() -> Vec<String> {
 /// Waits until no process's command line holds `token` (a process being killed can be seen for
 /// a moment after the kill); false if one still did after `timeout`.
 pub fn none_running(token: &str, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while command_lines().iter().any(|line| line.contains(token)) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
+    super::eventually(timeout, || !command_lines().iter().any(|line| line.contains(token)))
 }
 
 /// The flags of a process that spends five requests of a shared `--rate 10/s`

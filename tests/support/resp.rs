@@ -27,6 +27,9 @@ struct Shared {
     commands: Mutex<Vec<Vec<String>>>,
     /// Bytes written to clients in all.
     written: AtomicUsize,
+    /// Connections accepted, and those of them served to their end.
+    accepted: AtomicUsize,
+    ended: AtomicUsize,
 }
 
 pub struct FakeRedis {
@@ -43,6 +46,8 @@ impl FakeRedis {
             stopped: AtomicBool::new(false),
             commands: Mutex::new(Vec::new()),
             written: AtomicUsize::new(0),
+            accepted: AtomicUsize::new(0),
+            ended: AtomicUsize::new(0),
         });
         let script: Arc<Script> = Arc::new(script);
         let accepting = Arc::clone(&shared);
@@ -51,8 +56,12 @@ impl FakeRedis {
                 if accepting.stopped.load(Ordering::SeqCst) {
                     return;
                 }
+                accepting.accepted.fetch_add(1, Ordering::SeqCst);
                 let (shared, script) = (Arc::clone(&accepting), Arc::clone(&script));
-                std::thread::spawn(move || serve(stream, &shared, &*script));
+                std::thread::spawn(move || {
+                    serve(stream, &shared, &*script);
+                    shared.ended.fetch_add(1, Ordering::SeqCst);
+                });
             }
         });
         FakeRedis { port, shared, acceptor: Some(acceptor) }
@@ -70,6 +79,12 @@ impl FakeRedis {
 
     pub fn written(&self) -> usize {
         self.shared.written.load(Ordering::SeqCst)
+    }
+
+    /// Whether every connection accepted so far was served to its end (its client gone, its
+    /// answer stopped): [`written`](Self::written) then grows no more.
+    pub fn all_ended(&self) -> bool {
+        self.shared.ended.load(Ordering::SeqCst) == self.shared.accepted.load(Ordering::SeqCst)
     }
 }
 
