@@ -73,6 +73,21 @@
 //!   HEAD /v2/NAME/manifests/TAG      404 for the first two, then 200 with Docker-Content-Digest (an image pushed)
 //!   GET  /envs/NAME   {"status":"deleting"} twice, then 404 (torn down); /envs/broken ends "delete_failed"
 //!   GET  /blobs/NAME  202 with x-ms-copy-status: pending and x-ms-copy-progress twice, then 200 "success"
+//!   The streams of docs/guide/watch.md and of the watch benchmark, around one rollout that is done
+//!   at a moment set by /rollout/reset (pending until then, for good if never set):
+//!   GET  /rollout/reset?after=MS  the rollout is done MS milliseconds from now, and its counts start again
+//!   GET  /rollout     {"status":"pending"} or {"status":"done"}: the rollout, asked
+//!   GET  /rollout/events          Server-Sent Events: `id: 1` pending at once, `id: 2` done when it is,
+//!                     comments as heartbeats
+//!   GET  /rollout/watch           a Kubernetes-style watch of the rollout's job: NDJSON, one
+//!                     {"type":"ADDED"|"MODIFIED","object":...} a line, `status.succeeded` 1 when done
+//!   GET  /v1/kv/rollout[?index=N&wait=Ns]  a Consul blocking query of the rollout's key: at once with
+//!                     X-Consul-Index 1 (pending), or held until the rollout is done (X-Consul-Index 2) or
+//!                     the wait passes; the value base64, as Consul's API gives it
+//!   GET  /chat        a chat model's SSE reply: `event: delta` pieces of text, then `event: complete`
+//!   GET  /rollout/stats           {"requests":R,"done_at_ns":T,"sent_ns":S}: the requests to the
+//!                     routes above, when the rollout was due and when its done event was written
+//!                     (nanoseconds since the Unix epoch; null until then)
 //!   anything else     404
 
 use std::collections::HashMap;
@@ -107,7 +122,24 @@ struct Counters {
     services: Mutex<HashMap<String, Service>>,
     /// `/outage` until the next `/reset`: every other route answers 503.
     outage: AtomicBool,
+    /// The rollout of the stream routes.
+    rollout: Mutex<Rollout>,
 }
+
+/// The rollout the stream routes watch: when it is done (`None`: not yet set), the
+/// requests to those routes, and when its done event was last written.
+#[derive(Default)]
+struct Rollout {
+    done_at: Option<(Instant, SystemTime)>,
+    requests: u64,
+    sent: Option<SystemTime>,
+}
+
+/// How often a held stream sends a heartbeat (an SSE comment, a blank NDJSON line).
+const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// How long a held stream is kept at most.
+const HOLD_MAX: Duration = Duration::from_secs(600);
 
 /// The port every page of the guide uses.
 const GUIDE_PORT: u16 = 8080;
@@ -607,6 +639,9 @@ fn serve(read_half: impl Read, mut writer: impl Write, tcp: Option<TcpStream>, c
             return;
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
+        if streamed(&target, &mut writer, counters) {
+            return;
+        }
         if is_workflow_run(&target) {
             let answer = lock(&counters.run).answer(if_none_match.as_deref());
             if writer.write_all(&answer).is_err() || close {
@@ -713,6 +748,149 @@ fn arm(method: &str, target: &str, counters: &Counters) -> Option<(&'static str,
         _ => ("404 Not Found", String::new(), r#"{"error":{"code":"ResourceNotFound"}}"#.to_string()),
     };
     Some(answer)
+}
+
+/// The routes that hold their reply (streams, a blocking query): written here, to their end
+/// (the connection then closes); `false` for another route.
+fn streamed(target: &str, writer: &mut impl Write, counters: &Counters) -> bool {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let param = |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='));
+    let kind = match path {
+        "/rollout/reset" => {
+            let after = Duration::from_millis(param("after").and_then(|v| v.parse().ok()).unwrap_or(0));
+            *lock(&counters.rollout) =
+                Rollout { done_at: Some((Instant::now() + after, SystemTime::now() + after)), ..Rollout::default() };
+            return reply(writer, "200 OK", "", &format!(r#"{{"after_ms":{}}}"#, after.as_millis()));
+        }
+        "/rollout/stats" => {
+            let rollout = lock(&counters.rollout);
+            let ns = |t: Option<SystemTime>| {
+                t.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                    .map_or("null".to_string(), |d| d.as_nanos().to_string())
+            };
+            let body = format!(
+                r#"{{"requests":{},"done_at_ns":{},"sent_ns":{}}}"#,
+                rollout.requests,
+                ns(rollout.done_at.map(|(_, wall)| wall)),
+                ns(rollout.sent)
+            );
+            return reply(writer, "200 OK", "", &body);
+        }
+        "/rollout" | "/rollout/events" | "/rollout/watch" | "/v1/kv/rollout" | "/chat" => path,
+        _ => return false,
+    };
+    let done_at = {
+        let mut rollout = lock(&counters.rollout);
+        rollout.requests += 1;
+        rollout.done_at.map(|(at, _)| at)
+    };
+    let done = || done_at.is_some_and(|at| Instant::now() >= at);
+    let status = |done: bool| if done { "done" } else { "pending" };
+    match kind {
+        "/rollout" => reply(writer, "200 OK", "", &format!(r#"{{"status":"{}"}}"#, status(done()))),
+        "/v1/kv/rollout" => {
+            // Consul's blocking query: held while the index asked for is the current one.
+            let index: u64 = param("index").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let wait =
+                param("wait").and_then(|v| v.strip_suffix('s')?.parse().ok()).map_or(HOLD_MAX, Duration::from_secs);
+            let until = Instant::now() + wait.min(HOLD_MAX);
+            while index >= 1 && !done() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let value = if done() { "cmVhZHk=" } else { "cGVuZGluZw==" }; // base64 of "ready", "pending"
+            let header = format!("X-Consul-Index: {}\r\n", if done() { 2 } else { 1 });
+            let body =
+                format!(r#"[{{"Key":"rollout","Value":"{value}","ModifyIndex":{}}}]"#, if done() { 2 } else { 1 });
+            reply(writer, "200 OK", &header, &body)
+        }
+        "/chat" => {
+            let pieces = ["Hel", "lo, ", "world"];
+            let mut events: Vec<String> =
+                pieces.iter().map(|p| format!("event: delta\ndata: {{\"text\":\"{p}\"}}\n\n")).collect();
+            events.push("event: complete\ndata: {\"text\":\"Hello, world\",\"finish_reason\":\"stop\"}\n\n".into());
+            let _ = stream_head(writer, "text/event-stream");
+            for event in events {
+                std::thread::sleep(Duration::from_millis(100));
+                if chunk(writer, &event).is_err() {
+                    return true;
+                }
+            }
+            let _ = chunk(writer, "");
+            true
+        }
+        sse_or_watch => {
+            let sse = sse_or_watch == "/rollout/events";
+            let (pending, finished) = if sse {
+                ("id: 1\ndata: {\"status\":\"pending\"}\n\n", "id: 2\ndata: {\"status\":\"done\"}\n\n")
+            } else {
+                (
+                    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"rollout\"},\"status\":{\"active\":1,\"succeeded\":0}}}\n",
+                    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"rollout\"},\"status\":{\"active\":0,\"succeeded\":1}}}\n",
+                )
+            };
+            let heartbeat = if sse { ": heartbeat\n\n" } else { "\n" };
+            let _ = hold(writer, pending, finished, heartbeat, done_at, counters);
+            true
+        }
+    }
+}
+
+/// A held stream: `pending` at once, `finished` when the rollout is done (its moment written to
+/// the rollout's `sent`), heartbeats meanwhile, until the client goes away or [`HOLD_MAX`].
+fn hold(
+    writer: &mut impl Write,
+    pending: &str,
+    finished: &str,
+    heartbeat: &str,
+    done_at: Option<Instant>,
+    counters: &Counters,
+) -> std::io::Result<()> {
+    let kind = if heartbeat == "\n" { "application/x-ndjson" } else { "text/event-stream" };
+    stream_head(writer, kind)?;
+    chunk(writer, pending)?;
+    let started = Instant::now();
+    let mut beat = Instant::now() + HEARTBEAT;
+    let mut sent = false;
+    while started.elapsed() < HOLD_MAX {
+        if !sent && done_at.is_some_and(|at| Instant::now() >= at) {
+            chunk(writer, finished)?;
+            lock(&counters.rollout).sent = Some(SystemTime::now());
+            sent = true;
+        }
+        if Instant::now() >= beat {
+            chunk(writer, heartbeat)?;
+            beat += HEARTBEAT;
+        }
+        // A millisecond's sleep: the done event leaves within about one of its moment.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    chunk(writer, "")
+}
+
+/// A chunked reply's head, with `Content-Type: kind`.
+fn stream_head(writer: &mut impl Write, kind: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nTransfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n"
+    );
+    writer.write_all(head.as_bytes())?;
+    writer.flush()
+}
+
+/// One chunk of a chunked body, flushed; the empty one ends the body.
+fn chunk(writer: &mut impl Write, text: &str) -> std::io::Result<()> {
+    let framed = format!("{:x}\r\n{text}\r\n", text.len());
+    writer.write_all(framed.as_bytes())?;
+    writer.flush()
+}
+
+/// A whole JSON reply, closing the connection; `true` (the route was answered).
+fn reply(writer: &mut impl Write, status: &str, headers: &str, body: &str) -> bool {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = writer.write_all(head.as_bytes()).and_then(|()| writer.flush());
+    true
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
