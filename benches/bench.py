@@ -802,6 +802,43 @@ def instructions_per_attempt(server, binary, polls):
     return (counts[1] - counts[0]) / polls
 
 
+def watch_latency(binary, server, path, extra, after_ms):
+    """One run against the job server's rollout, done `after_ms` from the reset: the milliseconds
+    from the moment it was done (for a stream, when its done event left the server) to poll's
+    exit, and the requests the run sent."""
+    server.get(f"/rollout/reset?after={after_ms}")
+    proc = subprocess.Popen([*PIN, binary, *extra, "--until", '.status=="done"', server.base + path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, _ = os.wait4(proc.pid, 0)
+    exited = time.time_ns()
+    assert os.waitstatus_to_exitcode(status) == 0, f"poll exited {status}"
+    stats = server.get("/rollout/stats")
+    moment = stats["sent_ns"] or stats["done_at_ns"]
+    return (exited - moment) / 1e6, stats["requests"]
+
+
+def watch_main(args):
+    """--watch against polling: how late each sees a change, and what a long wait costs."""
+    build()
+    runs = 10 if args.quick else 50
+    wait_s = 10 if args.quick else 60
+    modes = [("poll --watch (SSE)", "/rollout/events", ["--watch"]),
+             ("poll --interval 1s", "/rollout", ["--interval", "1s"])]
+    rows = []
+    for name, path, extra in modes:
+        with JobServer() as server:
+            late = [watch_latency(POLL, server, path, extra, 300)[0] for _ in range(runs)]
+            _, requests = watch_latency(POLL, server, path, extra, wait_s * 1000)
+        late.sort()
+        p99 = late[min(len(late) - 1, int(len(late) * 0.99))]
+        rows.append((name, statistics.median(late), p99, requests))
+    print(f"\n{runs} runs each (a change 300 ms after the start), then one {wait_s} s wait; {os.cpu_count()} cpus\n")
+    print(f"| run | change to exit, p50 | p99 | requests for a {wait_s} s wait |")
+    print("|---|---:|---:|---:|")
+    for name, p50, p99, requests in rows:
+        print(f"| {name} | {p50:.1f} ms | {p99:.1f} ms | {requests} |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -811,8 +848,12 @@ def main():
     parser.add_argument("--https", action="store_true", help="only one-shot https:// and http:// runs")
     parser.add_argument("--limits", action="store_true",
                         help="only issue 27's figures: one-shot, tight polling, 1,000 URLs, syscalls")
+    parser.add_argument("--watch", action="store_true",
+                        help="only --watch against polling: change-to-exit latency and a long wait's requests")
     parser.add_argument("--before", help="with --https or --limits: another build of poll to compare with")
     args = parser.parse_args()
+    if args.watch:
+        return watch_main(args)
     if args.https:
         return https_main(args)
     if args.limits:

@@ -35,6 +35,13 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
     if let Some(condition) = condition(record) {
         event["condition"] = json!(condition);
     }
+    // --watch: how the request's stream ended, when no event decided.
+    match &record.outcome {
+        Outcome::StreamEnded { idle: false, .. } => event["stream"] = json!("ended"),
+        Outcome::StreamEnded { idle: true, .. } => event["stream"] = json!("idle"),
+        Outcome::StreamClosed => event["stream"] = json!("closed"),
+        _ => {}
+    }
     if let Outcome::Success { verdict: Verdict::NotJson, .. } = &record.outcome {
         event["error_kind"] = json!("not_json");
     }
