@@ -2,9 +2,12 @@
 //! `--state rediss://` alike: rustls (ring, TLS 1.2 and 1.3) with rustls' own
 //! `WebPkiServerVerifier` over the roots `poll` trusts (the system's, see
 //! `roots`, and `--cacert`'s), or with `-k` a verifier that takes any
-//! certificate. It is built on the first TLS connection (that is when the
-//! system's roots are read) and shared after, so a thousand URLs cost one
-//! load and one configuration.
+//! certificate. It is built on the first TLS connection and shared after, so
+//! a thousand URLs cost one load and one configuration. With `--cacert`, a
+//! server its roots vouch for is trusted without the system's roots being
+//! read at all (a one-shot run would spend most of its time parsing them:
+//! docs/BENCHMARKS.md, "The house kept simple"); any other is checked
+//! against every root, read then.
 
 use std::sync::{Arc, OnceLock};
 
@@ -53,15 +56,93 @@ fn verifier(trust: &Trust, provider: Arc<CryptoProvider>) -> Result<Arc<dyn Serv
     if trust.insecure {
         return Ok(Arc::new(Unconditional { accept: true, algorithms }));
     }
-    let mut store = RootCertStore::empty();
-    // Borrowed: the store keeps what it parsed out of each, not the certificate.
-    store.add_parsable_certificates(roots().certs.iter().map(|cert| CertificateDer::from(&cert[..])));
-    store.add_parsable_certificates(trust.cacert.iter().map(|cert| CertificateDer::from(&cert[..])));
-    if store.is_empty() {
+    if trust.cacert.is_empty() {
+        return every_root(trust, provider);
+    }
+    let own = webpki(&trust.cacert, &[], Arc::clone(&provider))?;
+    Ok(Arc::new(CacertFirst { own, every: OnceLock::new(), trust: trust.clone(), provider }))
+}
+
+/// rustls' verifier over the system's roots and `trust`'s own (`Unconditional`
+/// refusal where there is none at all).
+fn every_root(trust: &Trust, provider: Arc<CryptoProvider>) -> Result<Arc<dyn ServerCertVerifier>, rustls::Error> {
+    let algorithms = provider.signature_verification_algorithms;
+    if roots().certs.is_empty() && trust.cacert.is_empty() {
         return Ok(Arc::new(Unconditional { accept: false, algorithms }));
     }
+    webpki(&roots().certs, &trust.cacert, provider)
+}
+
+/// rustls' own verifier over `certs` and `more`.
+fn webpki(
+    certs: &[CertificateDer<'static>],
+    more: &[CertificateDer<'static>],
+    provider: Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, rustls::Error> {
+    let mut store = RootCertStore::empty();
+    // Borrowed: the store keeps what it parsed out of each, not the certificate.
+    store.add_parsable_certificates(certs.iter().chain(more).map(|cert| CertificateDer::from(&cert[..])));
     let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider).build();
     Ok(webpki.map_err(|e| rustls::Error::General(e.to_string()))?)
+}
+
+/// `--cacert`: rustls' verifier over its roots first; a certificate they do
+/// not vouch for goes to rustls' verifier over every root, made (and the
+/// system's roots read) when first needed.
+#[derive(Debug)]
+struct CacertFirst {
+    own: Arc<dyn ServerCertVerifier>,
+    every: OnceLock<Result<Arc<dyn ServerCertVerifier>, rustls::Error>>,
+    trust: Trust,
+    provider: Arc<CryptoProvider>,
+}
+
+impl CacertFirst {
+    fn every(&self) -> Result<&Arc<dyn ServerCertVerifier>, rustls::Error> {
+        let made = self.every.get_or_init(|| every_root(&self.trust, Arc::clone(&self.provider)));
+        made.as_ref().map_err(Clone::clone)
+    }
+}
+
+impl ServerCertVerifier for CacertFirst {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verify = |verifier: &Arc<dyn ServerCertVerifier>| {
+            verifier.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        };
+        match verify(&self.own) {
+            Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => verify(self.every()?),
+            verdict => verdict,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.own.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.own.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.own.supported_verify_schemes()
+    }
 }
 
 /// A verifier whose answer does not depend on the certificate: with `-k` it

@@ -820,9 +820,9 @@ fn an_empty_ssl_cert_file_trusts_nothing_and_fails_cleanly() {
         .stdout(r#"{"tls":true}"#);
 }
 
-/// A server that `--cacert` vouches for is trusted even where the system's store cannot be read,
-/// and `-v` says what was trusted besides it. (Until issue 35 the store was not read at all for
-/// such a server, to spare a one-shot run 0.2 ms; rustls' own verifier over every root replaced that.)
+/// A server that `--cacert`'s roots vouch for is trusted without the system's store being read
+/// (a one-shot run would pay for reading the distribution's 146 roots). One they do not vouch
+/// for is checked against every root (src/net/tls.rs's unit tests).
 #[test]
 fn a_server_that_cacert_vouches_for_needs_no_system_store() {
     let server = Server::start_tls(vec![Reply::json(200, r#"{"tls":true}"#)]);
@@ -835,8 +835,7 @@ fn a_server_that_cacert_vouches_for_needs_no_system_store() {
         .code(0)
         .stdout(r#"{"tls":true}"#);
     let stderr = stderr_of(output.get_output());
-    let named = format!("trusted roots: 0 from SSL_CERT_FILE={}; cannot read {}", missing.display(), missing.display());
-    assert!(stderr.contains(&named), "{stderr}");
+    assert!(!stderr.contains("trusted roots"), "{stderr}");
 }
 
 /// A plain `http://` run never reads the trusted roots (they load on the first TLS connection).
