@@ -19,8 +19,13 @@ pub(crate) enum Undecodable {
 }
 
 /// `raw`, decoded by `coding` (the `Content-Encoding`, if any) within `limit`
-/// bytes; an unknown coding, or none, leaves it as it is.
+/// bytes; an unknown coding, or none, leaves it as it is. No body is no
+/// body whatever the header says: a HEAD, a 204 or a 304 carries the
+/// coding its GET would have had (nginx with `gzip on`), and nothing to decode.
 pub(crate) fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Undecodable> {
+    if raw.is_empty() {
+        return Ok(raw);
+    }
     let is = |name: &str| coding.is_some_and(|coding| coding.trim().eq_ignore_ascii_case(name));
     let (name, body) = if is("gzip") || is("x-gzip") {
         ("gzip", gunzip(&raw, limit))

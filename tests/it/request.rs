@@ -684,6 +684,20 @@ fn gzip_bodies_are_decoded() {
     assert_eq!(server.hits(), 1);
 }
 
+/// A reply with no body keeps the coding its GET would have had (nginx with `gzip on` answers a
+/// HEAD so, and a 304 or 204 may): nothing to decode, and no malformed reply.
+#[test]
+fn a_reply_with_no_body_but_a_content_encoding_is_no_malformed_reply() {
+    let coded = |reply: Reply| reply.header("Content-Encoding", "gzip").header("Vary", "Accept-Encoding");
+    let server = Server::start(vec![coded(Reply::status(200).header("Content-Type", "application/json"))]);
+    poll().args(["-I", &server.url("/file.json")]).assert().code(0).stdout("").stderr("");
+    assert_eq!(server.requests()[0].method, "HEAD");
+    let server = Server::start(vec![coded(Reply::status(404))]).expect_hits(1);
+    poll().args(["-I", "--done-on", "404", &server.url("/missing.json")]).assert().code(0).stdout("");
+    let server = Server::start(vec![coded(Reply::status(204))]).expect_hits(1);
+    poll().args(["--until", ". == null", &server.url("/")]).assert().code(0).stdout("");
+}
+
 #[test]
 fn deflate_bodies_are_decoded() {
     let body = r#"{"status":"done"}"#;
