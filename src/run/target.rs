@@ -706,6 +706,10 @@ impl Loop<'_> {
             let none = Headers::default();
             let (status, headers) = record.reply.as_ref().map_or((0, &none), |r| (r.status, &r.headers));
             let body = record.reply.as_ref().map_or(&[][..], |r| r.body.as_slice());
+            // A run ended by its status (--done-on, --fail-on) may have any body (nginx's HTML
+            // 404): --print reads one that is not JSON as null, and $status still says what came.
+            let listed = matches!(record.outcome, Outcome::Status { .. });
+            let body = if listed && Input::parse(body).is_none() { &[][..] } else { body };
             print.print(Message::reply(status, headers, body))
         });
         let body = record.into_body();

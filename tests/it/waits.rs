@@ -232,6 +232,21 @@ fn done_on_ends_with_an_empty_body_and_print_reads_the_status() {
     assert_eq!(out.stdout, b"404\n");
 }
 
+/// A status list's ending whose body is not JSON (nginx's HTML 404 page): `--print` reads it as
+/// null, so `$status` prints, and `--fail-on` still exits 4 with that body on stdout.
+#[test]
+fn print_reads_a_listed_statuss_body_that_is_not_json_as_null() {
+    let page = "<html><body><h1>404 Not Found</h1></body></html>";
+    let server = Server::start(vec![Reply::text(404, page).header("Content-Type", "text/html")]);
+    let out = poll().args(["--done-on", "404", "--print", "$status", &server.url("/x")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"404\n");
+    let server = Server::start(vec![Reply::text(404, page).header("Content-Type", "text/html")]);
+    let out = poll().args(["--fail-on", "404", "--print", "[$status, .]", &server.url("/x")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"[404,null]\n");
+}
+
 #[test]
 fn pending_on_waits_until_it_exists_spending_no_retries_and_server_advice_wins() {
     let published = r#"{"version":"1.2.3"}"#;
