@@ -162,6 +162,8 @@ impl Config {
             watch: cli.watch.then_some(Idle((!cli.idle_timeout.is_zero()).then_some(*cli.idle_timeout))),
         };
         let polling = polling(&cli, client, idempotent, keyed)?;
+        // `-o -` is stdout, as curl's.
+        cli.output.take_if(|output| output.as_os_str() == "-");
         if let Some(output) = &cli.output {
             file::check_writable(output).map_err(|e| usage("--output", e))?;
         }
@@ -373,6 +375,10 @@ fn check_status_lists(cli: &Cli) -> Result<(), Error> {
         ("--fail-on", &cli.fail_on),
         ("--retry-on", &cli.retry_on),
     ];
+    // A 304 is judged on the body kept (conditional polls): no list could ever see one.
+    if let Some((flag, _)) = lists.iter().find(|(_, codes)| codes.contains(&304)) {
+        return Err(usage(flag, "304 cannot be listed: a 304 is judged on the body kept from the last 2xx"));
+    }
     for (i, (flag, codes)) in lists.iter().enumerate() {
         for (other, other_codes) in &lists[i + 1..] {
             if let Some(code) = codes.iter().find(|code| other_codes.contains(code)) {

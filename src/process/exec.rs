@@ -29,7 +29,8 @@ impl Command {
         let Some((name, args)) = argv.split_first() else {
             return Err(Error::usage("--: give the command to run after the URLs"));
         };
-        let program = which::which(name).map_err(|_| unfound(name))?;
+        let here = std::env::current_dir().unwrap_or_default();
+        let program = which::which_in(name, search_path(), here).map_err(|_| unfound(name))?;
         Ok(Command { name: name.clone(), program, args: args.to_vec() })
     }
 
@@ -50,6 +51,13 @@ fn shown(name: &OsStr) -> String {
     printable(&name.to_string_lossy())
 }
 
+/// Where a bare name is looked for: `PATH`, or with none set (on Unix) the
+/// folders execvp, `env` and shells fall back to (glibc's `_CS_PATH`).
+fn search_path() -> Option<OsString> {
+    const DEFAULT_PATH: &str = "/bin:/usr/bin";
+    std::env::var_os("PATH").or_else(|| cfg!(unix).then(|| OsString::from(DEFAULT_PATH)))
+}
+
 /// Why `which` found no program, as a shell says it: a file that is there
 /// but cannot be run is exit 126, nothing at all 127. `which` skips what it
 /// cannot run, so that file is looked for here: at the path given, or for a
@@ -64,7 +72,7 @@ fn unfound(name: &OsStr) -> Error {
             false => Error::new(Kind::NotFound, format!("`{shown}` not found (the command after --)")),
         };
     }
-    let on_path = std::env::var_os("PATH").filter(|_| cfg!(unix));
+    let on_path = search_path().filter(|_| cfg!(unix));
     let file = on_path.and_then(|dirs| std::env::split_paths(&dirs).map(|dir| dir.join(name)).find(|f| f.is_file()));
     match file {
         Some(file) => Error::new(

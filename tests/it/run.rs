@@ -441,6 +441,19 @@ fn sigterm_ends_a_request_in_flight_at_once_with_143() {
     assert!(stderr(&out).contains("terminated after 1 attempt"), "{}", stderr(&out));
 }
 
+/// `-o -` is stdout, as curl's: the body is printed, and no file named `-` is made.
+#[test]
+fn o_dash_is_stdout() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let folder = std::env::temp_dir().join(format!("poll-o-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let out = poll().current_dir(&folder).args(["-o", "-", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    assert!(!folder.join("-").exists(), "a file named - was written");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
 #[test]
 fn a_closed_stdout_is_not_an_error() {
     let big = format!("{{\"data\":\"{}\"}}", "x".repeat(4 << 20));

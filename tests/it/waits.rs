@@ -530,6 +530,27 @@ fn a_jq_error_is_warned_once_and_named_by_the_deadline() {
 // `-- CMD`.
 
 #[cfg(unix)]
+/// With `PATH` unset a bare command name is looked for where execvp and `env` look then.
+#[cfg(unix)]
+#[test]
+fn a_bare_command_is_found_without_path_as_execvp_finds_it() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll().env_remove("PATH").args([&server.url("/"), "--", "echo", "found"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"found\n");
+}
+
+/// 304 in a status list could never fire (a 304 is judged on the body kept): refused, nothing sent.
+#[test]
+fn a_304_in_a_status_list_is_a_usage_error() {
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    for flag in ["--done-on", "--pending-on", "--fail-on", "--retry-on"] {
+        let out = poll().args([flag, "404,304", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", stderr(&out));
+        assert!(stderr(&out).contains("304 cannot be listed"), "{}", stderr(&out));
+    }
+}
+
 #[test]
 fn the_command_runs_in_polls_place_after_exit_0() {
     let server = Server::start(vec![Reply::json(200, r#"{"status":"pending"}"#), Reply::json(200, r#"{"ok":1}"#)]);
