@@ -278,6 +278,8 @@ pub struct Input {
     status: Val,
     headers: Val,
     event: Val,
+    /// The values of `$headers` that are secrets (`Set-Cookie`, ...): never quoted by an error.
+    secrets: Vec<String>,
 }
 
 impl Input {
@@ -288,7 +290,8 @@ impl Input {
         let mut json = serde_json::Deserializer::from_slice(body);
         let body = Val::deserialize(&mut json).ok()?;
         json.end().ok()?;
-        Some(Input { body, status: Val::Null, headers: Val::obj(jaq_json::Map::default()), event: Val::Null })
+        let headers = Val::obj(jaq_json::Map::default());
+        Some(Input { body, status: Val::Null, headers, event: Val::Null, secrets: Vec::new() })
     }
 
     /// A reply for the user's filters: its JSON body, or `null` for an empty
@@ -297,12 +300,18 @@ impl Input {
     /// in lower case, repeated fields joined with `, `.
     pub(crate) fn of(message: Message<'_>, headers: bool) -> Option<Input> {
         let mut input = match is_empty(message.body) {
-            true => Input { body: Val::Null, status: Val::Null, headers: Val::Null, event: Val::Null },
+            true => {
+                Input { body: Val::Null, status: Val::Null, headers: Val::Null, event: Val::Null, secrets: Vec::new() }
+            }
             false => Input::parse(message.body)?,
         };
         input.status = Val::from(usize::from(message.status));
         input.event = message.event.map_or(Val::Null, |event| Val::from(event.to_string()));
         input.headers = if headers { header_object(message.headers) } else { Val::obj(jaq_json::Map::default()) };
+        if headers {
+            let secret = message.headers.iter().filter(|(name, _)| crate::util::url::is_secret(name));
+            input.secrets = secret.map(|(_, value)| value.to_string()).filter(|value| !value.is_empty()).collect();
+        }
         Some(input)
     }
 }
@@ -446,13 +455,13 @@ impl Filter {
     }
 
     fn run<'a>(&'a self, input: &Input) -> impl Iterator<Item = Result<Val, JqError>> + 'a {
-        let (bound, headers) = (&self.bound, input.headers.clone());
+        let (bound, headers, secrets) = (&self.bound, input.headers.clone(), input.secrets.clone());
         let globals = [environment(), bound.args.clone(), input.status.clone(), headers, input.event.clone()];
         let vars = Vars::new(globals.into_iter().chain(bound.named.iter().cloned()));
         let ctx = Ctx::<Data>::new(&self.compiled.lut, vars);
-        self.compiled.id.run((ctx, input.body.clone())).map(|output| {
+        self.compiled.id.run((ctx, input.body.clone())).map(move |output| {
             output.map_err(|exception| match exception.get_err() {
-                Ok(error) => self.error(&error.to_string()),
+                Ok(error) => self.error(&hidden(&error.to_string(), &secrets)),
                 // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
                 Err(_) => self.error("halt and break are not supported here"),
             })
@@ -465,6 +474,22 @@ impl Filter {
         let line = format!("jq error in `{}`: {what}", self.short_source());
         JqError { line, flag: self.flag, what }
     }
+}
+
+/// `text` with each of `secrets` replaced, as written and as JSON escapes it:
+/// a jq error quotes the values it failed on, `$headers` included.
+fn hidden(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_string();
+    for secret in secrets {
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        for form in [secret.as_str(), escaped] {
+            if !form.is_empty() {
+                text = text.replace(form, crate::util::url::REDACTED);
+            }
+        }
+    }
+    text
 }
 
 /// A value as `jq -r` prints it: a string raw, anything else as compact JSON.

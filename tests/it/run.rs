@@ -599,3 +599,23 @@ fn the_deepest_filters_of_every_shape_run_on_a_loops_stack() {
         assert_eq!(out.stdout, DONE.as_bytes());
     }
 }
+
+/// A jq error that quotes `$headers` never quotes a secret header's value (a cookie a server set,
+/// a token it echoed): the warning, the last line and a GitHub annotation say `<redacted>`.
+#[test]
+fn a_jq_error_on_headers_never_quotes_a_secret() {
+    let reply = Reply::json(200, DONE).header("Set-Cookie", "sid=s3cr3t-c00kie").header("X-Auth-Token", "tok\"en9");
+    let server = Server::start(vec![reply]);
+    for ci in [None, Some("github")] {
+        let mut run = poll();
+        if let Some(ci) = ci {
+            run.args(["--ci", ci]);
+        }
+        let out =
+            run.args(["--until", "$headers + 1", "-i", "100ms", "--timeout", "1s", &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let text = stderr(&out);
+        assert!(!text.contains("s3cr3t") && !text.contains("en9"), "{text}");
+        assert!(text.contains("<redacted>"), "{text}");
+    }
+}
