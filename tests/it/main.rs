@@ -27,6 +27,8 @@ mod terminal;
 mod unix;
 mod waits;
 mod watch;
+// --watch against real servers: nginx with nchan, etcd.
+mod watch_servers;
 
 // Shared state: the file, Redis, a Redis Cluster and Sentinels.
 mod cluster;

@@ -6,6 +6,8 @@
 mod arrivals;
 pub mod breaker;
 pub mod cmd;
+pub mod etcd;
+pub mod nginx;
 #[cfg(not(unix))]
 mod no_unix;
 pub mod process;

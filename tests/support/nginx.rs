@@ -1,0 +1,236 @@
+//! A real nginx with the nchan module (Debian's `libnginx-mod-nchan`) on 127.0.0.1, for the
+//! `--watch` tests against a pub/sub server nobody here wrote: its own nginx.conf in a temp
+//! folder, one process in the foreground (`daemon off; master_process off;`), stopped by its
+//! PID when dropped.
+//!
+//! Tests that need it call [`Nchan::start`], which returns `None` (after one loud `SKIPPED`
+//! line) when nginx or the module is not installed, unless `POLL_TEST_REQUIRE_TOOLS=1` makes
+//! that a failure, as in CI. [`request`] is the by-hand HTTP/1.0 client of this file and of
+//! `etcd.rs`.
+
+use std::io::{Read as _, Write as _};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How to get nginx and the module, for the `SKIPPED` line or the failure.
+const INSTALL: &str = "apt-get install nginx libnginx-mod-nchan";
+/// Where distributions put the module (Debian's first; nginx's `load_module` wants a path).
+const MODULES: &[&str] = &[
+    "/usr/lib/nginx/modules/ngx_nchan_module.so",
+    "/usr/lib64/nginx/modules/ngx_nchan_module.so",
+    "/usr/share/nginx/modules/ngx_nchan_module.so",
+];
+/// How long nginx gets to accept connections after it starts.
+const READY_WAIT: Duration = Duration::from_secs(10);
+/// Attempts at a free port: another process may take the one picked before nginx binds it.
+const PORT_TRIES: usize = 5;
+/// The bound on each by-hand request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running nginx whose channels are named by a URL's last segment (`\w+`):
+///
+/// - `/pub/CH`: the publisher; a POST publishes its body (and its `Content-Type`) to CH.
+/// - `/sse/CH`: an EventSource subscriber (each message an event with an `id:`); it answers only
+///   a request that accepts `text/event-stream`, and starts a new subscriber at the oldest message
+///   kept, as nchan does by default.
+/// - `/brief/CH`: an EventSource subscriber whose stream nchan ends after 1 s
+///   (`nchan_subscriber_timeout`) and that starts a new subscriber at the *next* message
+///   (`nchan_subscriber_first_message newest`): a message published between two of its streams
+///   reaches only a subscriber that comes back with its `Last-Event-ID`.
+/// - `/lp/CH`: a long-poll subscriber: one message a reply, the oldest kept to a request without
+///   validators; a request with the last reply's `If-None-Match` / `If-Modified-Since` gets the
+///   next one, held until it is published.
+pub struct Nchan {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+/// What nchan answered a publish.
+#[derive(Debug)]
+pub struct Published {
+    /// 201 when subscribers were waiting on the channel, 202 when the message was only queued.
+    pub status: u16,
+    /// Its `active subscribers: N` line: subscribers on the channel when the message came.
+    pub subscribers: Option<u32>,
+}
+
+impl Nchan {
+    pub fn start() -> Option<Nchan> {
+        if !super::have_tool("nginx", INSTALL) {
+            return None;
+        }
+        let module = module()?;
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            match Nchan::launch(module) {
+                Ok(nchan) => return Some(nchan),
+                Err(why) => last = why,
+            }
+        }
+        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
+    }
+
+    fn launch(module: &Path) -> Result<Nchan, String> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        let port = free_port();
+        let config = dir.join("nginx.conf");
+        std::fs::write(&config, config_text(module, &dir, port))
+            .map_err(|e| format!("write {}: {e}", config.display()))?;
+        let output = std::fs::File::create(dir.join("output")).map_err(|e| format!("create output file: {e}"))?;
+        let errors = output.try_clone().map_err(|e| format!("clone output file: {e}"))?;
+        // -p: the prefix of relative paths; -e: the error log of the start, before the config is read.
+        let child = Command::new("nginx")
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&config)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(output)
+            .stderr(errors)
+            .spawn()
+            .map_err(|e| format!("spawn nginx: {e}"))?;
+        // From here on, Drop stops it whatever happens.
+        let mut nchan = Nchan { child, port, dir };
+        let deadline = Instant::now() + READY_WAIT;
+        loop {
+            if let Ok(Some(status)) = nchan.child.try_wait() {
+                return Err(format!("nginx exited with {status}: {}{}", read(&nchan.dir.join("output")), nchan.log()));
+            }
+            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                return Ok(nchan);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("nginx not accepting on port {port} after {READY_WAIT:?}: {}", nchan.log()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` and `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// POSTs `body` (JSON) to `/pub/CHANNEL`.
+    pub fn publish(&self, channel: &str, body: &str) -> Published {
+        let (status, text) = request(self.port, "POST", &format!("/pub/{channel}"), body);
+        let subscribers = text.lines().find_map(|line| line.strip_prefix("active subscribers: ")?.trim().parse().ok());
+        Published { status, subscribers }
+    }
+
+    /// How many requests for `path` nginx logged as done (a held one is logged when it ends).
+    pub fn requests(&self, path: &str) -> usize {
+        let request = format!("\"GET {path} HTTP/");
+        read(&self.dir.join("access.log")).lines().filter(|line| line.contains(&request)).count()
+    }
+
+    /// nginx's error log so far, for a failing test's message.
+    pub fn log(&self) -> String {
+        read(&self.dir.join("error.log"))
+    }
+}
+
+impl Drop for Nchan {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The module's file, or `None` after the `SKIPPED` line (a failure with `POLL_TEST_REQUIRE_TOOLS=1`),
+/// as `have_tool` does for a program.
+fn module() -> Option<&'static Path> {
+    if let Some(found) = MODULES.iter().map(Path::new).find(|path| path.is_file()) {
+        return Some(found);
+    }
+    let require = super::tool::REQUIRE_TOOLS;
+    assert!(
+        std::env::var_os(require).is_none_or(|v| v != "1"),
+        "nginx's nchan module is required ({require}=1), in none of {MODULES:?}: {INSTALL}"
+    );
+    let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}nginx's nchan module is not installed; {INSTALL} (set {require}=1 to make this a failure)"
+    );
+    None
+}
+
+/// One process, in the foreground, every file it writes in `dir`, listening on loopback only.
+fn config_text(module: &Path, dir: &Path, port: u16) -> String {
+    let dir = dir.display();
+    format!(
+        r#"load_module {module};
+daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    access_log {dir}/access.log;
+    client_body_temp_path {dir}/client_body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location ~ /pub/(\w+)$ {{ nchan_publisher; nchan_channel_id $1; }}
+        location ~ /sse/(\w+)$ {{ nchan_subscriber eventsource; nchan_channel_id $1; }}
+        location ~ /brief/(\w+)$ {{
+            nchan_subscriber eventsource;
+            nchan_channel_id $1;
+            nchan_subscriber_timeout 1s;
+            nchan_subscriber_first_message newest;
+        }}
+        location ~ /lp/(\w+)$ {{ nchan_subscriber longpoll; nchan_channel_id $1; }}
+    }}
+}}
+"#,
+        module = module.display()
+    )
+}
+
+/// `METHOD PATH` to 127.0.0.1:`port`, with `json` as an `application/json` body unless it is
+/// empty: the status and the body. HTTP/1.0, so that the reply has no chunks and ends with the
+/// connection.
+pub fn request(port: u16, method: &str, path: &str, json: &str) -> (u16, String) {
+    let what = format!("{method} {path} on port {port}");
+    let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT)).expect("set_read_timeout");
+    stream.set_write_timeout(Some(REQUEST_TIMEOUT)).expect("set_write_timeout");
+    let mut head = format!("{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
+    if !json.is_empty() {
+        head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", json.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(format!("{head}{json}").as_bytes()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = reply.split(' ').nth(1).and_then(|code| code.parse().ok());
+    let status = status.unwrap_or_else(|| panic!("{what}: no status line in {reply:?}"));
+    let body = reply.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_string())
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
