@@ -30,6 +30,9 @@ use crate::util::headers::Headers;
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
+/// The `Accept` of a watch's requests, unless `-H` gives one.
+const WATCH_ACCEPT: &str = "text/event-stream, application/json;q=0.9, */*;q=0.8";
+
 /// What every loop of a run shares.
 pub(crate) struct Common {
     /// How every URL is polled.
@@ -357,6 +360,8 @@ impl Loop<'_> {
     /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
     fn resumed(&self) -> Request {
         let mut request = self.request.clone();
+        // As EventSource asks (nchan refuses an event stream to a request that does not), JSON welcome too.
+        request.headers.set_default("Accept", WATCH_ACCEPT);
         if let Some(id) = self.resume.last_event_id() {
             request.headers.set("Last-Event-ID", id.to_string());
         }

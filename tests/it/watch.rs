@@ -49,6 +49,8 @@ fn the_deciding_event_ends_the_run_while_the_stream_stays_open() {
     assert!(took >= ms(300), "ended before the deciding event: {took:?}");
     assert!(took < Duration::from_secs(10), "waited for the held stream to end: {took:?}");
     assert_eq!(server.requests()[0].header("accept-encoding"), Some("identity"));
+    // As EventSource asks: nchan refuses an event stream to a request that does not.
+    assert_eq!(server.requests()[0].header("accept"), Some("text/event-stream, application/json;q=0.9, */*;q=0.8"));
 }
 
 #[test]

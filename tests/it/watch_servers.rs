@@ -164,7 +164,6 @@ fn an_nchan_event_stream_is_judged_event_by_event_until_the_published_done() {
 }
 
 #[test]
-#[ignore = "poll --watch sends no Accept header, and nchan answers 403 to an EventSource request without text/event-stream"]
 fn an_nchan_event_stream_is_watched_without_an_accept_header() {
     let Some(nchan) = Nchan::start() else { return };
     let url = nchan.url("/sse/jobs");
