@@ -383,3 +383,30 @@ fn two_hundred_thousand_events_pass_in_flat_memory() {
         .expect("VmHWM in /proc/PID/status");
     assert!(peak_kib < 48 * 1024, "peak RSS {peak_kib} KiB after 200 MB of events");
 }
+
+/// With `--state` and `--rate`, each request of a watch is one token of the shared bucket, and
+/// the events on it are none: streams that end at once are asked again no faster than the rate,
+/// while the events of one stream are judged as fast as they come.
+#[test]
+fn a_watched_request_is_a_token_of_the_rate_and_its_events_are_none() {
+    let folder = std::env::temp_dir().join(format!("poll-watch-state-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("a folder");
+    let state = folder.join("state.json");
+    let three = "data: {\"status\":\"pending\"}\n\n".repeat(3);
+    let server = Server::start(vec![
+        Reply::sse(&[(ms(0), three.as_str())]),
+        Reply::sse(&[(ms(0), three.as_str())]),
+        Reply::sse(&[(ms(0), "data: {\"status\":\"done\"}\n\n")]).then_hold(),
+    ])
+    .expect_hits(3);
+    let state_arg = state.to_string_lossy().into_owned();
+    let args = ["--until", UNTIL_DONE, "--state", &state_arg, "--rate", "4/s", "-i", "0", "--log-format", "json"];
+    let (out, _) = watch(&[&args[..], &["--timeout", "20s", &server.url("/")]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for gap in gaps(&server) {
+        assert!(gap >= ms(230), "requests {gap:?} apart at --rate 4/s");
+    }
+    let last: Value = stderr(&out).lines().last().and_then(|l| serde_json::from_str(l).ok()).expect("a final object");
+    assert_eq!((&last["events"], &last["requests"]), (&Value::from(7), &Value::from(3)));
+    let _ = std::fs::remove_dir_all(&folder);
+}
