@@ -201,6 +201,17 @@ impl Error {
         Error::new(Kind::Permanent, what)
     }
 
+    /// A usage error about `--flag`, as its message starts, whose value came
+    /// from one of the variables `from` (`POLL_STATE`): the line names it.
+    pub(crate) fn named_from(mut self, from: &[String]) -> Error {
+        let flag = self.what.split(':').next().unwrap_or_default().trim_start_matches('-');
+        let variable = format!("POLL_{}", flag.replace('-', "_").to_ascii_uppercase());
+        if self.kind == Kind::Usage && from.contains(&variable) {
+            self.what = format!("{variable}: {}", self.what);
+        }
+        self
+    }
+
     /// A signal ended the run after `attempts` attempts.
     pub(crate) fn signalled(signal: Signal, attempts: u32) -> Error {
         let kind = match signal {

@@ -131,7 +131,12 @@ pub(crate) enum Fallback {
 
 impl Config {
     /// Validates the flags; `stdin` is read only for `@-`.
-    pub(crate) fn from_cli(mut cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
+    pub(crate) fn from_cli(cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
+        let from_environment = cli.from_environment.clone();
+        Config::checked(cli, stdin).map_err(|e| e.named_from(&from_environment))
+    }
+
+    fn checked(mut cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
         // A FIFO given as a file (`-d @<(cmd)`) is read until the run's deadline at the latest.
         let until = (!cli.timeout.is_zero()).then(|| Instant::now() + *cli.timeout);
         let user_agent = cli.user_agent.take().unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
@@ -427,6 +432,7 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
 fn style(cli: &Cli, timeout: Option<Duration>) -> Style {
     Style {
         verbose: cli.verbose,
+        from_environment: cli.from_environment.clone(),
         quiet: cli.quiet,
         json: cli.log_format == LogFormatArg::Json,
         color: match cli.color {

@@ -23,14 +23,22 @@ pub(crate) fn generate(kind: Generate) -> Vec<u8> {
     script
 }
 
-/// Environment variables `poll` reads.
-const ENVIRONMENT: [(&str, &str); 6] = [
+/// Environment variables `poll` reads, besides `POLL_<FLAG>` (listed from the clap model).
+const ENVIRONMENT: [(&str, &str); 11] = [
     ("http_proxy, HTTP_PROXY", "Proxy for http:// URLs (requests go to it in absolute form)."),
     ("https_proxy, HTTPS_PROXY", "Proxy for https:// URLs (through a CONNECT tunnel)."),
     ("all_proxy, ALL_PROXY", "Proxy for either, when the scheme's own variable is not set."),
     ("no_proxy, NO_PROXY", "Comma-separated hosts (and their subdomains) reached directly; * for all."),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR",
+        "The trusted roots, as curl reads them: a bundle, a folder of certificates (instead of the system's store).",
+    ),
     ("NO_COLOR", "When set and not empty, no colour on stderr with --color auto."),
     ("GITHUB_ACTIONS", "When true, errors and warnings are GitHub workflow commands (as --ci github)."),
+    ("GITHUB_STEP_SUMMARY", "In GitHub Actions, the file the run's summary table is appended to."),
+    ("GITLAB_CI", "When true, -v lines are folded in GitLab's collapsed sections (as --ci gitlab)."),
+    ("PATH", "Where the command after -- is looked for (/bin:/usr/bin when unset)."),
+    ("ComSpec, SystemRoot", "On Windows, the shell that runs --auth-cmd (cmd.exe)."),
 ];
 
 /// clap_mangen's sections, plus the ones a man page reader looks for.
@@ -63,15 +71,28 @@ fn extra_sections() -> String {
     }
     roff.push_str(&format!(".PP\n{}\n", escape(BUILTIN_OUTCOME)));
     roff.push_str(".SH ENVIRONMENT\n");
-    for (names, meaning) in ENVIRONMENT {
+    for (names, meaning) in environment() {
         let names: Vec<String> = names.split(", ").map(|n| format!("\\fB{}\\fR", escape(n))).collect();
-        roff.push_str(&format!(".TP\n{}\n{}\n", names.join(", "), escape(meaning)));
+        roff.push_str(&format!(".TP\n{}\n{}\n", names.join(", "), escape(&meaning)));
     }
     roff.push_str(".SH EXAMPLES\n");
     for (what, lines) in flags::EXAMPLES {
         roff.push_str(&format!("{}\n.PP\n.nf\n.RS\n{}\n.RE\n.fi\n.PP\n", escape(what), escape(lines)));
     }
     roff
+}
+
+/// Every variable `poll` reads, with what it does: `POLL_<FLAG>` for each
+/// option the environment can set (a flag on the command line wins), then the others.
+fn environment() -> Vec<(String, String)> {
+    let command = flags::command();
+    let settings = command.get_arguments().filter_map(|arg| {
+        let variable = arg.get_env()?.to_string_lossy().into_owned();
+        let long = arg.get_long()?;
+        Some((variable, format!("As --{long}, when the command line does not give it.")))
+    });
+    let others = ENVIRONMENT.iter().map(|(names, meaning)| (names.to_string(), meaning.to_string()));
+    settings.chain(others).collect()
 }
 
 /// Text for roff: backslashes and dashes escaped, and no line starting with
@@ -88,6 +109,46 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every variable a source file reads by name is in the man page's ENVIRONMENT section,
+    /// but a test's own (`POLL_TEST_...`).
+    #[test]
+    fn every_variable_poll_reads_is_in_the_man_page() {
+        let listed: Vec<String> = environment()
+            .iter()
+            .flat_map(|(names, _)| names.split(", ").map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        let mut read = vec![crate::report::summary::VARIABLE.to_string()];
+        let mut sources = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+        while let Some(path) = sources.pop() {
+            match std::fs::read_dir(&path) {
+                Ok(entries) => sources.extend(entries.flatten().map(|e| e.path())),
+                Err(_) => {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    for call in ["var(\"", "var_os(\""] {
+                        for found in text.split(call).skip(1) {
+                            read.extend(found.split('"').next().map(str::to_string));
+                        }
+                    }
+                    let quoted = text.split('"').skip(1).step_by(2);
+                    let proxy = |q: &&str| {
+                        q.to_ascii_lowercase()
+                            .strip_suffix("_proxy")
+                            .is_some_and(|scheme| !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphabetic()))
+                    };
+                    read.extend(quoted.filter(proxy).map(str::to_string));
+                }
+            }
+        }
+        assert!(read.len() > 10, "{read:?}");
+        let missing: Vec<&String> =
+            read.iter().filter(|v| !v.starts_with("POLL_TEST_") && !listed.contains(v)).collect();
+        assert!(missing.is_empty(), "read but not in the man page: {missing:?}");
+        assert!(
+            listed.iter().any(|v| v == "POLL_TIMEOUT") && !listed.iter().any(|v| v == "POLL_HEADERS"),
+            "{listed:?}"
+        );
+    }
 
     #[test]
     fn roff_text_is_escaped() {

@@ -123,6 +123,10 @@ pub struct Cli {
     #[arg(value_name = "URL", required = true, num_args = 1..)]
     pub(crate) urls: Vec<String>,
 
+    /// The variables (`POLL_TIMEOUT`) that set an option, for `-v`.
+    #[arg(skip)]
+    pub(crate) from_environment: Vec<String>,
+
     /// HTTP method [default: GET, or POST when a body is given]
     #[arg(short = 'X', long = "request", value_name = "METHOD", help_heading = REQUEST)]
     pub(crate) method: Option<String>,
@@ -466,7 +470,14 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocati
         return Ok(Invocation::Generate(kind));
     }
     let mut matches = command().try_get_matches_from(args)?;
-    Cli::from_arg_matches_mut(&mut matches).map(|cli| Invocation::Run(Box::new(cli)))
+    let from_environment = command()
+        .get_arguments()
+        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::EnvVariable))
+        .filter_map(|arg| arg.get_env().map(|name| name.to_string_lossy().into_owned()))
+        .collect();
+    let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
+    cli.from_environment = from_environment;
+    Ok(Invocation::Run(Box::new(cli)))
 }
 
 /// clap's error as one line, built from its parts (not from the rendered
@@ -483,7 +494,14 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
         _ => None,
     };
     let arg = text(ContextKind::InvalidArg).unwrap_or_default();
-    let value = text(ContextKind::InvalidValue).unwrap_or_default();
+    let mut value = text(ContextKind::InvalidValue).unwrap_or_default();
+    // A value that came from POLL_<FLAG>: the line names the variable (a secret one's value unquoted).
+    let setting = setting_of(&arg).filter(|(variable, _)| {
+        std::env::var_os(variable).is_some_and(|set| printable(&set.to_string_lossy()) == value)
+    });
+    if let Some((_, true)) = setting {
+        value = crate::util::url::REDACTED.to_string();
+    }
     let mut line = match error.kind() {
         ErrorKind::InvalidValue if value.is_empty() => format!("a value is required for '{arg}' but none was supplied"),
         ErrorKind::InvalidValue => match text(ContextKind::ValidValue) {
@@ -511,13 +529,67 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
     } else if let Some(similar) = text(ContextKind::SuggestedValue) {
         line.push_str(&format!(" (a similar value exists: '{similar}')"));
     }
+    if let Some((variable, _)) = setting {
+        line = format!("{variable}: {line}");
+    }
     line.push_str("; see `poll --help`");
     line
 }
 
+/// The variable that sets the option `arg` names (`--timeout <DURATION>`), and whether it is secret.
+fn setting_of(arg: &str) -> Option<(String, bool)> {
+    let long = arg.strip_prefix("--")?.split([' ', '=']).next()?;
+    let command = command();
+    let found = command.get_arguments().find(|a| a.get_long() == Some(long))?;
+    let variable = found.get_env()?.to_string_lossy().into_owned();
+    Some((variable, SECRET_SETTINGS.contains(&found.get_id().as_str())))
+}
+
 /// The clap command, for parsing and for generating completions and the man page.
 pub fn command() -> clap::Command {
-    Cli::command()
+    Cli::command().mut_args(from_environment)
+}
+
+/// The options whose values `--help` does not show when they come from the environment.
+const SECRET_SETTINGS: [&str; 4] = ["user", "auth_cmd", "state", "fallback"];
+
+/// `POLL_<FLAG>` for every option that takes one value and every switch
+/// (`POLL_TIMEOUT=10m`, `POLL_VERBOSE=true`), as CI templates set them once for
+/// many calls; a flag on the command line wins. Repeatable options and the
+/// URLs are not read, nor `--help`'s and `--version`'s own.
+fn from_environment(arg: clap::Arg) -> clap::Arg {
+    let repeatable = matches!(arg.get_action(), ArgAction::Append)
+        || arg.get_num_args().is_some_and(|n| n.max_values() > 1)
+        || arg.get_value_delimiter().is_some();
+    let own =
+        matches!(arg.get_action(), ArgAction::Help | ArgAction::HelpShort | ArgAction::HelpLong | ArgAction::Version);
+    if arg.is_positional() || repeatable || own || arg.is_hide_set() {
+        return arg;
+    }
+    let id = arg.get_id().as_str().to_string();
+    let variable = format!("POLL_{}", id.to_ascii_uppercase());
+    // A switch is set as scripts write one: true, yes, on, 1 (or false, no, off, 0); -v as a level too.
+    let arg = match arg.get_action() {
+        ArgAction::SetTrue => arg.value_parser(clap::builder::BoolishValueParser::new()),
+        ArgAction::Count => arg.value_parser(level),
+        _ => arg,
+    };
+    arg.env(variable).hide_env_values(SECRET_SETTINGS.contains(&id.as_str()))
+}
+
+/// `POLL_VERBOSE`: a switch (`true` is `-v`) or a level (`2` is `-vv`).
+fn level(value: &str) -> Result<u8, String> {
+    let boolish = clap::builder::TypedValueParser::parse_ref(
+        &clap::builder::BoolishValueParser::new(),
+        &clap::Command::new("poll"),
+        None,
+        std::ffi::OsStr::new(value),
+    );
+    match (value.parse::<u8>(), boolish) {
+        (Ok(level), _) => Ok(level.min(3)),
+        (_, Ok(on)) => Ok(u8::from(on)),
+        _ => Err(format!("`{value}` is neither true nor false nor a level (0 to 3)")),
+    }
 }
 
 /// A byte size, shown as `--help` shows a default: `16MiB`.

@@ -39,7 +39,7 @@ pub(crate) enum ColorChoice {
 }
 
 /// How stderr is used for this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Style {
     pub verbose: u8,
     pub quiet: bool,
@@ -52,6 +52,8 @@ pub(crate) struct Style {
     pub gitlab: bool,
     /// The `--timeout`, shown beside the elapsed time.
     pub deadline: Option<Duration>,
+    /// The variables that set an option (`POLL_TIMEOUT`), which `-v` names.
+    pub from_environment: Vec<String>,
 }
 
 /// Writes progress, attempt lines and events to stderr, for every loop of
@@ -120,8 +122,8 @@ impl Reporter {
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
         let out = Sink { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Sink::default() };
         Reporter {
-            style,
             voice: Voice { color, github: style.github },
+            style,
             is_terminal,
             multi,
             started: Instant::now(),
@@ -169,6 +171,9 @@ impl Reporter {
             self.line(t, &open);
         }
         let named = self.named(t);
+        if t == 0 && !self.style.from_environment.is_empty() {
+            self.line(t, &format!("{named}settings from the environment: {}", self.style.from_environment.join(", ")));
+        }
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
         self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
         for (name, value) in request.headers.iter() {

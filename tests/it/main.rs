@@ -12,6 +12,7 @@ mod support;
 // The binary's behaviour end to end, against the scripted loopback server.
 mod ci;
 mod conditional;
+mod environment;
 mod credentials;
 #[cfg(unix)] // Files, modes, owners, devices and process groups as Unix has them.
 mod hostile;
