@@ -63,6 +63,7 @@ Register-ArgumentCompleter -Native -CommandName 'poll' -ScriptBlock {
             [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Also retry these statuses, e.g. 404,409')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the final body to FILE (atomically) instead of stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the final body to FILE (atomically) instead of stdout')
+            [CompletionResult]::new('--report-junit', '--report-junit', [CompletionResultType]::ParameterName, 'Also write the run as a JUnit XML report to FILE (atomically): a testcase per URL, a failure for each that did not end done, as GitLab and other CIs show test results')
             [CompletionResult]::new('--print', '--print', [CompletionResultType]::ParameterName, 'Print this jq filter''s outputs on the final body instead of the body: strings raw, others as JSON')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'stderr format: text, or json for one NDJSON object per attempt plus a final one')
             [CompletionResult]::new('--show', '--show', [CompletionResultType]::ParameterName, 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress')

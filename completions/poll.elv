@@ -60,6 +60,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand --retry-on 'Also retry these statuses, e.g. 404,409'
             cand -o 'Write the final body to FILE (atomically) instead of stdout'
             cand --output 'Write the final body to FILE (atomically) instead of stdout'
+            cand --report-junit 'Also write the run as a JUnit XML report to FILE (atomically): a testcase per URL, a failure for each that did not end done, as GitLab and other CIs show test results'
             cand --print 'Print this jq filter''s outputs on the final body instead of the body: strings raw, others as JSON'
             cand --log-format 'stderr format: text, or json for one NDJSON object per attempt plus a final one'
             cand --show 'A jq filter whose output on each JSON body is shown in the progress line, e.g. .progress'

@@ -35,6 +35,7 @@ full\t''
 none\t''"
 complete -c poll -l retry-on -d 'Also retry these statuses, e.g. 404,409' -r
 complete -c poll -s o -l output -d 'Write the final body to FILE (atomically) instead of stdout' -r -F
+complete -c poll -l report-junit -d 'Also write the run as a JUnit XML report to FILE (atomically): a testcase per URL, a failure for each that did not end done, as GitLab and other CIs show test results' -r -F
 complete -c poll -l print -d 'Print this jq filter\'s outputs on the final body instead of the body: strings raw, others as JSON' -r
 complete -c poll -l log-format -d 'stderr format: text, or json for one NDJSON object per attempt plus a final one' -r -f -a "text\t''
 json\t''"

@@ -44,6 +44,8 @@ pub struct Config {
     pub(crate) any: bool,
     /// `-o`: the final output goes here instead of stdout.
     pub(crate) output_file: Option<PathBuf>,
+    /// `--report-junit`: the run's JUnit report goes here.
+    pub(crate) junit: Option<PathBuf>,
     pub(crate) style: Style,
     pub(crate) limits: Limits,
     /// `-- CMD`: what runs in poll's place after exit 0.
@@ -172,6 +174,9 @@ impl Config {
         if let Some(output) = &cli.output {
             file::check_writable(output).map_err(|e| usage("--output", e))?;
         }
+        if let Some(report) = &cli.report_junit {
+            file::check_writable(report).map_err(|e| usage("--report-junit", e))?;
+        }
         let command = (!cli.command.is_empty()).then(|| Command::find(&cli.command)).transpose()?;
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
         Ok(Config {
@@ -181,6 +186,7 @@ impl Config {
             timeout,
             any: cli.any,
             output_file: cli.output.take(),
+            junit: cli.report_junit.take(),
             style: style(&cli, timeout),
             limits,
             command,

@@ -315,6 +315,11 @@ pub struct Cli {
     #[arg(short = 'o', long, value_name = "FILE", help_heading = OUTPUT)]
     pub(crate) output: Option<std::path::PathBuf>,
 
+    /// Also write the run as a JUnit XML report to FILE (atomically): a testcase per URL, a failure for each that
+    /// did not end done, as GitLab and other CIs show test results
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = OUTPUT)]
+    pub(crate) report_junit: Option<std::path::PathBuf>,
+
     /// Print this jq filter's outputs on the final body instead of the body: strings raw, others as JSON
     #[arg(long, value_name = "JQ", help_heading = OUTPUT)]
     pub(crate) print: Option<String>,

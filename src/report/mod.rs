@@ -4,6 +4,7 @@
 //! log in `log` and the error line's voice in `voice`), with the CI's step
 //! summary (`summary`).
 
+pub(crate) mod junit;
 pub(crate) mod live;
 pub(crate) mod log;
 pub(crate) mod progress;

@@ -4,7 +4,7 @@
 //! and the reporter's last word, said once stdout is written ([`Ending::close`]).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -15,8 +15,8 @@ use crate::process::exec::Command;
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::Reporter;
 use crate::report::result::{RunEnd, UrlResult};
-use crate::report::summary;
 use crate::report::voice::Voice;
+use crate::report::{junit, summary};
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
 use crate::run::explain;
@@ -138,6 +138,8 @@ pub(super) enum Over {
 /// `--fallback`, `-- CMD`.
 pub(super) struct Finale {
     pub output_file: Option<PathBuf>,
+    /// `--report-junit`.
+    pub junit: Option<PathBuf>,
     pub fallback: Option<Fallback>,
     pub command: Option<Command>,
 }
@@ -168,7 +170,7 @@ pub(super) fn finish(
         Some(path) => (Vec::new(), write_output(&common, path, &stdout, error, fell_back)),
         None => (stdout, error),
     };
-    let mut summary = summarise(reporter, progress, results, error.as_ref());
+    let mut summary = summarise(&common, results, error.as_ref(), finale.junit.as_deref());
     summary.events = common.polling.client.watch.is_some().then(|| progress.events());
     reporter.settle(&summary);
     // What stdout holds is the run's answer (not a fallback), so a stdout that cannot take it fails the run.
@@ -289,7 +291,8 @@ fn write_output(
 }
 
 /// The run's summary for the reporter's last word, and the GitHub step summary.
-fn summarise(reporter: &Reporter, progress: &Progress, results: Vec<UrlResult>, error: Option<&Error>) -> RunEnd {
+fn summarise(common: &Common, results: Vec<UrlResult>, error: Option<&Error>, junit: Option<&Path>) -> RunEnd {
+    let (reporter, progress) = (&common.reporter, &common.progress);
     let several = results.len() > 1;
     let operation = progress.of(0).and_then(LoopProgress::operation).filter(|_| !several);
     // A --submit run that a signal ended names where its operation is, to resume the wait.
@@ -299,9 +302,16 @@ fn summarise(reporter: &Reporter, progress: &Progress, results: Vec<UrlResult>, 
     };
     let error = resumable.as_ref().or(error);
     let code = error.map_or(0, Error::exit_code);
+    // A URL the run ended first shares a signal or deadline of the run.
+    let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline);
+    if let Some(path) = junit {
+        let report = junit::render(&results, run_wide, progress.elapsed(), std::time::SystemTime::now());
+        if let Err(e) = file::replace(path, report.as_bytes(), true, file::Access::Umask, common.deadline) {
+            reporter.warn(&format!("cannot write the JUnit report `{}`: {e}", path.display()));
+        }
+    }
     if let Some(path) = summary::path(reporter.github()) {
-        // A URL the run ended first shares a signal or deadline of the run.
-        let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline).map(Error::exit_code);
+        let run_wide = run_wide.map(Error::exit_code);
         let table = summary::render(&results, run_wide, code, progress.elapsed());
         if let Err(why) = summary::append(&path, &table) {
             reporter.warn(&why);

@@ -55,7 +55,7 @@ enum Heard {
 
 /// Runs every URL's loop to the run's end.
 pub fn run(config: Config) -> Ending {
-    let Config { targets, polling, idempotency_key, timeout, any, output_file, style, limits, command } = config;
+    let Config { targets, polling, idempotency_key, timeout, any, output_file, junit, style, limits, command } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
     let client = &polling.client;
@@ -93,7 +93,7 @@ pub fn run(config: Config) -> Ending {
     // an --auth-cmd still running is ended with what it started.
     common.cancel.cancel();
     child::end_all();
-    let finale = Finale { output_file, fallback: limits.fallback, command };
+    let finale = Finale { output_file, junit, fallback: limits.fallback, command };
     ending::finish(common, &targets, ends, over, finale)
 }
 

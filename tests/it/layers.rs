@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["record", "state", "conditional", "credentials"],
     &["progress", "term"],
     &["result"],
-    &["live", "voice", "log", "summary"],
+    &["live", "voice", "log", "summary", "junit"],
     &["reporter"],
     &["flags"],
     &["docs"],

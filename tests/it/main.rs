@@ -12,10 +12,11 @@ mod support;
 // The binary's behaviour end to end, against the scripted loopback server.
 mod ci;
 mod conditional;
-mod environment;
 mod credentials;
+mod environment;
 #[cfg(unix)] // Files, modes, owners, devices and process groups as Unix has them.
 mod hostile;
+mod junit;
 mod log;
 mod operations;
 mod request;

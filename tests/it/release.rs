@@ -24,9 +24,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use support::have_tool;
 use support::process::Folder;
 use support::server::{Reply, Server};
+use support::{have_python_module, have_tool};
 
 /// The dist that Cargo.toml pins (`cargo-dist-version`); the installer must come from this one.
 const DIST: &str = "0.34.0";
@@ -52,24 +52,9 @@ fn text(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// Whether Python and its PyYAML are there, as `have_tool` tells of a program.
+/// Whether Python and its PyYAML are there.
 fn have_pyyaml() -> bool {
-    if !have_tool("python3", "apt-get install python3") {
-        return false;
-    }
-    let ok = Command::new("python3").args(["-c", "import yaml"]).output().is_ok_and(|out| out.status.success());
-    let install = "pip install pyyaml (or apt-get install python3-yaml)";
-    assert!(
-        ok || std::env::var_os("POLL_TEST_REQUIRE_TOOLS").is_none_or(|v| v != "1"),
-        "PyYAML is required (POLL_TEST_REQUIRE_TOOLS=1): {install}"
-    );
-    if !ok {
-        let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
-        eprintln!(
-            "SKIPPED: {test}python3's yaml module is not installed; {install} (set POLL_TEST_REQUIRE_TOOLS=1 to make this a failure)"
-        );
-    }
-    ok
+    have_python_module("yaml", "pip install pyyaml (or apt-get install python3-yaml)")
 }
 
 /// Every tool the release tests run; false (after one `SKIPPED` line) when one is missing.

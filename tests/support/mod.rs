@@ -24,7 +24,7 @@ mod tool;
 pub use cmd::{hermetic, poll, poll_std};
 #[cfg(unix)]
 pub use tool::have_root;
-pub use tool::have_tool;
+pub use tool::{have_python_module, have_tool};
 
 // The wait for anything a test can look at again, beside the servers' `wait_hits`.
 pub use arrivals::eventually;

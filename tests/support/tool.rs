@@ -34,6 +34,30 @@ pub fn have_tool(name: &str, install: &str) -> bool {
     false
 }
 
+/// Whether python3 and its module `module` are there, as [`have_tool`] tells of a program.
+pub fn have_python_module(module: &str, install: &str) -> bool {
+    if !have_tool("python3", "apt-get install python3") {
+        return false;
+    }
+    let found = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if found {
+        return true;
+    }
+    assert!(
+        std::env::var_os(REQUIRE_TOOLS).is_none_or(|v| v != "1"),
+        "python3's {module} module is required ({REQUIRE_TOOLS}=1): {install}"
+    );
+    let test = std::thread::current().name().map(|t| format!("{t}: ")).unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}python3's {module} module is not installed; {install} (set {REQUIRE_TOOLS}=1 to make this a failure)"
+    );
+    false
+}
+
 /// Whether the tests run as root, which some need (a chown to another user,
 /// mknod). Otherwise as for a missing tool: one `SKIPPED` line, or a failure
 /// with `POLL_TEST_REQUIRE_TOOLS=1` (`.ci/run` runs as root).

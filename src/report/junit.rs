@@ -1,0 +1,99 @@
+//! `--report-junit FILE`: the run as a JUnit XML report, the format GitLab
+//! shows on a merge request and Jenkins and GitHub's test-report actions
+//! read. One `<testsuite name="poll">`, one `<testcase>` per URL (its name the
+//! URL as `-v` shows it, a URL given twice named ` #2`), a `<failure>` whose
+//! `type` is the JSON log's reason and whose text says the error line and the
+//! last status, `<skipped/>` for a URL the run abandoned (`--any`). The
+//! rendering is pure; the ending writes it, atomically.
+
+use std::time::{Duration, SystemTime};
+
+use crate::error::Error;
+use crate::report::result::UrlResult;
+use crate::util::text::printable;
+
+/// The report of a run that took `elapsed` and ended at `now`, one testcase
+/// per result. A URL the run ended first shares `run_wide`'s error (a signal,
+/// the deadline), and is skipped when there is none (another was enough).
+pub(crate) fn render(results: &[UrlResult], run_wide: Option<&Error>, elapsed: Duration, now: SystemTime) -> String {
+    let mut cases = String::new();
+    let (mut failures, mut skipped) = (0, 0);
+    for (n, result) in results.iter().enumerate() {
+        let given_before = results[..n].iter().filter(|earlier| earlier.url == result.url).count();
+        let name = match given_before {
+            0 => result.url.clone(),
+            before => format!("{} #{}", result.url, before + 1),
+        };
+        let time = seconds(result.elapsed);
+        cases.push_str(&format!("    <testcase classname=\"poll\" name=\"{}\" time=\"{time}\"", escape(&name)));
+        let error = match &result.ended {
+            Some(ended) => ended.as_ref().err(),
+            None => run_wide,
+        };
+        match (error, &result.ended) {
+            (Some(error), _) => {
+                failures += 1;
+                let line = error.without_url();
+                let last = if result.last.is_empty() { "none" } else { result.last.as_str() };
+                let text = format!("{line}\nlast status: {last}\nattempts: {}", result.attempts);
+                cases.push_str(&format!(
+                    ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                    error.reason(),
+                    escape(&line),
+                    escape(&text)
+                ));
+            }
+            (None, None) => {
+                skipped += 1;
+                cases.push_str(
+                    ">\n      <skipped message=\"the run ended before this URL did (--any)\"/>\n    </testcase>\n",
+                );
+            }
+            (None, Some(_)) => cases.push_str("/>\n"),
+        }
+    }
+    let stamp = jiff::Timestamp::try_from(now).map(|t| t.strftime("%Y-%m-%dT%H:%M:%S").to_string()).unwrap_or_default();
+    let counts = format!(
+        "tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{}\"",
+        results.len(),
+        seconds(elapsed)
+    );
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"poll\" {counts}>\n  <testsuite \
+         name=\"poll\" {counts} timestamp=\"{stamp}\">\n{cases}  </testsuite>\n</testsuites>\n"
+    )
+}
+
+/// Seconds, as JUnit's `time` attributes take them.
+fn seconds(duration: Duration) -> String {
+    format!("{:.3}", duration.as_secs_f64())
+}
+
+/// Text for an attribute or an element: XML's five specials as entities, and
+/// what XML 1.0 cannot hold at all (most control characters) escaped as poll
+/// escapes a server's text (`\u{1b}`). Line ends stay: GitLab shows them.
+fn escape(text: &str) -> String {
+    let lines: Vec<String> = text.split('\n').map(printable).collect();
+    lines
+        .join("\n")
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specials_and_control_characters_are_escaped_and_line_ends_kept() {
+        assert_eq!(escape("a<b>&\"c'\nd\u{1b}"), "a&lt;b&gt;&amp;&quot;c&apos;\nd\\u{1b}");
+    }
+
+    #[test]
+    fn seconds_have_milliseconds() {
+        assert_eq!(seconds(Duration::from_millis(1234)), "1.234");
+    }
+}
