@@ -73,6 +73,8 @@
 //!   HEAD /v2/NAME/manifests/TAG      404 for the first two, then 200 with Docker-Content-Digest (an image pushed)
 //!   GET  /envs/NAME   {"status":"deleting"} twice, then 404 (torn down); /envs/broken ends "delete_failed"
 //!   GET  /blobs/NAME  202 with x-ms-copy-status: pending and x-ms-copy-progress twice, then 200 "success"
+//!   GET  /azure/rg/GROUP/vms/NAME  404 ResourceNotFound twice, then the VM; in GROUP `gone`, 404 ResourceGroupNotFound
+//!   POST /dynamodb    DescribeTable: 400 ResourceNotFoundException twice, then the table ACTIVE
 //!   The streams of docs/guide/watch.md and of the watch benchmark, around one rollout that is done
 //!   at a moment set by /rollout/reset (pending until then, for good if never set):
 //!   GET  /rollout/reset?after=MS  the rollout is done MS milliseconds from now, and its counts start again
@@ -232,6 +234,24 @@ fn waits(method: &str, target: &str, counters: &Counters) -> Option<(&'static st
             _ => ("200 OK", "x-ms-copy-status: success\r\nx-ms-copy-progress: 100/100\r\n".to_string(), String::new()),
         }),
         ("GET", ["healthz"]) => Some(("200 OK", String::new(), r#"{"status":"ok","version":"1.4.2"}"#.to_string())),
+        // Azure: a resource not there yet (404 ResourceNotFound) and one whose group is gone (ResourceGroupNotFound).
+        ("GET", ["azure", "rg", group, "vms", name]) => {
+            let error = |code: &str| format!(r#"{{"error":{{"code":"{code}","message":"{name} in {group}"}}}}"#);
+            Some(match (*group, asked()) {
+                ("gone", _) => ("404 Not Found", String::new(), error("ResourceGroupNotFound")),
+                (_, ..=2) => ("404 Not Found", String::new(), error("ResourceNotFound")),
+                _ => ("200 OK", String::new(), format!(r#"{{"name":"{name}","properties":{{"provisioningState":"Succeeded"}}}}"#)),
+            })
+        }
+        // DynamoDB's DescribeTable of a table being created: 400 ResourceNotFoundException, then ACTIVE.
+        ("POST", ["dynamodb"]) => Some(match asked() {
+            ..=2 => (
+                "400 Bad Request",
+                String::new(),
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"Requested resource not found"}"#.to_string(),
+            ),
+            _ => ("200 OK", String::new(), r#"{"Table":{"TableName":"jobs","TableStatus":"ACTIVE"}}"#.to_string()),
+        }),
         ("GET", ["reports", id]) => Some(match asked() {
             1 => (
                 "200 OK",

@@ -43,6 +43,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand --fail-when 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)'
             cand --done-on 'These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet" unless --until holds on it'
             cand --pending-on 'These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it exists'
+            cand --pending-when 'On a reply of a status no list names and that is not a 2xx: when this jq filter is truthy it is "not yet" (polled at --interval, no --retries spent), e.g. ''.error.code == "ResourceNotFound"''; otherwise retried or failed as before. A body that is not JSON reads as null'
             cand --fail-on 'These statuses end the run with exit 4, as --fail-when does, e.g. 410'
             cand --arg 'Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable'
             cand --argjson 'Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable'

@@ -18,6 +18,7 @@ complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
 complete -c poll -l done-on -d 'These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet" unless --until holds on it' -r
 complete -c poll -l pending-on -d 'These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it exists' -r
+complete -c poll -l pending-when -d 'On a reply of a status no list names and that is not a 2xx: when this jq filter is truthy it is "not yet" (polled at --interval, no --retries spent), e.g. \'.error.code == "ResourceNotFound"\'; otherwise retried or failed as before. A body that is not JSON reads as null' -r
 complete -c poll -l fail-on -d 'These statuses end the run with exit 4, as --fail-when does, e.g. 410' -r
 complete -c poll -l arg -d 'Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable' -r
 complete -c poll -l argjson -d 'Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable' -r

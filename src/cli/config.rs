@@ -61,6 +61,8 @@ pub(crate) struct Polling {
     pub conditions: Conditions,
     /// `--print`.
     pub print: Option<Filter>,
+    /// `--pending-when`: a reply of a status no list names, not a 2xx, that is "not yet".
+    pub pending_when: Option<Filter>,
     pub policy: Policy,
     /// `--submit`: the first request starts an operation.
     pub submit: Option<Submit>,
@@ -71,7 +73,7 @@ impl Polling {
     pub fn filter_depth(&self) -> usize {
         let conditions = [&self.conditions.until, &self.conditions.fail_when, &self.conditions.show];
         let status_url = self.submit.as_ref().and_then(|submit| submit.status_url.as_ref());
-        let filters = conditions.into_iter().flatten().chain(&self.print).chain(status_url);
+        let filters = conditions.into_iter().flatten().chain(&self.print).chain(&self.pending_when).chain(status_url);
         filters.map(Filter::depth).max().unwrap_or(0)
     }
 }
@@ -330,6 +332,7 @@ fn check_network(cli: &Cli, targets: &[Target]) -> Result<(), Error> {
 fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Result<Polling, Error> {
     let args = jq_args(cli)?;
     let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
+    let pending_when = cli.pending_when.as_deref().map(|f| compile("--pending-when", f, &args)).transpose()?;
     let submit = match cli.submit {
         true => Some(Submit {
             status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f, &args)).transpose()?,
@@ -343,6 +346,7 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Re
         conditional: !cli.no_conditional,
         conditions: conditions(cli, &args)?,
         print,
+        pending_when,
         policy: policy(cli, idempotent, keyed)?,
         submit,
     })

@@ -227,6 +227,12 @@ pub struct Cli {
     #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
     pub(crate) pending_on: Vec<u16>,
 
+    /// On a reply of a status no list names and that is not a 2xx: when this jq filter is truthy it is "not yet"
+    /// (polled at --interval, no --retries spent), e.g. '.error.code == "ResourceNotFound"'; otherwise retried or
+    /// failed as before. A body that is not JSON reads as null
+    #[arg(long, value_name = "JQ", help_heading = CONDITION)]
+    pub(crate) pending_when: Option<String>,
+
     /// These statuses end the run with exit 4, as --fail-when does, e.g. 410
     #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
     pub(crate) fail_on: Vec<u16>,

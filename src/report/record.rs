@@ -130,6 +130,7 @@ impl Seen {
                 format!("{status} {word}")
             }
             (Outcome::Submitted { .. }, Some(status)) => format!("{status} submitted"),
+            (Outcome::Pending { .. }, Some(status)) => format!("{status} pending (--pending-when)"),
             (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
         };
         // `--stable`: met, but not yet often enough in a row (a 2xx's "done" would say it is over).

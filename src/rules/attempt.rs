@@ -18,6 +18,9 @@ pub enum Outcome {
     Submitted { advice: Advice },
     /// A response with any other status.
     Status { code: u16, advice: Advice },
+    /// A response with any other status that `--pending-when` called "not yet"
+    /// (Azure's `ResourceNotFound` 404, where `ResourceGroupNotFound` fails).
+    Pending { code: u16, advice: Advice },
     /// No usable response.
     Failed(Failure),
     /// `--watch`: the reply's stream ended before the condition held, `held`
@@ -188,6 +191,7 @@ impl fmt::Display for Outcome {
             Outcome::Success { .. } => f.write_str("2xx"),
             Outcome::Submitted { .. } => f.write_str("submitted"),
             Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
+            Outcome::Pending { code, .. } => write!(f, "HTTP {code} (--pending-when)"),
             Outcome::Failed(failure) => failure.fmt(f),
             Outcome::StreamEnded { idle: false, .. } => f.write_str("stream ended"),
             Outcome::StreamEnded { idle: true, .. } => f.write_str("stream went idle"),

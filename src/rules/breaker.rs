@@ -243,9 +243,12 @@ pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
 pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
     match outcome {
         // A stream that ended or was closed was an answer, a success for the breaker.
-        Outcome::Success { .. } | Outcome::Submitted { .. } | Outcome::StreamEnded { .. } | Outcome::StreamClosed => {
-            false
-        }
+        // A stream that ended or was closed was an answer, as is a status --pending-when called not yet.
+        Outcome::Success { .. }
+        | Outcome::Submitted { .. }
+        | Outcome::StreamEnded { .. }
+        | Outcome::StreamClosed
+        | Outcome::Pending { .. } => false,
         Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
         Outcome::Failed(failure) => failure.traits().counts_for_breaker,
     }

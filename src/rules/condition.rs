@@ -407,6 +407,16 @@ impl Filter {
         Ok(self.first(input)?.is_some_and(|v| !matches!(v, Val::Null | Val::Bool(false))))
     }
 
+    /// Whether the filter holds on a reply of any status: a body that is not
+    /// JSON (an HTML error page) reads as null, `$status` and `$headers` as they came.
+    pub(crate) fn holds_on(&self, message: Message<'_>) -> Result<bool, JqError> {
+        let input = Input::of(message, self.reads_headers).or_else(|| {
+            let empty = Message { body: &[], ..message };
+            Input::of(empty, self.reads_headers)
+        });
+        input.map_or(Ok(false), |input| self.holds(&input))
+    }
+
     /// The first output rendered for a person, labelled by a simple path
     /// (`.progress` -> `progress 42`): strings without quotes, other values as
     /// compact JSON. `None` when the filter has no output.

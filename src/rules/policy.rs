@@ -144,6 +144,8 @@ pub enum WaitReason {
     StoredAdvice,
     /// A status in `--pending-on`: polled at the interval.
     PendingOn,
+    /// A status `--pending-when` called not yet: polled at the interval.
+    PendingWhen,
     /// No connection before the URL's first reply: the service is not up yet.
     NotUpYet,
     /// `--watch`: an event stream's own `retry:`, waited instead of `--interval`.
@@ -164,6 +166,7 @@ impl WaitReason {
             WaitReason::Rate => "rate",
             WaitReason::StoredAdvice => "kept_advice",
             WaitReason::PendingOn => "pending_on",
+            WaitReason::PendingWhen => "pending_when",
             WaitReason::NotUpYet => "not_up_yet",
             WaitReason::StreamRetry => "stream_retry",
         }
@@ -186,6 +189,7 @@ impl fmt::Display for WaitReason {
             WaitReason::Rate => "--rate",
             WaitReason::StoredAdvice => "the server's Retry-After or rate-limit reset, kept in --state",
             WaitReason::PendingOn => "--pending-on",
+            WaitReason::PendingWhen => "--pending-when",
             WaitReason::NotUpYet => "not up yet",
             WaitReason::StreamRetry => "the stream's retry:",
         })
@@ -348,6 +352,11 @@ impl Policy {
                 None => (self.interval.saturating_sub(*held), WaitReason::Interval),
             }),
             Outcome::StreamClosed => Action::Stop(Stop::Permanent { cause: outcome.to_string() }),
+            // Not yet, as a status in --pending-on is: at the interval (the server's advice first), no --retries spent.
+            Outcome::Pending { advice, .. } => poll(match self.next_poll(advice, attempt.not_yet) {
+                (after, WaitReason::Interval) => (after, WaitReason::PendingWhen),
+                advised => advised,
+            }),
             Outcome::Status { code, advice }
                 if self.is_transient_status(*code, attempt.phase) || is_rate_limited(*code, advice) =>
             {
@@ -401,7 +410,7 @@ impl Policy {
             Outcome::Success { advice, .. } | Outcome::Submitted { advice } => {
                 advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter))
             }
-            Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed => None,
+            Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed | Outcome::Pending { .. } => None,
         };
         let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })

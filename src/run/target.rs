@@ -407,12 +407,33 @@ impl Loop<'_> {
             (Err(_), _) => 0,
         };
         let (judgement, found) = self.judge(&reply, status, answer, event);
-        let outcome = record::outcome(&reply, status, judgement.as_ref(), found.is_some());
+        let outcome = self.pending_when(&reply, record::outcome(&reply, status, judgement.as_ref(), found.is_some()));
         // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
         let outcome = self.common.polling.policy.read(&outcome, self.phase).into_owned();
         let mut record = self.decided(reply, outcome, latency, counts, rng);
         record.judgement = judgement;
         (record, found)
+    }
+
+    /// `outcome` as `--pending-when` reads it: a status no list names, not a
+    /// 2xx, on which the filter holds is "not yet" ([`Outcome::Pending`]).
+    fn pending_when(&self, reply: &Result<Reply, Fault>, outcome: Outcome) -> Outcome {
+        let polling = &self.common.polling;
+        let (Some(filter), Ok(reply), Outcome::Status { code, advice }) = (&polling.pending_when, reply, &outcome)
+        else {
+            return outcome;
+        };
+        if polling.policy.listed(*code, self.phase).is_some() {
+            return outcome;
+        }
+        match filter.holds_on(Message::reply(reply.status, &reply.headers, &reply.body)) {
+            Ok(true) => Outcome::Pending { code: *code, advice: *advice },
+            Ok(false) => outcome,
+            Err(error) => {
+                self.reporter.jq_error(&error);
+                outcome
+            }
+        }
     }
 
     /// The record of `reply`, whose outcome is `outcome`, with the policy's decision on it.

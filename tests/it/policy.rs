@@ -1040,3 +1040,24 @@ fn every_stream_outcome() {
     assert_eq!(WaitReason::StreamRetry.name(), "stream_retry");
     assert_eq!(idle.to_string(), "stream went idle");
 }
+
+fn pending(code: u16, advice: Advice) -> Outcome {
+    Outcome::Pending { code, advice }
+}
+
+/// `--pending-when`: a status no list names that the filter called not yet is polled again at the
+/// interval (the server's advice first), spending no `--retries`, until the deadline.
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_status_pending_when_calls_not_yet() {
+    check(&[
+        ("a 404 it calls not yet polls at the interval", same, pending(404, Advice::default()), after(0), poll(secs(1), WaitReason::PendingWhen)),
+        ("a 400 it calls not yet spends no retries", same, pending(400, Advice::default()), after(6), poll(secs(1), WaitReason::PendingWhen)),
+        ("a POST's 404 it calls not yet is polled too", non_idempotent, pending(404, Advice::default()), after(0), poll(secs(1), WaitReason::PendingWhen)),
+        ("the server's Retry-After wins", same, pending(404, retry_after(secs(5))), after(0), poll(secs(5), RetryAfter)),
+        ("the deadline nearer than the interval stops", same, pending(404, Advice::default()), left(ms(500)), deadline(secs(1), WaitReason::PendingWhen, ms(500), "HTTP 404 (--pending-when)")),
+        ("a 404 it does not call not yet stays permanent", same, status(404), after(0), permanent("HTTP 404")),
+        ("a 503 it does not call not yet is retried", same, status(503), after(0), backoff(1)),
+    ]);
+    assert_eq!((WaitReason::PendingWhen.name(), WaitReason::PendingWhen.to_string()), ("pending_when", "--pending-when".to_string()));
+}

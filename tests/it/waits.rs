@@ -666,3 +666,49 @@ fn help_and_the_man_page_show_a_pending_on_and_a_command_example() {
     assert!(man.contains(".SH SYNOPSIS\n\\fBpoll\\fR [OPTIONS] <URL>... [\\-\\- CMD [ARGS]...]\n"), "{man}");
     assert!(man.contains("poll \\-\\-pending\\-on 404 "), "{man}");
 }
+
+/// `--pending-when` tells one 404 from another, as an AWS waiter's error acceptor does: Azure's
+/// `ResourceNotFound` is not yet (polled at --interval, no --retries spent, however many), its
+/// `ResourceGroupNotFound` fails at once (a 404 is permanent), and DynamoDB's
+/// `ResourceNotFoundException` 400 is not yet too; an HTML body reads as null.
+#[test]
+fn pending_when_tells_one_not_found_from_another() {
+    let azure = |code: &str| format!(r#"{{"error":{{"code":"{code}","message":"..."}}}}"#);
+    let not_yet = azure("ResourceNotFound");
+    let server = Server::start(vec![
+        Reply::json(404, &not_yet),
+        Reply::json(404, &not_yet),
+        Reply::json(404, &not_yet),
+        Reply::json(200, r#"{"properties":{"provisioningState":"Succeeded"}}"#),
+    ]);
+    let filter = r#".error.code == "ResourceNotFound" or .__type == "ResourceNotFoundException""#;
+    let args = ["--pending-when", filter, "--retries", "0", "-i", "100ms", "-v", &server.url("/vm")];
+    let out = poll().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 4);
+    assert!(stderr(&out).contains("attempt 1: 404 pending (--pending-when) in"), "{}", stderr(&out));
+    let gap = server.requests()[1].at.duration_since(server.requests()[0].at);
+    assert!(gap >= Duration::from_millis(90), "{gap:?}");
+
+    let server = Server::start(vec![Reply::json(404, &azure("ResourceGroupNotFound"))]).expect_hits(1);
+    let out = poll().args(["--pending-when", filter, &server.url("/vm")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let dynamo = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException"}"#;
+    let dynamo_filter = r##".__type | endswith("#ResourceNotFoundException")"##;
+    let server =
+        Server::start(vec![Reply::json(400, dynamo), Reply::json(200, r#"{"Table":{"TableStatus":"ACTIVE"}}"#)]);
+    let out = poll()
+        .args(["--pending-when", dynamo_filter, "--retries", "0", "-i", "50ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let html = Reply::text(404, "<h1>Not Found</h1>").header("Content-Type", "text/html");
+    let server = Server::start(vec![html, Reply::json(200, "{}")]);
+    let out = poll()
+        .args(["--pending-when", "$status == 404 and . == null", "-i", "50ms", &server.url("/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
