@@ -22,6 +22,8 @@ use socket2::Socket;
 use ureq::Timeout;
 use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, ShutdownHandle, Transport, TransportAdapter};
 
+use crate::util::timeout;
+
 /// How late past its timeout a read or write may end: a timeout set for
 /// the request before is kept when it is at most this much longer.
 const SLACK: Duration = Duration::from_millis(1);
@@ -194,9 +196,13 @@ impl Budget {
 
 /// Runs `io` (one read or write on `socket`) within `budget`, its first try
 /// within `first` (what the caller knows is left, without asking the clock):
-/// the socket's timeout (`set`, by `setter`) is kept while it is close
-/// enough, and an early timeout or a signal (Linux does not restart a socket
-/// call with a timeout after one) tries again with what is left.
+/// the socket's timeout (`set`, by `setter`, in the platform's unit) is kept
+/// while it is close enough, and an early timeout or a signal (Linux does
+/// not restart a socket call with a timeout after one) tries again with what
+/// is left. No try has a timeout under one unit, and a coarse timer (Linux's
+/// jiffies, Windows' ticks) ends a wait no sooner than its next tick, so an
+/// early end is tried again once or twice, never in a busy loop; the loop
+/// ends when nothing is left.
 fn within(
     socket: &Socket,
     budget: &Budget,
@@ -207,9 +213,10 @@ fn within(
 ) -> Result<usize, ureq::Error> {
     let mut left = first;
     loop {
-        if !close_enough(*set, left) {
-            setter(socket, left)?;
-            *set = left;
+        let wanted = left.map(timeout::socket);
+        if !close_enough(*set, wanted) {
+            setter(socket, wanted)?;
+            *set = wanted;
         }
         match io(socket) {
             Ok(amount) => return Ok(amount),

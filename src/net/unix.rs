@@ -55,6 +55,7 @@ mod socket {
     use std::time::Duration;
 
     use super::NotASocket;
+    use crate::util::timeout;
 
     /// A connected Unix stream socket, for a caller that does its own reads and writes (Redis).
     #[derive(Debug)]
@@ -91,7 +92,8 @@ mod socket {
     /// Opens the socket for HTTP. The kernel answers a connect to a Unix
     /// socket at once, except when the listener's backlog is full: then the
     /// wait is bounded by the socket's send timeout, set to the connect
-    /// timeout first (std's `UnixStream::connect` cannot, hence socket2), and
+    /// timeout first (std's `UnixStream::connect` cannot, hence socket2; in
+    /// the platform's unit, `util/timeout.rs`), and
     /// ends as `TimedOut`. Refusals are `ConnectionRefused` with words that say
     /// which; a path that is no socket carries [`NotASocket`].
     pub(crate) fn connect(path: &Path, timeout: Option<Duration>) -> io::Result<socket2::Socket> {
@@ -114,7 +116,7 @@ mod socket {
             Err(_) => {}
         }
         let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
-        socket.set_write_timeout(timeout)?;
+        socket.set_write_timeout(timeout.map(timeout::socket))?;
         let address = socket2::SockAddr::unix(path)?;
         match socket.connect(&address) {
             Ok(()) => {}

@@ -1,6 +1,7 @@
 //! The bottom floor, used by every other: URLs and redaction, text and
 //! durations in words, flag values, the clock, files (one of the platform
-//! seams: identities, modes and owners), and waits that end when the run does.
+//! seams: identities, modes and owners), socket timeouts in the platform's
+//! unit (another), and waits that end when the run does.
 
 pub(crate) mod clock;
 pub(crate) mod file;
@@ -8,5 +9,6 @@ pub(crate) mod headers;
 pub mod parse;
 pub(crate) mod sync;
 pub(crate) mod text;
+pub(crate) mod timeout;
 pub(crate) mod url;
 pub(crate) mod wait;

@@ -10,8 +10,8 @@ const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "process", "report", "rul
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "headers", "parse", "prelude", "sync", "decode", "absolute_form", "transport", "events"],
-    &["wait", "url", "advice", "unix", "roots", "resume"],
+    &["clock", "text", "file", "headers", "parse", "prelude", "sync", "decode", "absolute_form", "events", "timeout"],
+    &["wait", "url", "advice", "unix", "roots", "resume", "transport"],
     &["error", "attempt", "tls"],
     &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
     &["request", "child", "operation"],
@@ -179,6 +179,7 @@ const SEAMS: &[&str] = &[
     "process/child.rs",   // --auth-cmd: sh -c or cmd /C, and its end
     "process/exec.rs",    // -- CMD: exec, or run and wait
     "util/file.rs",       // a file's identity, modes and owners
+    "util/timeout.rs",    // a socket timeout's unit: milliseconds or microseconds
     "net/unix.rs",        // Unix sockets: --unix-socket and redis+unix://
     "gaps/transport.rs",  // a pooled connection's liveness probe
     "gaps/connect.rs",    // Windows' WSAEACCES on a connect

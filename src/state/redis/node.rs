@@ -19,6 +19,7 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use super::url::{Addr, RedisUrl};
 use crate::net::tls::{self, Trust};
 use crate::net::unix::UnixSocket;
+use crate::util::timeout;
 
 /// The largest reply a step reads, as the contract says: 1 MiB, its RESP
 /// framing included. poll's scripts answer a few hundred bytes, or a kept
@@ -173,9 +174,9 @@ enum NodeStream {
 }
 
 impl NodeStream {
-    /// Bounds the next read and write of the socket by `left`.
+    /// Bounds the next read and write of the socket by `left`, in the platform's unit.
     fn set_timeouts(&self, left: Duration) -> io::Result<()> {
-        let left = Some(left.max(Duration::from_millis(1)));
+        let left = Some(timeout::socket(left));
         match self {
             NodeStream::Tcp(socket) => socket.set_read_timeout(left).and_then(|()| socket.set_write_timeout(left)),
             NodeStream::Tls(tls) => tls.sock.set_read_timeout(left).and_then(|()| tls.sock.set_write_timeout(left)),
@@ -287,7 +288,7 @@ fn handshake(
         .map_err(|_| RedisError::from((ErrorKind::InvalidClientConfig, "the host is no valid TLS server name")))?;
     let mut connection = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
     while connection.is_handshaking() {
-        let left = left()?;
+        let left = timeout::socket(left()?);
         socket.set_read_timeout(Some(left))?;
         socket.set_write_timeout(Some(left))?;
         connection.complete_io(&mut socket)?;
