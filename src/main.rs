@@ -29,8 +29,6 @@ fn main() -> ExitCode {
 /// line to stderr, then hands over to `-- CMD` after exit 0; returns the exit code.
 fn print(ending: Ending) -> u8 {
     let written = io::stdout().lock().write_all(ending.stdout()).and_then(|()| io::stdout().lock().flush());
-    // A closed stdout (`poll URL | head -c1`) is not an error.
-    let written = written.or_else(|e| if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) });
     let mut closed = ending.close(written);
     let (line, code) = match closed.hand_over() {
         None => (closed.error_line.take(), closed.code),

@@ -84,6 +84,8 @@ impl Ending {
     /// run with exit 3, and the JSON log's final object says so; a
     /// fallback's exit code stands.
     pub fn close(self, written: io::Result<()>) -> Closed {
+        // A closed stdout (`poll URL | head -c1`) is not an error.
+        let written = written.or_else(|e| if file::reader_closed(&e) { Ok(()) } else { Err(e) });
         let (error_line, code, voice) = match self.last_word {
             LastWord::Said { error_line, code, voice } => match written {
                 // `--help` and `--generate` print their answer too.

@@ -2,10 +2,11 @@
 //! `-H @FILE`, `--cacert`, `--fallback @FILE`, the state file), made safe on a
 //! shared machine: a regular file is replaced atomically through a temporary
 //! file created new under a name no one can guess (a link planted in the
-//! folder is never written through), a device or FIFO is written as it is,
-//! and every read is bounded in size and, for what is not a regular file
-//! (a FIFO that never writes), in time; and which file a path names now, to
-//! see one replaced (`-H @FILE`).
+//! folder is never written through), a device or FIFO is written as it is
+//! (`/dev/null`, and Windows' `NUL`, known by its name), and every read is
+//! bounded in size and, for what is not a regular file (a FIFO that never
+//! writes), in time; which file a path names now, to see one replaced (`-H
+//! @FILE`); and whether a write's reader went away (a closed stdout).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -51,11 +52,15 @@ pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
 enum Destination {
     /// A regular file (or a new one) at this path, links resolved: replaced atomically.
     File(PathBuf),
-    /// A device, a FIFO or a socket, or a link to one (`/dev/null`): written as it is.
+    /// A device, a FIFO or a socket, or a link to one (`/dev/null`, Windows' `NUL`): written as it is.
     InPlace { fifo: bool },
 }
 
 fn destination(path: &Path) -> io::Result<Destination> {
+    // Windows' metadata calls a device (`NUL`) a file, which no rename may replace: it is known by its name.
+    if imp::names_device(path) {
+        return Ok(Destination::InPlace { fifo: false });
+    }
     match fs::metadata(path) {
         // The link's target is what is replaced; the link stays.
         Ok(meta) if meta.is_file() => fs::canonicalize(path).map(Destination::File),
@@ -210,6 +215,13 @@ impl<R: Read> Read for AtMost<R> {
 /// would wipe a log that `poll -o /dev/stdout URL >> log` appends to.
 pub(crate) fn names_stdout(path: &Path) -> bool {
     imp::names_stdout(path)
+}
+
+/// Whether a write failed because its reader went away (`poll URL | head
+/// -c1`): Unix says EPIPE, Windows one of three errors (std maps only some
+/// of them to `BrokenPipe`).
+pub(crate) fn reader_closed(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe || imp::reader_closed(e)
 }
 
 /// Whether `path` (the state file, or its lock) is one only this user can
@@ -391,6 +403,16 @@ mod imp {
     pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
         OpenOptions::new().read(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
     }
+
+    /// A device's name means nothing here: its metadata says what it is (`/dev/null`).
+    pub(super) fn names_device(_: &Path) -> bool {
+        false
+    }
+
+    /// EPIPE, std's `BrokenPipe`, is all there is.
+    pub(super) fn reader_closed(_: &std::io::Error) -> bool {
+        false
+    }
 }
 
 #[cfg(not(unix))]
@@ -437,6 +459,31 @@ mod imp {
     /// Windows has no path for a process's own stdout (`CON` is the console, not stdout).
     pub(super) fn names_stdout(_: &Path) -> bool {
         false
+    }
+
+    /// Whether `path` is a device: a path in the device namespace
+    /// (`\\.\NUL`, `\\.\pipe\NAME`), or a name Windows keeps for one in
+    /// any folder and any case (`NUL`, `con`, `C:\out\COM1`), trailing dots
+    /// and spaces ignored as Windows ignores them. Not with an extension
+    /// (`nul.txt`): Windows 11 makes that a file.
+    pub(super) fn names_device(path: &Path) -> bool {
+        use std::path::{Component, Prefix};
+        if let Some(Component::Prefix(prefix)) = path.components().next()
+            && matches!(prefix.kind(), Prefix::DeviceNS(_))
+        {
+            return true;
+        }
+        let Some(name) = path.file_name().and_then(|name| name.to_str()) else { return false };
+        let name = name.trim_end_matches(['.', ' ']).to_ascii_uppercase();
+        let numbered =
+            |stem: &str| name.strip_prefix(stem).is_some_and(|n| n.chars().count() == 1 && "123456789¹²³".contains(n));
+        ["NUL", "CON", "PRN", "AUX", "CONIN$", "CONOUT$"].contains(&name.as_str()) || numbered("COM") || numbered("LPT")
+    }
+
+    /// ERROR_BROKEN_PIPE (109), ERROR_NO_DATA (232: the pipe is being closed) and
+    /// ERROR_PIPE_NOT_CONNECTED (233): the pipe's reader is gone.
+    pub(super) fn reader_closed(e: &std::io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(109 | 232 | 233))
     }
 }
 
@@ -493,6 +540,30 @@ mod tests {
         replace(&folder.join("dangling.json"), b"made", false, Access::Owner, None).expect("write");
         assert_eq!(fs::read(folder.join("made.json")).ok(), Some(b"made".to_vec()));
         let _ = fs::remove_dir_all(&folder);
+    }
+
+    #[test]
+    fn a_reader_gone_is_a_closed_pipe() {
+        assert!(reader_closed(&io::Error::from(io::ErrorKind::BrokenPipe)));
+        assert!(!reader_closed(&io::Error::from(io::ErrorKind::PermissionDenied)));
+        // Windows' three words for it (on Unix these numbers are other errors).
+        for code in [109, 232, 233] {
+            assert_eq!(reader_closed(&io::Error::from_raw_os_error(code)), cfg!(windows), "{code}");
+        }
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn windows_device_names_are_written_as_they_are() {
+        let devices = ["NUL", "nul", "Con", "COM1", "lpt9", "COM\u{b9}", "CONOUT$", "NUL. ", r"C:\out\NUL", r"\\.\NUL"];
+        for device in devices {
+            assert!(imp::names_device(Path::new(device)), "{device}");
+        }
+        for file in ["nul.txt", "NULL", "COM0", "COM10", "console", r"C:\NUL\out.json", "out.json"] {
+            assert!(!imp::names_device(Path::new(file)), "{file}");
+        }
+        replace(Path::new("NUL"), b"gone", true, Access::Umask, None).expect("NUL takes anything");
+        replace(Path::new(r"\\.\nul"), b"gone", true, Access::Umask, None).expect("the device namespace too");
     }
 
     #[test]
