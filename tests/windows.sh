@@ -3,7 +3,8 @@
 #   windows  poll.exe (x86_64-pc-windows-gnu, linked by mingw-w64) under Wine: a poll until a
 #            condition, a 503 with Retry-After, --submit, -o, a jq error, the deadline, --state
 #            shared by three processes, --auth-cmd through cmd /C (and its kill at the deadline),
-#            --unix-socket refused, and Ctrl-C
+#            --unix-socket refused, --request-timeout against a server that never answers,
+#            -o NUL, a reader that closes stdout early, and Ctrl-C
 #   musl     the static Linux build (x86_64-unknown-linux-musl): no dynamic dependencies, one poll,
 #            and, in an empty root (a `scratch` image), the built-in Mozilla roots
 #
@@ -82,6 +83,33 @@ post() {
     python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(urllib.request.Request(sys.argv[1], b"", method="POST")).read().decode())' "$1"
 }
 
+# A loopback server whose every GET answers a JSON string of 1 MiB, more than a pipe holds; sets $big_url.
+start_big_server() {
+    python3 -c '
+import http.server
+body = b"\"" + b"x" * (1 << 20) + b"\""
+class Big(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except OSError:
+            pass
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
+print(server.server_address[1], flush=True)
+server.serve_forever()' >"$work/big.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        if [ -s "$work/big.log" ]; then break; fi
+        sleep 0.05
+    done
+    big_url="http://127.0.0.1:$(head -1 "$work/big.log")/"
+}
+
 # The loopback HTTPS server (tests/tls_server.py) with the fixture certificate (its own CA); sets $tls_url.
 start_tls_server() {
     python3 tests/tls_server.py tests/fixtures/cert.pem tests/fixtures/key.pem >"$work/tls.log" 2>&1 &
@@ -113,6 +141,13 @@ windows() {
         x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
             tests/wine/bcryptprimitives.c tests/wine/bcryptprimitives.def -ladvapi32
     fi
+    # Wine's own services start with the first program of a prefix and hold its stdout and stderr
+    # about 2.5 s: one wineserver kept running and one poll.exe with its output on /dev/null come
+    # first, so that no case below measures Wine's start instead of poll's. (A server still up from
+    # making the prefix is waited out: -p cannot make a running one persistent.)
+    timeout 10 "$wineserver" -w || true
+    "$wineserver" -p || true
+    timeout 300 "$wine" "$exe" --version >/dev/null 2>&1 </dev/null || true
     start_jobserver "$target/debug/examples/jobserver"
     local w="$wine $exe"
     : >"$work/empty"
@@ -211,6 +246,54 @@ else:
         env SSL_CERT_FILE="$(winpath "$repo/tests/fixtures/cert.pem")" SSL_CERT_DIR= $w "$tls_url"
     expect "windows: https:// with an empty store fails at once" 3 '' -- \
         env SSL_CERT_FILE="$(winpath "$work/empty")" SSL_CERT_DIR= $w "$tls_url"
+
+    # A server that reads the request and never answers (the job server's /hang): 20 runs, each
+    # exit 5 within 1.5 s after exactly two requests. A read whose wait ended a little early was
+    # tried again with under a millisecond left, a timeout of 0 to Windows: none (issue 42).
+    requests() { get "$base/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"])'; }
+    local bad=() slowest=0
+    for i in $(seq 20); do
+        local before after sent code=0
+        before=$(requests)
+        started=$(date +%s%N)
+        timeout 10 $w --retries 1 --request-timeout 300ms "$base/hang" >"$work/out" 2>"$work/err" </dev/null || code=$?
+        took=$((($(date +%s%N) - started) / 1000000))
+        after=$(requests)
+        sent=$((after - before - 1)) # /stats counts its own request
+        if [ "$took" -gt "$slowest" ]; then slowest=$took; fi
+        if [ "$code" != 5 ] || [ "$took" -gt 1500 ] || [ "$sent" != 2 ]; then
+            bad+=("run $i: exit $code in $took ms after $sent requests")
+        fi
+    done
+    if [ ${#bad[@]} -gt 0 ]; then
+        echo "FAILED: windows: --request-timeout 300ms against a server that never answers: ${bad[*]}" >&2
+        failed=$((failed + 1))
+    else
+        echo "ok: windows: --request-timeout 300ms against a server that never answers: 20 runs, exit 5 after 2 requests (slowest $slowest ms)"
+        passed=$((passed + 1))
+    fi
+
+    # -o NUL, in any case or as \\.\NUL, discards the body as -o /dev/null does: no file, no rename over it.
+    mkdir "$work/nul"
+    cd "$work/nul"
+    for name in NUL nul '\\.\NUL'; do
+        expect "windows: -o $name discards the body" 0 '' -- $w -o "$name" "$base/ok"
+    done
+    cd "$repo"
+    if [ -n "$(ls -A "$work/nul")" ]; then
+        echo "FAILED: windows: -o NUL left files: $(ls -A "$work/nul")" >&2
+        failed=$((failed + 1))
+    else
+        echo "ok: windows: -o NUL left no file"
+        passed=$((passed + 1))
+    fi
+
+    # A reader that closes stdout early (`| head -c 10`) is no failure, as on Unix: poll.exe's own exit
+    # status is 0. The body is more than the pipe holds, so poll.exe is still writing when head exits.
+    start_big_server
+    { code=0; timeout 60 $w "$big_url" 2>"$work/err" </dev/null || code=$?; echo "$code" >"$work/code"; } | head -c 10 >"$work/out"
+    printf '%s' '"xxxxxxxxx' >"$work/want"
+    check "windows: a reader that closes stdout early ends nothing" 0 "$work/want" "$(cat "$work/code")" "$work/out" "$work/err"
 
     # Ctrl-C: Wine turns SIGINT to its process into the console's CTRL_C_EVENT.
     get "$base/reset?n=1000000" >/dev/null
