@@ -56,6 +56,7 @@ Register-ArgumentCompleter -Native -CommandName 'poll' -ScriptBlock {
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Wait between polls while the condition is not met yet')
             [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Wait between polls while the condition is not met yet')
             [CompletionResult]::new('--interval-max', '--interval-max', [CompletionResultType]::ParameterName, 'Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice still wins [default: a fixed --interval]')
+            [CompletionResult]::new('--stall', '--stall', [CompletionResultType]::ParameterName, 'Stop (exit 1, "stalled") when what the progress line shows (the --show value, else the body) has not changed for DURATION while the condition is not met; failures neither reset nor advance it')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Overall deadline for the whole run; 0 means none')
             [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Consecutive transient failures tolerated; resets on every healthy 2xx')
             [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'First retry delay; doubles on each consecutive failure')

@@ -53,6 +53,7 @@ set edit:completion:arg-completer[poll] = {|@words|
             cand -i 'Wait between polls while the condition is not met yet'
             cand --interval 'Wait between polls while the condition is not met yet'
             cand --interval-max 'Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice still wins [default: a fixed --interval]'
+            cand --stall 'Stop (exit 1, "stalled") when what the progress line shows (the --show value, else the body) has not changed for DURATION while the condition is not met; failures neither reset nor advance it'
             cand --timeout 'Overall deadline for the whole run; 0 means none'
             cand --retries 'Consecutive transient failures tolerated; resets on every healthy 2xx'
             cand --backoff 'First retry delay; doubles on each consecutive failure'

@@ -27,6 +27,7 @@ complete -c poll -l status-url -d 'Where the operation is when the submit reply 
 complete -c poll -l idle-timeout -d 'Under --watch, a reply that sends no byte (an event, a heartbeat, a comment) for DURATION is dropped and asked again, resuming; 0 means no bound' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
 complete -c poll -l interval-max -d 'Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice still wins [default: a fixed --interval]' -r
+complete -c poll -l stall -d 'Stop (exit 1, "stalled") when what the progress line shows (the --show value, else the body) has not changed for DURATION while the condition is not met; failures neither reset nor advance it' -r
 complete -c poll -l timeout -d 'Overall deadline for the whole run; 0 means none' -r
 complete -c poll -l retries -d 'Consecutive transient failures tolerated; resets on every healthy 2xx' -r
 complete -c poll -l backoff -d 'First retry delay; doubles on each consecutive failure' -r

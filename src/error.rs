@@ -33,6 +33,8 @@ pub const DONE: ExitRow = ExitRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Deadline,
+    /// `--stall`: what the progress line shows did not change for that long.
+    Stalled,
     Usage,
     Permanent,
     FailWhen,
@@ -47,8 +49,9 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 12] = [
+    const ALL: [Kind; 13] = [
         Kind::Deadline,
+        Kind::Stalled,
         Kind::Usage,
         Kind::Permanent,
         Kind::FailWhen,
@@ -72,6 +75,8 @@ impl Kind {
                 "deadline: --timeout passed, or would pass before the next attempt could start",
                 1,
             ),
+            // A deadline of its own: the run gave up waiting; exit 1 as the deadline's.
+            Kind::Stalled => (1, "stalled", "stalled", "", 1),
             Kind::Usage => (
                 2,
                 "usage",

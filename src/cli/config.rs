@@ -63,6 +63,8 @@ pub(crate) struct Polling {
     pub print: Option<Filter>,
     /// `--pending-when`: a reply of a status no list names, not a 2xx, that is "not yet".
     pub pending_when: Option<Filter>,
+    /// `--stall`: how long what the progress line shows may stay the same.
+    pub stall: Option<Duration>,
     pub policy: Policy,
     /// `--submit`: the first request starts an operation.
     pub submit: Option<Submit>,
@@ -347,6 +349,7 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Re
         conditions: conditions(cli, &args)?,
         print,
         pending_when,
+        stall: cli.stall.map(|stall| *stall).filter(|stall| !stall.is_zero()),
         policy: policy(cli, idempotent, keyed)?,
         submit,
     })

@@ -289,6 +289,11 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = SCHEDULE)]
     pub(crate) interval_max: Option<humantime::Duration>,
 
+    /// Stop (exit 1, "stalled") when what the progress line shows (the --show value, else the body) has not
+    /// changed for DURATION while the condition is not met; failures neither reset nor advance it
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = SCHEDULE)]
+    pub(crate) stall: Option<humantime::Duration>,
+
     /// Overall deadline for the whole run; 0 means none
     #[arg(long, value_name = "DURATION", default_value_t = shown(policy::TIMEOUT), value_parser = parse_duration, help_heading = SCHEDULE)]
     pub(crate) timeout: humantime::Duration,

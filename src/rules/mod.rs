@@ -11,3 +11,4 @@ pub mod condition;
 pub(crate) mod operation;
 pub mod policy;
 pub(crate) mod resume;
+pub(crate) mod stall;

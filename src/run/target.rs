@@ -23,10 +23,12 @@ use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
 use crate::rules::policy::{Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
+use crate::rules::stall::Stall;
 use crate::run::explain::{self, Situation};
 use crate::state::{Admission, AttemptReport, Refusal, Shared};
 use crate::util::clock;
 use crate::util::headers::Headers;
+use crate::util::text::{human, printable};
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
@@ -88,6 +90,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         validators: Validators::new(common.polling.conditional),
         judged: None,
         resume: Resume::default(),
+        stall: common.polling.stall.map(Stall::new),
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.poll(&client));
@@ -131,6 +134,8 @@ struct Loop<'a> {
     judged: Option<(JudgedFor, Judgement)>,
     /// `--watch`: what the next request resumes with.
     resume: Resume,
+    /// `--stall`: how long the progress line has shown the same.
+    stall: Option<Stall>,
 }
 
 /// What one attempt's sending brought back: the reply (or under `--watch`,
@@ -215,10 +220,12 @@ impl Loop<'_> {
                     counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
                     counts.not_yet += u32::from(!held);
+                    self.stalled(&record)?;
                     *after
                 }
                 Action::Retry { after, .. } => {
                     counts.failures += 1;
+                    self.stall.as_mut().map(Stall::failed);
                     *after
                 }
             };
@@ -339,10 +346,28 @@ impl Loop<'_> {
                 Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => {
                     let held = self.common.polling.policy.holds(&record.outcome, record.phase);
                     counts.streak = if held { counts.streak + 1 } else { 0 };
+                    self.stalled(&record)?;
                 }
                 _ => return Ok(record),
             }
         }
+    }
+
+    /// `--stall`: the error of a wait whose progress line has shown the same
+    /// for that long (a "not yet" reply or event just recorded in `record`).
+    fn stalled(&mut self, record: &Record) -> Result<(), Error> {
+        let Some(stall) = &mut self.stall else { return Ok(()) };
+        let shown = record.judgement.as_ref().and_then(|judgement| judgement.shown.as_deref());
+        let body = record.reply.as_ref().map_or(&[][..], |reply| reply.body.as_slice());
+        let Some(unchanged) = stall.seen(shown.map_or(body, str::as_bytes), Instant::now()) else { return Ok(()) };
+        let what = match (shown, &self.common.polling.conditions.show) {
+            (Some(shown), Some(show)) => {
+                let label = format!("{} ", show.source().trim_start_matches('.'));
+                format!("{} has been {}", show.source(), shown.strip_prefix(&label).unwrap_or(shown))
+            }
+            _ => "the body has been the same".to_string(),
+        };
+        Err(Error::new(Kind::Stalled, format!("stalled: {} for {}", printable(&what), human(unchanged))))
     }
 
     /// The deadline came while a reply was held: its error names the last event judged.

@@ -712,3 +712,46 @@ fn pending_when_tells_one_not_found_from_another() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `--stall`: what the progress line shows, unchanged for that long while not done, ends the run
+/// with exit 1 ("stalled"), naming the value and for how long; a value that moves never stalls.
+#[test]
+fn a_wait_whose_shown_value_no_longer_moves_stalls_with_1() {
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"running","progress":40}"#)]);
+    let started = Instant::now();
+    let args = ["--until", ".status==\"done\"", "--show", ".progress", "--stall", "500ms", "-i", "100ms"];
+    let out = poll().args(args).args(["--log-format", "json", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_millis(500), "{:?}", started.elapsed());
+    let last: serde_json::Value = serde_json::from_str(stderr(&out).lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(last["reason"], "stalled");
+    let message = last["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("stalled: .progress has been 40 for "), "{message}");
+
+    let moving: Vec<Reply> = (0..8).map(|n| Reply::json(200, &format!(r#"{{"status":"running","progress":{n}}}"#))).collect();
+    let server = Server::start(moving.into_iter().chain([Reply::json(200, r#"{"status":"done"}"#)]).collect());
+    let out = poll().args(args).arg(server.url("/")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Without --show the body is what must move.
+    let server = Server::start(vec![Reply::json(200, r#"{"status":"running"}"#)]);
+    let out = poll().args(["--until", ".status==\"done\"", "--stall", "300ms", "-i", "50ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("stalled: the body has been the same for"), "{}", stderr(&out));
+}
+
+/// Failures neither reset nor advance the stall's clock: a long outage between two equal values
+/// is not counted as time the value stood still.
+#[test]
+fn failures_neither_reset_nor_advance_a_stall() {
+    let same = || Reply::json(200, r#"{"status":"running","progress":40}"#);
+    let script = [vec![same()], vec![Reply::status(503); 8], vec![same()]].concat();
+    let server = Server::start(script);
+    let started = Instant::now();
+    let args = ["--until", ".status==\"done\"", "--show", ".progress", "--stall", "600ms", "-i", "100ms"];
+    let backoff = ["--backoff", "100ms", "--backoff-max", "100ms", "--jitter", "none", "--retries", "20"];
+    let out = poll().args(args).args(backoff).arg(server.url("/")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // 800 ms of failures, then 600 ms of the same value: not the 900 ms a clock that ran on would give.
+    assert!(started.elapsed() >= Duration::from_millis(1350), "{:?}", started.elapsed());
+    assert!(stderr(&out).contains("stalled: .progress has been 40 for"), "{}", stderr(&out));
+}

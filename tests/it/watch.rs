@@ -410,3 +410,16 @@ fn a_watched_request_is_a_token_of_the_rate_and_its_events_are_none() {
     assert_eq!((&last["events"], &last["requests"]), (&Value::from(7), &Value::from(3)));
     let _ = std::fs::remove_dir_all(&folder);
 }
+
+/// `--stall` under `--watch`: events count as bodies do, so a stream whose events no longer move
+/// (heartbeat-like repeats) stalls while its reply is still open.
+#[test]
+fn a_stream_whose_events_no_longer_move_stalls() {
+    let same = "data: {\"status\":\"running\",\"progress\":40}\n\n";
+    let parts: Vec<(Duration, &str)> = (0..20).map(|_| (ms(100), same)).collect();
+    let server = Server::start(vec![Reply::sse(&parts).then_hold()]).expect_hits(1);
+    let (out, took) = watch(&["--until", UNTIL_DONE, "--show", ".progress", "--stall", "500ms", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took >= ms(600) && took < ms(5000), "{took:?}");
+    assert!(stderr(&out).contains("stalled: .progress has been 40 for"), "{}", stderr(&out));
+}
