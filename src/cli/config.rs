@@ -22,6 +22,7 @@ use crate::rules::attempt::Phase;
 use crate::rules::breaker;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Policy};
+use crate::rules::trace::Trace;
 use crate::state::{RedisUrl, StateFail};
 use crate::util::headers::Headers;
 use crate::util::text::shorten;
@@ -65,6 +66,8 @@ pub(crate) struct Polling {
     pub pending_when: Option<Filter>,
     /// `--stall`: how long what the progress line shows may stay the same.
     pub stall: Option<Duration>,
+    /// `TRACEPARENT`'s trace, which every request joins; or why it is not joined, for a warning.
+    pub trace: Result<Option<Trace>, String>,
     pub policy: Policy,
     /// `--submit`: the first request starts an operation.
     pub submit: Option<Submit>,
@@ -350,9 +353,16 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Re
         print,
         pending_when,
         stall: cli.stall.map(|stall| *stall).filter(|stall| !stall.is_zero()),
+        trace: trace(),
         policy: policy(cli, idempotent, keyed)?,
         submit,
     })
+}
+
+/// The trace of `TRACEPARENT` and `TRACESTATE` in the environment.
+fn trace() -> Result<Option<Trace>, String> {
+    let var = |name| std::env::var(name).ok();
+    Trace::from_environment(var("TRACEPARENT").as_deref(), var("TRACESTATE").as_deref())
 }
 
 /// The filters of `--until`, `--fail-when` and `--show`, with `--submit`'s

@@ -24,7 +24,7 @@ pub(crate) fn generate(kind: Generate) -> Vec<u8> {
 }
 
 /// Environment variables `poll` reads, besides `POLL_<FLAG>` (listed from the clap model).
-const ENVIRONMENT: [(&str, &str); 11] = [
+const ENVIRONMENT: [(&str, &str); 12] = [
     ("http_proxy, HTTP_PROXY", "Proxy for http:// URLs (requests go to it in absolute form)."),
     ("https_proxy, HTTPS_PROXY", "Proxy for https:// URLs (through a CONNECT tunnel)."),
     ("all_proxy, ALL_PROXY", "Proxy for either, when the scheme's own variable is not set."),
@@ -38,6 +38,10 @@ const ENVIRONMENT: [(&str, &str); 11] = [
     ("GITHUB_STEP_SUMMARY", "In GitHub Actions, the file the run's summary table is appended to."),
     ("GITLAB_CI", "When true, -v lines are folded in GitLab's collapsed sections (as --ci gitlab)."),
     ("PATH", "Where the command after -- is looked for (/bin:/usr/bin when unset)."),
+    (
+        "TRACEPARENT, TRACESTATE",
+        "W3C Trace Context: each request carries the trace with a span of its own, and the command after -- is handed it.",
+    ),
     ("ComSpec, SystemRoot", "On Windows, the shell that runs --auth-cmd (cmd.exe)."),
 ];
 

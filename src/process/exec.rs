@@ -19,6 +19,8 @@ pub(crate) struct Command {
     /// Where it was found.
     program: PathBuf,
     args: Vec<OsString>,
+    /// Variables set for it besides poll's own environment (`TRACEPARENT`).
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Command {
@@ -31,7 +33,16 @@ impl Command {
         };
         let here = std::env::current_dir().unwrap_or_default();
         let program = which::which_in(name, search_path(), here).map_err(|_| unfound(name))?;
-        Ok(Command { name: name.clone(), program, args: args.to_vec() })
+        Ok(Command { name: name.clone(), program, args: args.to_vec(), env: Vec::new() })
+    }
+
+    /// The command, handed the run's trace as a span of its own (`TRACEPARENT`, `TRACESTATE`).
+    pub(crate) fn traced(mut self, trace: &crate::rules::trace::Trace) -> Command {
+        self.env.push(("TRACEPARENT".into(), trace.parent(rand::random()).into()));
+        if let Some(state) = trace.state() {
+            self.env.push(("TRACESTATE".into(), state.into()));
+        }
+        self
     }
 
     /// Runs the command in poll's place. Returns only when it could not be
@@ -109,7 +120,19 @@ mod imp {
         // signal-hook) is how it is reset. No signal is blocked either.
         signal_hook::flag::register(signal_hook::consts::SIGPIPE, Arc::new(AtomicBool::new(false)))?;
         SigSet::empty().thread_set_mask()?;
-        let errno = match nix::unistd::execv(&program, &argv) {
+        // poll's environment, with the command's own variables in place of any of the same name.
+        let own = |name: &OsStr| command.env.iter().any(|(set, _)| set == name);
+        let inherited = std::env::vars_os().filter(|(name, _)| !own(name));
+        let env = inherited
+            .chain(command.env.iter().cloned())
+            .map(|(name, value)| {
+                let mut pair = name;
+                pair.push("=");
+                pair.push(value);
+                c_string(&pair)
+            })
+            .collect::<io::Result<Vec<CString>>>()?;
+        let errno = match nix::unistd::execve(&program, &argv, &env) {
             Ok(never) => match never {},
             Err(errno) => errno,
         };
@@ -131,7 +154,10 @@ mod imp {
     /// (Ctrl-C reaches both; poll's handler only records it), and its exit
     /// status is returned to become poll's.
     pub(super) fn hand_over(command: &super::Command) -> std::io::Result<i32> {
-        let status = std::process::Command::new(&command.program).args(&command.args).status()?;
+        let status = std::process::Command::new(&command.program)
+            .args(&command.args)
+            .envs(command.env.iter().map(|(name, value)| (name, value)))
+            .status()?;
         Ok(status.code().unwrap_or(1))
     }
 }

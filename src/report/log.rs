@@ -67,6 +67,9 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
 pub(crate) fn final_event(summary: &RunEnd, elapsed: Duration, idempotency_key: Option<&str>) -> Value {
     let mut event = json!({
         "event": "done",
+        // What a consumer may rely on (docs/guide/output.md): the keys and meanings of schema 1.
+        "schema": 1,
+        "version": env!("CARGO_PKG_VERSION"),
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
         "attempts": summary.attempts,

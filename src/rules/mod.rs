@@ -12,3 +12,4 @@ pub(crate) mod operation;
 pub mod policy;
 pub(crate) mod resume;
 pub(crate) mod stall;
+pub(crate) mod trace;

@@ -58,6 +58,14 @@ pub fn run(config: Config) -> Ending {
     let Config { targets, polling, idempotency_key, timeout, any, output_file, junit, style, limits, command } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
+    if let Err(why) = &polling.trace {
+        reporter.warn(why);
+    }
+    // `-- CMD` is handed the run's trace, as a span of its own.
+    let command = match (command, &polling.trace) {
+        (Some(command), Ok(Some(trace))) => Some(command.traced(trace)),
+        (command, _) => command,
+    };
     let client = &polling.client;
     let store: Option<Box<dyn Store>> = match &limits.state {
         Some(StateSpec::File(path)) => Some(Box::new(FileStore::new(path))),

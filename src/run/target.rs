@@ -6,6 +6,7 @@
 //! The loop never prints the end of the run: it returns a [`UrlResult`] and
 //! the run's ending (`run/ending.rs`) decides what the whole run says.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use crate::cli::config::{Polling, Target};
@@ -506,8 +507,9 @@ impl Loop<'_> {
         status: fn(&T) -> u16,
     ) -> Result<Delivery<T>, Error> {
         let once = |request: &Request, reauthenticated| {
+            let traced = self.traced(request);
             let sent = Instant::now();
-            let reply = exchange(request);
+            let reply = exchange(&traced);
             Delivery { reply, latency: sent.elapsed(), reauthenticated }
         };
         if self.credentials.is_empty() {
@@ -524,6 +526,17 @@ impl Loop<'_> {
         self.credentials.refused(generation, &self.hooks)?;
         let again = self.credentials.authorise(request, carry, &self.hooks)?;
         Ok(once(&again.request, true))
+    }
+
+    /// `request` as it is sent: with the run's trace (`TRACEPARENT`), a span of its own.
+    fn traced<'r>(&self, request: &'r Request) -> Cow<'r, Request> {
+        let Ok(Some(trace)) = &self.common.polling.trace else { return Cow::Borrowed(request) };
+        let mut traced = request.clone();
+        traced.headers.set("traceparent", trace.parent(rand::random()));
+        if let Some(state) = trace.state() {
+            traced.headers.set("tracestate", state.to_string());
+        }
+        Cow::Owned(traced)
     }
 
     /// `request` sent within `--request-timeout` or the time left, whichever is less.

@@ -89,3 +89,59 @@ fn help_names_each_variable_and_hides_the_values_of_secret_ones() {
     // Repeatable options and the URLs are not read from the environment.
     assert!(!help.contains("POLL_HEADERS") && !help.contains("POLL_URLS") && !help.contains("POLL_ARG"), "{help}");
 }
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// With `TRACEPARENT` every request joins its trace with a span of its own (and `tracestate` from
+/// `TRACESTATE`), `-- CMD` is handed the same trace; without it nothing is sent, and a malformed
+/// one is one warning and no header.
+#[test]
+fn requests_and_the_command_join_the_trace_of_traceparent() {
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, r#"{"status":"done"}"#)]);
+    let out = poll()
+        .env("TRACEPARENT", TRACEPARENT)
+        .env("TRACESTATE", "congo=t61rcWkgMzE")
+        .args(["--until", ".status == \"done\"", "-i", "10ms", &server.url("/"), "--", "sh", "-c", "echo $TRACEPARENT"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let spans: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|request| {
+            let parent = request.header("traceparent").unwrap_or_default();
+            assert!(parent.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-") && parent.ends_with("-01"), "{parent}");
+            assert_eq!(request.header("tracestate"), Some("congo=t61rcWkgMzE"));
+            parent[36..52].to_string()
+        })
+        .collect();
+    assert_eq!(spans.len(), 2);
+    assert_ne!(spans[0], spans[1], "each attempt is a span of its own");
+    assert!(spans.iter().all(|span| span != "00f067aa0ba902b7"), "the parent's own span is not reused");
+    let handed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        handed.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-") && handed.len() == TRACEPARENT.len(),
+        "{handed}"
+    );
+
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll().env_remove("TRACEPARENT").arg(server.url("/")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.requests()[0].header("traceparent"), None);
+
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll().env("TRACEPARENT", "00-not-a-trace").arg(server.url("/")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests()[0].header("traceparent"), None);
+    assert_eq!(stderr(&out).matches("TRACEPARENT is not a W3C traceparent").count(), 1, "{}", stderr(&out));
+}
+
+/// The JSON log's final object says which schema it follows and which poll wrote it.
+#[test]
+fn the_json_logs_final_object_carries_its_schema_and_version() {
+    let server = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll().args(["--log-format", "json", &server.url("/")]).output().unwrap();
+    let last: serde_json::Value = serde_json::from_str(stderr(&out).lines().last().unwrap_or_default()).unwrap();
+    assert_eq!((&last["event"], &last["schema"]), (&"done".into(), &1.into()));
+    assert_eq!(last["version"], env!("CARGO_PKG_VERSION"));
+}
