@@ -5,13 +5,13 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command as StdCommand, Output, Stdio};
+use std::process::{Command as StdCommand, Output};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::process::Folder;
 use support::server::{Reply, Server};
-use support::{have_python_module, poll, poll_std};
+use support::{have_python_module, poll};
 
 const INSTALL: &str = "pip install junitparser (or apt-get install python3-junitparser)";
 
@@ -115,6 +115,8 @@ fn a_url_abandoned_under_any_is_skipped() {
 #[cfg(unix)]
 #[test]
 fn a_run_a_signal_ends_still_writes_its_report() {
+    use std::process::Stdio;
+    use support::poll_std;
     if !have_python_module("junitparser", INSTALL) {
         return;
     }
