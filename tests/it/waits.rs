@@ -728,13 +728,17 @@ fn a_wait_whose_shown_value_no_longer_moves_stalls_with_1() {
     let message = last["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("stalled: .progress has been 40 for "), "{message}");
 
-    let moving: Vec<Reply> = (0..8).map(|n| Reply::json(200, &format!(r#"{{"status":"running","progress":{n}}}"#))).collect();
+    let moving: Vec<Reply> =
+        (0..8).map(|n| Reply::json(200, &format!(r#"{{"status":"running","progress":{n}}}"#))).collect();
     let server = Server::start(moving.into_iter().chain([Reply::json(200, r#"{"status":"done"}"#)]).collect());
     let out = poll().args(args).arg(server.url("/")).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Without --show the body is what must move.
     let server = Server::start(vec![Reply::json(200, r#"{"status":"running"}"#)]);
-    let out = poll().args(["--until", ".status==\"done\"", "--stall", "300ms", "-i", "50ms", &server.url("/")]).output().unwrap();
+    let out = poll()
+        .args(["--until", ".status==\"done\"", "--stall", "300ms", "-i", "50ms", &server.url("/")])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("stalled: the body has been the same for"), "{}", stderr(&out));
 }
