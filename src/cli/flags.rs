@@ -574,9 +574,9 @@ const SECRET_SETTINGS: [&str; 4] = ["user", "auth_cmd", "state", "fallback"];
 /// many calls; a flag on the command line wins. Repeatable options and the
 /// URLs are not read, nor `--help`'s and `--version`'s own.
 fn from_environment(arg: clap::Arg) -> clap::Arg {
-    let repeatable = matches!(arg.get_action(), ArgAction::Append)
-        || arg.get_num_args().is_some_and(|n| n.max_values() > 1)
-        || arg.get_value_delimiter().is_some();
+    // A status list (`--done-on 404,410`) is one value, split at its commas; `-H` and `--arg` repeat.
+    let repeatable = (matches!(arg.get_action(), ArgAction::Append) && arg.get_value_delimiter().is_none())
+        || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
     let own =
         matches!(arg.get_action(), ArgAction::Help | ArgAction::HelpShort | ArgAction::HelpLong | ArgAction::Version);
     if arg.is_positional() || repeatable || own || arg.is_hide_set() {

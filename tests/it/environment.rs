@@ -34,6 +34,15 @@ fn a_variable_sets_an_option_and_the_command_line_wins() {
     assert!((2..=5).contains(&hits), "{hits} requests in 1s at --interval 300ms");
 }
 
+/// A status list from the environment is split at its commas as on the command line.
+#[test]
+fn a_status_list_comes_from_one_variable() {
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::status(410)]);
+    let out = poll().env("POLL_DONE_ON", "404,410").args(["-i", "10ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.hits(), 2);
+}
+
 #[test]
 fn switches_read_as_scripts_write_them_and_v_names_where_settings_came_from() {
     let server = Server::start(vec![Reply::json(200, "{}")]);
@@ -86,7 +95,8 @@ fn help_names_each_variable_and_hides_the_values_of_secret_ones() {
         assert!(help.contains(&format!("[env: {secret}]")), "{secret}: {help}");
     }
     assert!(!help.contains("s3cret"), "{help}");
-    // Repeatable options and the URLs are not read from the environment.
+    // A status list is one value; repeatable options and the URLs are not read from the environment.
+    assert!(help.contains("[env: POLL_DONE_ON=]") && help.contains("[env: POLL_RETRY_ON=]"), "{help}");
     assert!(!help.contains("POLL_HEADERS") && !help.contains("POLL_URLS") && !help.contains("POLL_ARG"), "{help}");
 }
 
