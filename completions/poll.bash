@@ -23,7 +23,7 @@ _poll() {
 
     case "${cmd}" in
         poll)
-            opts="-X -H -d -u -A -k -I -i -o -v -q -h -V --request --header --data --json --user --auth-cmd --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --unix-socket --head --idempotency-key --idempotency-header --no-conditional --prefer-wait --until --fail-when --done-on --pending-on --pending-when --fail-on --arg --argjson --stable --any --submit --status-url --location-trusted --watch --idle-timeout --interval --interval-max --stall --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --report-junit --print --verbose --quiet --log-format --show --color --ci --rate --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
+            opts="-X -H -d -u -A -k -E -I -i -o -v -q -h -V --request --header --data --json --user --auth-cmd --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --cert --key --unix-socket --head --idempotency-key --idempotency-header --no-conditional --prefer-wait --until --fail-when --done-on --pending-on --pending-when --fail-on --arg --argjson --stable --any --submit --status-url --location-trusted --watch --idle-timeout --interval --interval-max --stall --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --report-junit --print --verbose --quiet --log-format --show --color --ci --rate --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -95,6 +95,51 @@ _poll() {
                     ;;
                 --cacert)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                -E)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --key)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --unix-socket)

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::cli::flags::{CiArg, Cli, ColorArg, HeaderArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::error::Error;
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Idle, Request};
 use crate::net::roots;
-use crate::net::tls::Trust;
+use crate::net::tls::{Identity, Trust};
 use crate::process::exec::Command;
 use crate::report::reporter::{ColorChoice, Style};
 use crate::rules::attempt::Phase;
@@ -164,6 +165,7 @@ impl Config {
         let targets = targets(&cli, &given, &credentials)?;
         check_network(&cli, &targets)?;
         let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?.unwrap_or_default();
+        let (identity, key_warning) = read_identity(&cli, until)?;
         let client = ClientConfig {
             user_agent,
             connect_timeout: *cli.connect_timeout,
@@ -171,7 +173,8 @@ impl Config {
             request_timeout: cli.request_timeout.saturating_add(prefer_wait.unwrap_or_default()),
             max_redirects: cli.max_redirs,
             max_body: cli.max_body.0,
-            trust: Arc::new(Trust { cacert, insecure: cli.insecure }),
+            trust: Arc::new(Trust { cacert, insecure: cli.insecure, identity }),
+            certificate_everywhere: cli.location_trusted,
             unix_socket: cli.unix_socket.take(),
             watch: cli.watch.then_some(Idle((!cli.idle_timeout.is_zero()).then_some(*cli.idle_timeout))),
         };
@@ -194,7 +197,7 @@ impl Config {
             any: cli.any,
             output_file: cli.output.take(),
             junit: cli.report_junit.take(),
-            style: style(&cli, timeout),
+            style: Style { warnings: Vec::from_iter(key_warning), ..style(&cli, timeout) },
             limits,
             command,
         })
@@ -456,6 +459,7 @@ fn style(cli: &Cli, timeout: Option<Duration>) -> Style {
     Style {
         verbose: cli.verbose,
         from_environment: cli.from_environment.clone(),
+        warnings: Vec::new(),
         quiet: cli.quiet,
         json: cli.log_format == LogFormatArg::Json,
         color: match cli.color {
@@ -523,6 +527,79 @@ fn read_cacert(path: &Path, until: Option<Instant>) -> Result<Vec<CertificateDer
         return Err(usage("--cacert", format!("`{shown}` holds no PEM certificate")));
     }
     Ok(certificates)
+}
+
+/// `--cert` and `--key`: the client certificate with the chain that may
+/// follow it, and its private key (from `--key`'s file, else from `--cert`'s),
+/// checked to belong together before anything is sent; and the warning for a
+/// key file that others may read. No message quotes the files: they name them.
+fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>, Option<String>), Error> {
+    let Some(cert_path) = cli.cert.as_deref() else { return Ok((None, None)) };
+    let shown = cert_path.display().to_string();
+    let read = |flag: &str, path: &Path| {
+        file::read_bounded(path, until).map_err(|e| usage(flag, format!("cannot read `{}`: {e}", path.display())))
+    };
+    let pem = read("--cert", cert_path)?;
+    let (chain, broken) = roots::certificates(&pem);
+    if broken > 0 {
+        return Err(usage("--cert", format!("`{shown}` holds a certificate whose PEM does not decode")));
+    }
+    if chain.is_empty() {
+        return Err(usage("--cert", format!("`{shown}` holds no PEM certificate")));
+    }
+    let (flag, key_path, key_pem) = match cli.key.as_deref() {
+        Some(path) => ("--key", path, read("--key", path)?),
+        None => ("--cert", cert_path, pem),
+    };
+    let key = private_key(flag, key_path, &key_pem)?;
+    let key_shown = key_path.display();
+    let identity = Identity::new(shown.clone(), chain, key).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) if flag == "--key" => {
+            usage("--key", format!("the key in `{key_shown}` does not belong to the certificate in `{shown}`"))
+        }
+        rustls::Error::InconsistentKeys(_) => {
+            usage("--cert", format!("the key in `{shown}` does not belong to its certificate"))
+        }
+        rustls::Error::InvalidCertificate(why) => {
+            usage("--cert", format!("the certificate in `{shown}` does not parse: {why:?}"))
+        }
+        // rustls' words name no byte of the key, but say nothing the file's name does not.
+        _ => usage(
+            flag,
+            format!("the key in `{key_shown}` is no RSA, ECDSA (P-256, P-384) or Ed25519 key rustls can use"),
+        ),
+    })?;
+    let warning = file::others_may_read(key_path).map(|mode| {
+        format!("{flag} `{key_shown}` holds a private key that others may read (mode {mode:o}): chmod 600 {key_shown}")
+    });
+    Ok((Some(identity), warning))
+}
+
+/// The first private key of `pem` (`flag`'s file `path`): PKCS#8, PKCS#1 or
+/// SEC1, through rustls-pki-types' PEM reader, whose own errors are never
+/// shown (one may quote a line of the file).
+fn private_key(flag: &str, path: &Path, pem: &[u8]) -> Result<PrivateKeyDer<'static>, Error> {
+    let shown = path.display();
+    // The reader skips an encrypted key's section as one of no key: it is told apart first.
+    let holds = |text: &[u8]| pem.windows(text.len()).any(|window| window == text);
+    if holds(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || holds(b"Proc-Type: 4,ENCRYPTED") {
+        return Err(usage(
+            flag,
+            format!(
+                "`{shown}` holds an encrypted private key; decrypt it first: openssl pkey -in {shown} -out PLAIN.key"
+            ),
+        ));
+    }
+    match PrivateKeyDer::from_pem_slice(pem) {
+        Ok(key) => Ok(key),
+        Err(rustls::pki_types::pem::Error::NoItemsFound) if flag == "--cert" => {
+            Err(usage(flag, format!("`{shown}` holds no private key; give it with --key FILE")))
+        }
+        Err(rustls::pki_types::pem::Error::NoItemsFound) => {
+            Err(usage(flag, format!("`{shown}` holds no PEM private key (PKCS#8, PKCS#1 or SEC1)")))
+        }
+        Err(_) => Err(usage(flag, format!("`{shown}` holds a PEM section that does not decode"))),
+    }
 }
 
 fn compile(flag: &'static str, source: &str, args: &Args) -> Result<Filter, Error> {

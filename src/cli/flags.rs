@@ -181,6 +181,16 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
     pub(crate) cacert: Option<std::path::PathBuf>,
 
+    /// Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual
+    /// TLS): shown over https:// to the URL's origin (to every origin with --location-trusted) and to --state
+    /// rediss://
+    #[arg(short = 'E', long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]
+    pub(crate) cert: Option<std::path::PathBuf>,
+
+    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted), when not in --cert's file
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, requires = "cert", help_heading = REQUEST)]
+    pub(crate) key: Option<std::path::PathBuf>,
+
     /// Connect to this Unix domain socket instead of the URL's host (e.g. /var/run/docker.sock); the URL still
     /// gives the path, Host and scheme; no proxy is used
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]

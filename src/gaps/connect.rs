@@ -6,8 +6,10 @@
 //!   timeout, its "only this address" errors) making a [`Wire`].
 //! - Unix sockets, which ureq has none of (`--unix-socket`).
 //! - TLS on this process's one configuration (`net/tls.rs`: the roots read
-//!   on the first TLS connection, `-k` and `--cacert` in one place), where
-//!   ureq builds one configuration per agent from roots given up front.
+//!   on the first TLS connection, `-k`, `--cacert` and `--cert` in one
+//!   place), where ureq builds one configuration per agent from roots given
+//!   up front; the client certificate only to the origins of the loop's
+//!   [`CertScope`], which ureq has no knob for.
 //! - An `http://` URL through an HTTP proxy in absolute form
 //!   (`absolute_form.rs`), where ureq 3 opens a `CONNECT` tunnel.
 //! - Host names that are IP literals answered at once ([`LiteralResolver`]):
@@ -37,28 +39,30 @@ use ureq::{Proxy, ProxyProtocol, Timeout};
 
 use crate::gaps::absolute_form::AbsoluteForm;
 use crate::gaps::transport::{Tls, Wire};
-use crate::net::tls::{self, Trust};
+use crate::net::tls::{self, CertScope, Trust};
 use crate::net::unix;
 use crate::util::url;
 
 /// The agent a loop sends with: `config` (which names no proxy: each
 /// request names its own), connecting to `--unix-socket` when given (no
-/// proxy then, as in curl), and TLS trusting `trust`; with `idle`
-/// (`--watch`'s `--idle-timeout`), no read waits longer than that.
+/// proxy then, as in curl), and TLS trusting `trust`, presenting its client
+/// certificate to the origins of `scope`; with `idle` (`--watch`'s
+/// `--idle-timeout`), no read waits longer than that.
 pub(crate) fn agent(
     config: ureq::config::Config,
     trust: Arc<Trust>,
+    scope: CertScope,
     unix_socket: Option<&Path>,
     idle: Option<Duration>,
 ) -> ureq::Agent {
+    let tls = TlsHandshake { trust, scope: Arc::new(scope) };
     match unix_socket {
         Some(path) => {
-            let tls = TlsHandshake { trust };
             let connector = UnixSocketConnector { path: path.to_path_buf(), tls, idle };
             ureq::Agent::with_parts(config, connector, NoResolver)
         }
         None => {
-            let connections = Connections::new(config.clone(), trust, idle);
+            let connections = Connections::new(config.clone(), tls, idle);
             ureq::Agent::with_parts(config, connections, LiteralResolver::default())
         }
     }
@@ -85,9 +89,9 @@ struct Connections {
 
 impl Connections {
     /// `agent` is the config the agent is built with; it must name no proxy.
-    fn new(agent: ureq::config::Config, trust: Arc<Trust>, idle: Option<Duration>) -> Connections {
-        let straight = ().chain(Tcp { idle }).chain(TlsHandshake { trust: Arc::clone(&trust) });
-        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp { idle }).chain(TlsHandshake { trust });
+    fn new(agent: ureq::config::Config, tls: TlsHandshake, idle: Option<Duration>) -> Connections {
+        let straight = ().chain(Tcp { idle }).chain(tls.clone());
+        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp { idle }).chain(tls);
         Connections { straight: Box::new(straight), tunnelled: Box::new(tunnelled), direct: agent }
     }
 
@@ -231,10 +235,13 @@ impl transport::Connector for UnixSocketConnector {
 }
 
 /// TLS over the connection made before it, for an `https://` URL, on this
-/// process's configuration for `trust`.
-#[derive(Debug)]
+/// process's configuration for `trust`: the one that presents the client
+/// certificate for an origin of `scope`, the one that presents none for
+/// another (a redirect's, a status URL's, an `https://` proxy's own).
+#[derive(Debug, Clone)]
 struct TlsHandshake {
     trust: Arc<Trust>,
+    scope: Arc<CertScope>,
 }
 
 impl<In: Transport> transport::Connector<In> for TlsHandshake {
@@ -261,7 +268,10 @@ impl TlsHandshake {
     ) -> Result<Box<dyn Transport>, ureq::Error> {
         let host = details.uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| ureq::Error::Tls("invalid dns name"))?;
-        let connection = tls::config(&self.trust).and_then(|config| ClientConnection::new(config, name));
+        // The URL is parsed only when there is a certificate to withhold.
+        let withheld = self.trust.identity.is_some() && !self.scope.covers(&details.uri.to_string());
+        let config = if withheld { tls::without_certificate(&self.trust) } else { tls::config(&self.trust) };
+        let connection = config.and_then(|config| ClientConnection::new(config, name));
         // As rustls' own errors of the handshake arrive: inside an I/O error.
         let connection = connection.map_err(|e| io::Error::new(ErrorKind::InvalidData, e))?;
         Ok(Box::new(Tls::handshake(connection, plain, details)?))

@@ -18,7 +18,8 @@ use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
-use crate::net::{roots, tls::Trust, unix::NotASocket};
+use crate::net::tls::{CertScope, Trust};
+use crate::net::{roots, unix::NotASocket};
 use crate::rules::attempt::Failure;
 use crate::util::headers::Headers;
 use crate::util::url;
@@ -76,8 +77,12 @@ pub(crate) struct ClientConfig {
     pub request_timeout: Duration,
     pub max_redirects: u32,
     pub max_body: u64,
-    /// What TLS trusts: the system's roots and `--cacert`'s, or with `-k` anything.
+    /// What TLS trusts: the system's roots and `--cacert`'s, or with `-k`
+    /// anything; and the client certificate of `--cert`.
     pub trust: Arc<Trust>,
+    /// `--location-trusted`: the client certificate goes to every origin,
+    /// not only to the origin of each loop's URL ([`CertScope`]).
+    pub certificate_everywhere: bool,
     /// `--unix-socket`: every connection goes to this socket (see `src/net/unix.rs`).
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--watch`: replies are read as streams, with no `--request-timeout`,
@@ -154,6 +159,8 @@ const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 pub(crate) struct Client {
     agent: ureq::Agent,
     spec: ClientConfig,
+    /// Where the client certificate goes.
+    scope: CertScope,
     proxies: Proxies,
     /// The cookies replies set, sent back on this loop's later requests.
     jar: Jar,
@@ -187,8 +194,27 @@ impl Client {
         // Over a Unix socket no proxy is used, as in curl.
         let proxies = if spec.unix_socket.is_some() { Proxies::none() } else { Proxies::from_env() };
         let idle = spec.watch.and_then(|Idle(idle)| idle);
-        let agent = connect::agent(config, Arc::clone(&spec.trust), spec.unix_socket.as_deref(), idle);
-        Client { agent, spec: spec.clone(), proxies, jar: Jar::default(), parsed: RefCell::default() }
+        let scope = match spec.certificate_everywhere {
+            true => CertScope::Everywhere,
+            false => CertScope::OriginOf(request.url.clone()),
+        };
+        let agent = connect::agent(config, Arc::clone(&spec.trust), scope.clone(), spec.unix_socket.as_deref(), idle);
+        Client { agent, spec: spec.clone(), scope, proxies, jar: Jar::default(), parsed: RefCell::default() }
+    }
+
+    /// `-v`'s line on the client certificate, when there is one.
+    pub(crate) fn certificate_note(&self) -> Option<String> {
+        let identity = self.spec.trust.identity.as_ref()?;
+        let to = match &self.scope {
+            CertScope::Everywhere => "every origin (--location-trusted)".to_string(),
+            CertScope::OriginOf(own) => url::origin_key(own),
+        };
+        Some(format!("client certificate: `{}` (SHA-256 {}), for {to}", identity.file, identity.fingerprint()))
+    }
+
+    /// Whether a request to `url` presents the client certificate.
+    fn presents_certificate(&self, url: &str) -> bool {
+        self.spec.trust.identity.is_some() && self.scope.covers(url)
     }
 
     /// The proxy a request to `url` goes through, as messages name it.
@@ -326,6 +352,10 @@ impl Client {
             // An end of stream before any reply is a dropped connection, not a short body.
             if fault.failure == Failure::Truncated {
                 fault.failure = Failure::Reset;
+            }
+            // The alert of a server that wants a certificate it was not shown says so.
+            if fault.failure == Failure::CertRefused && !self.presents_certificate(url) {
+                fault.failure = Failure::CertWanted;
             }
             // Nothing was reached: through a proxy, that is the proxy.
             if fault.failure.traits().surely_unprocessed {
@@ -495,6 +525,8 @@ fn classify(error: &ureq::Error) -> Fault {
         E::Timeout(_) => Failure::Timeout,
         E::HostNotFound => Failure::Dns,
         _ if matches!(tls, Some(rustls::Error::InvalidMessage(_))) => Failure::NotTls,
+        // `send` makes it `CertWanted` where no certificate was shown.
+        _ if tls.is_some_and(refuses_client_certificate) => Failure::CertRefused,
         _ if tls.is_some() => Failure::Tls,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
@@ -520,6 +552,8 @@ fn classify(error: &ureq::Error) -> Fault {
     };
     let detail = match (failure, error) {
         (Failure::BodyTooLarge, _) => "body larger than --max-body".to_string(),
+        // rustls' words for the alert, without ureq's `io: `.
+        (Failure::CertRefused, _) => tls.map(ToString::to_string).unwrap_or_else(|| error.to_string()),
         // Which roots did not trust it: the first thing to check behind a TLS-inspecting proxy.
         (Failure::Tls, _) if matches!(tls, Some(rustls::Error::InvalidCertificate(_))) => match roots::source() {
             Some(source) => format!("{error} (trusted roots: {source})"),
@@ -550,6 +584,29 @@ fn tls_error(error: &ureq::Error) -> Option<&rustls::Error> {
     }
 }
 
+/// Whether a TLS error is the server's alert about the client certificate:
+/// one it wants and did not get (TLS 1.3's `certificate_required`; Go's
+/// `bad_certificate`, as etcd sends it), or one it does not take (unknown
+/// CA, expired, revoked, not allowed): which, only whether one was shown
+/// says. The alert arrives with the handshake in TLS 1.2, and with the
+/// first read after it in TLS 1.3.
+fn refuses_client_certificate(error: &rustls::Error) -> bool {
+    use rustls::AlertDescription as A;
+    matches!(
+        error,
+        rustls::Error::AlertReceived(
+            A::CertificateRequired
+                | A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                | A::AccessDenied
+        )
+    )
+}
+
 /// The status a proxy answered `CONNECT` with: the one number of three digits
 /// in ureq's reason (`proxy server responded 407/407`), where a hang-up has none.
 fn proxy_status(reason: &str) -> Option<u16> {
@@ -571,6 +628,7 @@ mod tests {
         let io = |kind: ErrorKind, inner: Box<dyn std::error::Error + Send + Sync>| E::Io(Io::new(kind, inner));
         let cert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
         let not_tls = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        let alert = |alert| Box::new(rustls::Error::AlertReceived(alert));
         let rows: Vec<(E, Failure)> = vec![
             (E::Timeout(ureq::Timeout::Connect), Failure::ConnectTimeout),
             (E::Timeout(ureq::Timeout::Resolve), Failure::Dns),
@@ -586,6 +644,11 @@ mod tests {
             (E::Io(Io::from(ErrorKind::InvalidData)), Failure::Malformed),
             (io(ErrorKind::InvalidData, Box::new(cert)), Failure::Tls),
             (io(ErrorKind::InvalidData, Box::new(not_tls)), Failure::NotTls),
+            // The client certificate's alerts; `send` tells a refusal from a request by whether one was shown.
+            (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::CertificateRequired)), Failure::CertRefused),
+            (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::BadCertificate)), Failure::CertRefused),
+            (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::UnknownCA)), Failure::CertRefused),
+            (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::HandshakeFailure)), Failure::Tls),
             (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
             (E::TooManyRedirects, Failure::TooManyRedirects),
             (E::BodyExceedsLimit(10), Failure::BodyTooLarge),

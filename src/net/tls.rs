@@ -8,46 +8,162 @@
 //! read at all (a one-shot run would spend most of its time parsing them:
 //! docs/BENCHMARKS.md, "The house kept simple"); any other is checked
 //! against every root, read then.
+//!
+//! With `--cert`, the configuration presents the client certificate to a
+//! server that asks for one (rustls' own `with_client_auth_cert`); beside it
+//! is one that presents none, for the connections of a loop to another
+//! origin than its URL's ([`CertScope`]).
 
+use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::net::roots::roots;
+use crate::util::url;
 
-/// What the TLS connections of a run trust.
+/// What the TLS connections of a run trust, and the client certificate they present.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Trust {
     /// `--cacert`'s certificates, added to the system's roots (read before anything is sent).
     pub cacert: Vec<CertificateDer<'static>>,
     /// `-k`: no certificate is checked.
     pub insecure: bool,
+    /// `--cert` (and `--key`): shown to a server that asks for a client certificate.
+    pub identity: Option<Identity>,
 }
 
-/// The configuration of this process and the trust it was made for.
-type Made = (Trust, Result<Arc<ClientConfig>, rustls::Error>);
+/// A client certificate, its chain and its private key, known to belong
+/// together. Its `Debug` shows no byte of the key.
+pub(crate) struct Identity {
+    /// The certificate's file as the user gave it, for `-v`.
+    pub file: String,
+    /// The certificate first, then the chain that may follow it.
+    pub chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+}
+
+impl Identity {
+    /// `chain` (from `file`) and `key`, when rustls can sign with the key and
+    /// it belongs to the chain's first certificate (rustls' own check, as
+    /// `with_client_auth_cert` makes it).
+    pub(crate) fn new(
+        file: String,
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Result<Identity, rustls::Error> {
+        let provider = rustls::crypto::ring::default_provider();
+        CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider)?.keys_match()?;
+        Ok(Identity { file, chain, key })
+    }
+
+    /// The certificate's SHA-256 fingerprint as `openssl x509 -fingerprint
+    /// -sha256` writes it (`AB:01:...`): what `-v` names it by, since no crate
+    /// of the tree turns a subject into text.
+    pub(crate) fn fingerprint(&self) -> String {
+        // ring's SHA-256, as rustls exposes it: the hash of a TLS 1.3 suite.
+        let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256.tls13();
+        let digest = suite.map(|suite| suite.common.hash_provider.hash(&self.chain[0]));
+        let bytes = digest.as_ref().map_or(&[][..], |digest| digest.as_ref());
+        bytes.iter().map(|byte| format!("{byte:02X}")).collect::<Vec<_>>().join(":")
+    }
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Identity {
+        Identity { file: self.file.clone(), chain: self.chain.clone(), key: self.key.clone_key() }
+    }
+}
+
+impl PartialEq for Identity {
+    fn eq(&self, other: &Identity) -> bool {
+        self.chain == other.chain && self.key.secret_der() == other.key.secret_der()
+    }
+}
+
+impl Eq for Identity {}
+
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identity").field("file", &self.file).field("certificates", &self.chain.len()).finish()
+    }
+}
+
+/// Where a loop presents the run's client certificate. To the origin of the
+/// loop's URL, where `-u` and `Authorization` go, and not to another that a
+/// redirect or a `--submit` status URL leads to; with `--location-trusted`,
+/// to any, as curl's flag sends credentials wherever a reply leads. Decided
+/// per connection, by the origin it is made for: ureq pools connections by
+/// origin, so one made with the certificate serves that origin only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CertScope {
+    /// `--location-trusted`.
+    Everywhere,
+    /// The loop's URL.
+    OriginOf(String),
+}
+
+impl CertScope {
+    /// Whether a connection for `url` presents the certificate.
+    pub(crate) fn covers(&self, url: &str) -> bool {
+        match self {
+            CertScope::Everywhere => true,
+            CertScope::OriginOf(own) => url::same_origin(own, url),
+        }
+    }
+}
+
+/// The two configurations of a trust: presenting its client certificate,
+/// and presenting none (the same one when there is no certificate).
+#[derive(Debug, Clone)]
+struct Configs {
+    presenting: Arc<ClientConfig>,
+    anonymous: Arc<ClientConfig>,
+}
+
+/// The configurations of this process and the trust they were made for.
+type Made = (Trust, Result<Configs, rustls::Error>);
 static CONFIG: OnceLock<Made> = OnceLock::new();
 
-/// The configuration for `trust`: built on first use and shared after. A
-/// process has one trust; another (unit tests) gets one of its own, built each time.
+/// The configuration for `trust`, presenting its client certificate to a
+/// server that asks: built on first use and shared after. A process has one
+/// trust; another (unit tests) gets one of its own, built each time.
 pub(crate) fn config(trust: &Trust) -> Result<Arc<ClientConfig>, rustls::Error> {
+    configs(trust).map(|configs| configs.presenting)
+}
+
+/// The configuration for `trust` that presents no client certificate: for
+/// an origin out of a loop's [`CertScope`].
+pub(crate) fn without_certificate(trust: &Trust) -> Result<Arc<ClientConfig>, rustls::Error> {
+    configs(trust).map(|configs| configs.anonymous)
+}
+
+fn configs(trust: &Trust) -> Result<Configs, rustls::Error> {
     let (made_for, shared) = CONFIG.get_or_init(|| (trust.clone(), build(trust)));
     if made_for == trust { shared.clone() } else { build(trust) }
 }
 
-fn build(trust: &Trust) -> Result<Arc<ClientConfig>, rustls::Error> {
+/// Both configurations, on one verifier (the system's roots are read once).
+fn build(trust: &Trust) -> Result<Configs, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(rustls::ALL_VERSIONS)?
-        // rustls' own verifier where there are roots; otherwise `Unconditional`.
-        .dangerous()
-        .with_custom_certificate_verifier(verifier(trust, provider)?)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    // rustls' own verifier where there are roots; otherwise `Unconditional`.
+    let verifier = verifier(trust, Arc::clone(&provider))?;
+    let builder = || {
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider));
+        let builder = builder.with_protocol_versions(rustls::ALL_VERSIONS)?;
+        Ok::<_, rustls::Error>(builder.dangerous().with_custom_certificate_verifier(Arc::clone(&verifier)))
+    };
+    let anonymous = Arc::new(builder()?.with_no_client_auth());
+    let presenting = match &trust.identity {
+        Some(identity) => Arc::new(builder()?.with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())?),
+        None => Arc::clone(&anonymous),
+    };
+    Ok(Configs { presenting, anonymous })
 }
 
 /// What checks a server's certificate under `trust`.
@@ -217,20 +333,66 @@ mod tests {
 
     #[test]
     fn cacert_adds_to_the_roots_and_k_takes_any_certificate() {
-        let cacert = Trust { cacert: fixture(), insecure: false };
+        let cacert = Trust { cacert: fixture(), insecure: false, identity: None };
         assert_eq!(verdict(&cacert, "localhost"), Ok(()));
         assert_eq!(verdict(&cacert, "127.0.0.1"), Ok(()));
         assert!(verdict(&cacert, "example.com").is_err_and(|e| e.contains("not valid for name")));
         // The system's roots alone do not hold the test's certificate.
         assert!(verdict(&Trust::default(), "localhost").is_err_and(|e| e.contains("UnknownIssuer")));
-        let insecure = Trust { cacert: Vec::new(), insecure: true };
+        let insecure = Trust { cacert: Vec::new(), insecure: true, identity: None };
         assert_eq!(verdict(&insecure, "example.com"), Ok(()));
         assert!(build(&cacert).is_ok() && build(&insecure).is_ok());
     }
 
+    fn fixture_key() -> PrivateKeyDer<'static> {
+        use rustls::pki_types::pem::PemObject as _;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/key.pem");
+        let Ok(key) = PrivateKeyDer::from_pem_file(path) else { panic!("test fixture") };
+        key
+    }
+
+    #[test]
+    fn an_identity_is_a_certificate_and_its_own_key_and_never_shows_the_key() {
+        let Ok(identity) = Identity::new("cert.pem".into(), fixture(), fixture_key()) else { panic!("an identity") };
+        // 32 bytes in hex, colon-separated, as `openssl x509 -fingerprint -sha256` writes them.
+        let fingerprint = identity.fingerprint();
+        assert_eq!((fingerprint.len(), fingerprint.matches(':').count()), (95, 31), "{fingerprint}");
+        assert!(fingerprint.chars().all(|c| c == ':' || c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
+        let shown = format!("{:?}", Trust { identity: Some(identity.clone()), ..Trust::default() });
+        assert!(shown.contains("cert.pem") && !shown.contains("key"), "{shown}");
+        assert_eq!(identity.clone(), identity);
+
+        // A key that is not the certificate's: any of the Mozilla roots has another.
+        let stranger = vec![webpki_root_certs::TLS_SERVER_ROOT_CERTS[0].clone()];
+        let mismatch = Identity::new("root.pem".into(), stranger, fixture_key()).map(drop);
+        assert!(matches!(mismatch, Err(rustls::Error::InconsistentKeys(_))), "{mismatch:?}");
+    }
+
+    #[test]
+    fn with_a_certificate_a_second_configuration_presents_none() {
+        let Ok(identity) = Identity::new("cert.pem".into(), fixture(), fixture_key()) else { panic!("an identity") };
+        let with = Trust { cacert: fixture(), insecure: false, identity: Some(identity) };
+        let (Ok(presenting), Ok(anonymous)) = (config(&with), without_certificate(&with)) else { panic!("configs") };
+        assert!(presenting.client_auth_cert_resolver.has_certs());
+        assert!(!anonymous.client_auth_cert_resolver.has_certs());
+        let without = Trust { cacert: fixture(), insecure: false, identity: None };
+        let (Ok(one), Ok(other)) = (config(&without), without_certificate(&without)) else { panic!("configs") };
+        assert!(!one.client_auth_cert_resolver.has_certs() && !other.client_auth_cert_resolver.has_certs());
+    }
+
+    #[test]
+    fn a_loop_presents_the_certificate_to_its_own_origin_only_unless_told_everywhere() {
+        let own = CertScope::OriginOf("https://api.test/v1/jobs".into());
+        assert!(own.covers("https://API.test:443/other"));
+        assert!(!own.covers("https://api.test:8443/v1/jobs"));
+        assert!(!own.covers("https://status.test/v1/jobs"));
+        assert!(!own.covers("http://api.test/v1/jobs"));
+        assert!(CertScope::Everywhere.covers("https://status.test/"));
+    }
+
     #[test]
     fn one_configuration_serves_the_trust_it_was_made_for() {
-        let trust = Trust { cacert: fixture(), insecure: false };
+        let trust = Trust { cacert: fixture(), insecure: false, identity: None };
         let (Ok(first), Ok(again)) = (config(&trust), config(&trust)) else { panic!("configurations") };
         let shared = CONFIG.get().is_some_and(|(made_for, _)| made_for == &trust);
         // Another test of this process may have made the shared one first: then each is its own.

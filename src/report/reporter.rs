@@ -54,6 +54,8 @@ pub(crate) struct Style {
     pub deadline: Option<Duration>,
     /// The variables that set an option (`POLL_TIMEOUT`), which `-v` names.
     pub from_environment: Vec<String>,
+    /// What the configuration warns of (a private key others may read), said when the run starts.
+    pub warnings: Vec<String>,
 }
 
 /// Writes progress, attempt lines and events to stderr, for every loop of
@@ -121,7 +123,8 @@ impl Reporter {
             .collect();
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
         let out = Sink { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Sink::default() };
-        Reporter {
+        let warnings = style.warnings.clone();
+        let reporter = Reporter {
             voice: Voice { color, github: style.github },
             style,
             is_terminal,
@@ -130,7 +133,11 @@ impl Reporter {
             targets,
             idempotency_key,
             out: Mutex::new(out),
+        };
+        for warning in &warnings {
+            reporter.warn(warning);
         }
+        reporter
     }
 
     /// Loop `t`'s reporter, which also keeps its `progress`.

@@ -66,6 +66,10 @@ pub enum Failure {
     Tls,
     /// What answered the TLS handshake was no TLS (a plain-HTTP port).
     NotTls,
+    /// The server refused the client certificate (`--cert`) it was shown.
+    CertRefused,
+    /// The server asks for a client certificate and was shown none.
+    CertWanted,
     /// More redirects than `--max-redirs`, or a redirect loop.
     TooManyRedirects,
     /// A redirect whose `Location` cannot be followed.
@@ -150,6 +154,13 @@ impl Failure {
             Failure::Malformed => (true, false, false, true, true, "malformed", "malformed reply"),
             Failure::Tls => (false, false, false, true, true, "tls", "TLS handshake failed"),
             Failure::NotTls => (false, false, false, true, true, "tls", "the server does not speak TLS there"),
+            // The origin answered, as a 401 does: what it refused is ours.
+            Failure::CertRefused => {
+                (false, false, false, false, true, "tls", "the server refused the client certificate")
+            }
+            Failure::CertWanted => {
+                (false, false, false, false, true, "tls", "the server asks for a client certificate")
+            }
             Failure::TooManyRedirects => (false, false, false, false, false, "redirects", "too many redirects"),
             Failure::BadRedirect => (false, false, false, false, true, "redirects", "redirect cannot be followed"),
             Failure::BodyTooLarge => {
@@ -225,7 +236,7 @@ pub struct Attempt {
 mod tests {
     use super::*;
 
-    const ALL: [Failure; 15] = [
+    const ALL: [Failure; 17] = [
         Failure::Refused,
         Failure::Dns,
         Failure::ConnectTimeout,
@@ -235,6 +246,8 @@ mod tests {
         Failure::Malformed,
         Failure::Tls,
         Failure::NotTls,
+        Failure::CertRefused,
+        Failure::CertWanted,
         Failure::TooManyRedirects,
         Failure::BadRedirect,
         Failure::BodyTooLarge,

@@ -21,6 +21,9 @@ pub(crate) struct Situation<'a> {
     pub keyed: bool,
     /// The last attempt was sent again with a new `--auth-cmd` token.
     pub reauthenticated: bool,
+    /// `--cert` is given: a server that asked for one and got none is on
+    /// another origin than the loop's URL.
+    pub client_cert: bool,
     /// `--submit`: where the operation is, once known.
     pub operation: Option<&'a str>,
     /// The attempt that stopped the loop.
@@ -72,6 +75,14 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
         (Err(Fault { failure: Failure::Tls, .. }), _) => {
             "; to trust this server, pass its CA with --cacert FILE (or -k to skip verification)"
         }
+        // Not the --cacert hint: the server was trusted, the caller was not.
+        (Err(Fault { failure: Failure::CertRefused, .. }), _) => {
+            "; check that the server trusts the CA that signed --cert, and that the certificate has not expired"
+        }
+        (Err(Fault { failure: Failure::CertWanted, .. }), _) if at.client_cert => {
+            "; --cert goes only to the origin of the URL given (with --submit, --location-trusted sends it to every origin)"
+        }
+        (Err(Fault { failure: Failure::CertWanted, .. }), _) => "; give one with --cert FILE (and --key FILE)",
         (Err(Fault { failure: Failure::NotTls, .. }), _) => {
             "; something else than TLS answered on that port: is the URL http://, not https://?"
         }

@@ -186,6 +186,9 @@ impl Loop<'_> {
         };
         let request = authorised.as_ref().unwrap_or(&self.request);
         self.reporter.start(request, &self.common.polling.client.user_agent, client.proxy_for(&request.url));
+        if let Some(note) = client.certificate_note() {
+            self.reporter.detail(&note);
+        }
         Ok(())
     }
 
@@ -794,6 +797,7 @@ impl Loop<'_> {
             unix_socket: polling.client.unix_socket.is_some(),
             keyed: polling.policy.keyed,
             reauthenticated: self.reauthenticated,
+            client_cert: polling.client.trust.identity.is_some(),
             operation: self.watch.as_ref().map(|watch| watch.url.as_str()),
             record,
         }

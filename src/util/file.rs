@@ -1,12 +1,13 @@
 //! Files `poll` writes (`-o`, `--state`) and reads (`-d @FILE`, `--json @FILE`,
-//! `-H @FILE`, `--cacert`, `--fallback @FILE`, the state file), made safe on a
-//! shared machine: a regular file is replaced atomically through a temporary
-//! file created new under a name no one can guess (a link planted in the
-//! folder is never written through), a device or FIFO is written as it is
-//! (`/dev/null`, and Windows' `NUL`, known by its name), and every read is
-//! bounded in size and, for what is not a regular file (a FIFO that never
-//! writes), in time; which file a path names now, to see one replaced (`-H
-//! @FILE`); and whether a write's reader went away (a closed stdout).
+//! `-H @FILE`, `--cacert`, `--cert`, `--key`, `--fallback @FILE`, the state
+//! file), made safe on a shared machine: a regular file is replaced atomically
+//! through a temporary file created new under a name no one can guess (a link
+//! planted in the folder is never written through), a device or FIFO is
+//! written as it is (`/dev/null`, and Windows' `NUL`, known by its name), and
+//! every read is bounded in size and, for what is not a regular file (a FIFO
+//! that never writes), in time; which file a path names now, to see one
+//! replaced (`-H @FILE`); whether a write's reader went away (a closed
+//! stdout); and whether others may read a key's file.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -279,6 +280,13 @@ fn owned(path: &Path, meta: &fs::Metadata, via_link: bool) -> Result<(), String>
     }
 }
 
+/// The mode of the file `path` leads to, when group or others may read it
+/// (a private key's file: ssh warns of it); `None` when they may not, where
+/// there are no modes (Windows), or when it cannot be looked at.
+pub(crate) fn others_may_read(path: &Path) -> Option<u32> {
+    fs::metadata(path).ok().and_then(|meta| imp::others_may_read(&meta))
+}
+
 /// What is said of a state file that is a device, a FIFO or a socket.
 pub(crate) fn not_regular(path: &Path) -> String {
     format!("`{}` is not a regular file (a device, a FIFO?); name a file", path.display())
@@ -399,6 +407,11 @@ mod imp {
         (meta.mode() & 0o022 != 0).then_some(meta.mode() & 0o777)
     }
 
+    /// A file's mode, when group or others may read it.
+    pub(super) fn others_may_read(meta: &std::fs::Metadata) -> Option<u32> {
+        (meta.mode() & 0o044 != 0).then_some(meta.mode() & 0o777)
+    }
+
     /// For reading, with O_NONBLOCK: a FIFO opens at once, with no writer to wait for.
     pub(super) fn open_to_read_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
         OpenOptions::new().read(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
@@ -445,6 +458,10 @@ mod imp {
     }
 
     pub(super) fn others_may_write(_: &std::fs::Metadata) -> Option<u32> {
+        None
+    }
+
+    pub(super) fn others_may_read(_: &std::fs::Metadata) -> Option<u32> {
         None
     }
 

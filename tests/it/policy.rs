@@ -224,6 +224,8 @@ fn every_failure_variant() {
         (BadRedirect, "redirect cannot be followed"),
         (BodyTooLarge, "body larger than --max-body"),
         (ProxyRefused, "the proxy refused the connection"),
+        (CertRefused, "the server refused the client certificate"),
+        (CertWanted, "the server asks for a client certificate"),
     ];
     for (failure, cause) in permanent_failures {
         check(&[

@@ -428,8 +428,8 @@ mod tests {
         let pem = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cert.pem")).unwrap_or_default();
         let url = parsed("rediss://127.0.0.1:1");
         let cacert = crate::net::roots::certificates(&pem).0;
-        assert!(RedisStore::new(&url, &Trust { cacert, insecure: false }).is_ok());
-        assert!(RedisStore::new(&url, &Trust { cacert: Vec::new(), insecure: true }).is_ok());
+        assert!(RedisStore::new(&url, &Trust { cacert, insecure: false, identity: None }).is_ok());
+        assert!(RedisStore::new(&url, &Trust { cacert: Vec::new(), insecure: true, identity: None }).is_ok());
     }
 
     use crate::state::test_support::redis::Redis as Server;
