@@ -31,6 +31,8 @@ mod waits;
 mod watch;
 // --watch against real servers: nginx with nchan, etcd.
 mod watch_servers;
+// Mutual TLS against real servers that ask for a client certificate: nginx, etcd, redis-server.
+mod mtls;
 
 // Shared state: the file, Redis, a Redis Cluster and Sentinels.
 mod cluster;

@@ -4,6 +4,8 @@
 //!
 //! Tests that need it call [`Etcd::start`], which returns `None` (after one loud `SKIPPED` line)
 //! when etcd is not installed, unless `POLL_TEST_REQUIRE_TOOLS=1` makes that a failure, as in CI.
+//! [`Etcd::with_client_cert_auth`] serves over TLS and takes only clients with a certificate
+//! its CA signed, as a Kubernetes control plane's etcd does.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,16 +27,29 @@ pub struct Etcd {
     child: Child,
     port: u16,
     dir: PathBuf,
+    /// Serving `https://`, with client certificate auth.
+    tls: bool,
 }
 
 impl Etcd {
     pub fn start() -> Option<Etcd> {
+        Etcd::start_with(None)
+    }
+
+    /// etcd over TLS with `--client-cert-auth`, on the certificates `support::certs::make`
+    /// made in `certs` (its server's is `leaf.pem`, its CA `ca.pem`). It is ready when it
+    /// accepts connections; whether it is healthy yet, the test asks (with `poll`).
+    pub fn with_client_cert_auth(certs: &Path) -> Option<Etcd> {
+        Etcd::start_with(Some(certs))
+    }
+
+    fn start_with(certs: Option<&Path>) -> Option<Etcd> {
         if !super::have_tool("etcd", "apt-get install etcd-server") {
             return None;
         }
         let mut last = String::new();
         for _ in 0..PORT_TRIES {
-            match Etcd::launch() {
+            match Etcd::launch(certs) {
                 Ok(etcd) => return Some(etcd),
                 Err(why) => last = why,
             }
@@ -42,14 +57,15 @@ impl Etcd {
         panic!("etcd did not start after {PORT_TRIES} tries: {last}");
     }
 
-    fn launch() -> Result<Etcd, String> {
+    fn launch(certs: Option<&Path>) -> Result<Etcd, String> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("etcd-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let (port, peer_port) = (free_port(), free_port());
-        let client = format!("http://127.0.0.1:{port}");
+        let scheme = if certs.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
         let output = std::fs::File::create(dir.join("output")).map_err(|e| format!("create output file: {e}"))?;
         let errors = output.try_clone().map_err(|e| format!("clone output file: {e}"))?;
@@ -69,17 +85,25 @@ impl Etcd {
                 command.env_remove(name);
             }
         }
+        if let Some(certs) = certs {
+            let file = |name: &str| certs.join(name).display().to_string();
+            command.args(["--cert-file", &file("leaf.pem"), "--key-file", &file("leaf.key")]).args([
+                "--trusted-ca-file",
+                &file("ca.pem"),
+                "--client-cert-auth",
+            ]);
+        }
         let child = command.spawn().map_err(|e| format!("spawn etcd: {e}"))?;
         // From here on, Drop stops it whatever happens.
-        let mut etcd = Etcd { child, port, dir };
+        let mut etcd = Etcd { child, port, dir, tls: certs.is_some() };
         let deadline = Instant::now() + READY_WAIT;
         loop {
             if let Ok(Some(status)) = etcd.child.try_wait() {
                 return Err(format!("etcd exited with {status}: {}", etcd.log()));
             }
             // A refused connection panics in `request`: look at the port first.
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-                && request(port, "GET", "/health", "") == (200, r#"{"health":"true"}"#.to_string())
+            let accepts = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            if accepts && (etcd.tls || request(port, "GET", "/health", "") == (200, r#"{"health":"true"}"#.to_string()))
             {
                 return Ok(etcd);
             }
@@ -90,9 +114,10 @@ impl Etcd {
         }
     }
 
-    /// `http://127.0.0.1:PORT` and `path`.
+    /// `http://127.0.0.1:PORT` and `path` (`https://` with client certificate auth).
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 
     /// Sets `key` to `value` (`POST /v3/kv/put`); etcd's reply (its `header` holds the new revision).

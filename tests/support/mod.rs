@@ -5,6 +5,7 @@
 
 mod arrivals;
 pub mod breaker;
+pub mod certs;
 pub mod cmd;
 pub mod etcd;
 pub mod nginx;

@@ -1,12 +1,13 @@
-//! A real nginx with the nchan module (Debian's `libnginx-mod-nchan`) on 127.0.0.1, for the
-//! `--watch` tests against a pub/sub server nobody here wrote: its own nginx.conf in a temp
+//! A real nginx on 127.0.0.1: with the nchan module (Debian's `libnginx-mod-nchan`), for the
+//! `--watch` tests against a pub/sub server nobody here wrote; and over TLS, asking for client
+//! certificates ([`Mtls`]), for the mutual TLS tests. Each has its own nginx.conf in a temp
 //! folder, one process in the foreground (`daemon off; master_process off;`), stopped by its
 //! PID when dropped.
 //!
-//! Tests that need it call [`Nchan::start`], which returns `None` (after one loud `SKIPPED`
-//! line) when nginx or the module is not installed, unless `POLL_TEST_REQUIRE_TOOLS=1` makes
-//! that a failure, as in CI. [`request`] is the by-hand HTTP/1.0 client of this file and of
-//! `etcd.rs`.
+//! Tests that need it call [`Nchan::start`] or [`Mtls::start`], which return `None` (after one
+//! loud `SKIPPED` line) when nginx or the module is not installed, unless
+//! `POLL_TEST_REQUIRE_TOOLS=1` makes that a failure, as in CI. [`request`] is the by-hand
+//! HTTP/1.0 client of this file and of `etcd.rs`.
 
 use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -75,45 +76,9 @@ impl Nchan {
     }
 
     fn launch(module: &Path) -> Result<Nchan, String> {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let port = free_port();
-        let config = dir.join("nginx.conf");
-        std::fs::write(&config, config_text(module, &dir, port))
-            .map_err(|e| format!("write {}: {e}", config.display()))?;
-        let output = std::fs::File::create(dir.join("output")).map_err(|e| format!("create output file: {e}"))?;
-        let errors = output.try_clone().map_err(|e| format!("clone output file: {e}"))?;
-        // -p: the prefix of relative paths; -e: the error log of the start, before the config is read.
-        let child = Command::new("nginx")
-            .arg("-p")
-            .arg(&dir)
-            .arg("-c")
-            .arg(&config)
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .stdin(Stdio::null())
-            .stdout(output)
-            .stderr(errors)
-            .spawn()
-            .map_err(|e| format!("spawn nginx: {e}"))?;
-        // From here on, Drop stops it whatever happens.
-        let mut nchan = Nchan { child, port, dir };
-        let deadline = Instant::now() + READY_WAIT;
-        loop {
-            if let Ok(Some(status)) = nchan.child.try_wait() {
-                return Err(format!("nginx exited with {status}: {}{}", read(&nchan.dir.join("output")), nchan.log()));
-            }
-            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                return Ok(nchan);
-            }
-            if Instant::now() > deadline {
-                return Err(format!("nginx not accepting on port {port} after {READY_WAIT:?}: {}", nchan.log()));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (child, dir) = spawn(&[port], |dir| config_text(module, dir, port))?;
+        Ok(Nchan { child, port, dir })
     }
 
     /// `http://127.0.0.1:PORT` and `path`.
@@ -146,6 +111,108 @@ impl Drop for Nchan {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A running nginx over TLS with the certificates of `support::certs` (its CA's clients only)
+/// on two ports, two origins:
+///
+/// - The first asks every client for a certificate (`ssl_verify_client on`): a request without
+///   one, or with one its CA did not sign, gets nginx's 400. `/who` answers
+///   `{"client":"<subject>","verify":"SUCCESS"}`; `/away` redirects (302) to the second
+///   origin's `/who`; a POST to `/jobs` answers 202 with `Operation-Location` there too.
+/// - The second asks for one but takes a request without (`ssl_verify_client optional`): its
+///   `/who` says whether a certificate came (`"verify":"NONE"` when none did).
+pub struct Mtls {
+    child: Child,
+    port: u16,
+    other: u16,
+    dir: PathBuf,
+}
+
+impl Mtls {
+    /// nginx with the certificates `support::certs::make` made in `certs`.
+    pub fn start(certs: &Path) -> Option<Mtls> {
+        if !super::have_tool("nginx", "apt-get install nginx") {
+            return None;
+        }
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let (port, other) = (free_port(), free_port());
+            match spawn(&[port, other], |dir| mtls_config(dir, certs, port, other)) {
+                Ok((child, dir)) => return Some(Mtls { child, port, other, dir }),
+                Err(why) => last = why,
+            }
+        }
+        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
+    }
+
+    /// `https://127.0.0.1:PORT` and `path`, on the origin that asks every client for a certificate.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `https://127.0.0.1:OTHER` and `path`, on the origin where a certificate is optional.
+    pub fn other_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.other)
+    }
+
+    /// nginx's error log so far, for a failing test's message.
+    pub fn log(&self) -> String {
+        read(&self.dir.join("error.log"))
+    }
+}
+
+impl Drop for Mtls {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// nginx in a new folder of its own with the configuration `config` makes for that folder, once
+/// it accepts on every one of `ports`: the process and the folder. A failed start is stopped and
+/// its folder removed.
+fn spawn(ports: &[u16], config: impl FnOnce(&Path) -> String) -> Result<(Child, PathBuf), String> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let config_path = dir.join("nginx.conf");
+    std::fs::write(&config_path, config(&dir)).map_err(|e| format!("write {}: {e}", config_path.display()))?;
+    let output = std::fs::File::create(dir.join("output")).map_err(|e| format!("create output file: {e}"))?;
+    let errors = output.try_clone().map_err(|e| format!("clone output file: {e}"))?;
+    // -p: the prefix of relative paths; -e: the error log of the start, before the config is read.
+    let mut child = Command::new("nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&config_path)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdin(Stdio::null())
+        .stdout(output)
+        .stderr(errors)
+        .spawn()
+        .map_err(|e| format!("spawn nginx: {e}"))?;
+    let deadline = Instant::now() + READY_WAIT;
+    let failed = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!("nginx exited with {status}: {}{}", read(&dir.join("output")), read(&dir.join("error.log")));
+        }
+        if ports.iter().all(|port| TcpStream::connect((Ipv4Addr::LOCALHOST, *port)).is_ok()) {
+            return Ok((child, dir));
+        }
+        if Instant::now() > deadline {
+            break format!("nginx not accepting on {ports:?} after {READY_WAIT:?}: {}", read(&dir.join("error.log")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    Err(failed)
 }
 
 /// The module's file, or `None` after the `SKIPPED` line (a failure with `POLL_TEST_REQUIRE_TOOLS=1`),
@@ -200,6 +267,50 @@ http {{
 }}
 "#,
         module = module.display()
+    )
+}
+
+/// [`Mtls`]'s two servers, every file in `dir` but the certificates (in `certs`).
+fn mtls_config(dir: &Path, certs: &Path, port: u16, other: u16) -> String {
+    let (dir, certs) = (dir.display(), certs.display());
+    let tls = format!(
+        "ssl_certificate {certs}/leaf.pem; ssl_certificate_key {certs}/leaf.key; \
+         ssl_client_certificate {certs}/ca.pem; ssl_verify_depth 2; default_type application/json;"
+    );
+    let who = r#"location = /who { return 200 '{"client":"$ssl_client_s_dn","verify":"$ssl_client_verify"}'; }"#;
+    format!(
+        r#"daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log {dir}/access.log;
+    client_body_temp_path {dir}/client_body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        {tls}
+        ssl_verify_client on;
+        {who}
+        location = /away {{ return 302 https://127.0.0.1:{other}/who; }}
+        location = /jobs {{
+            add_header Operation-Location https://127.0.0.1:{other}/who always;
+            return 202 '{{"status":"running"}}';
+        }}
+    }}
+    server {{
+        listen 127.0.0.1:{other} ssl;
+        {tls}
+        ssl_verify_client optional;
+        {who}
+    }}
+}}
+"#
     )
 }
 

@@ -60,6 +60,17 @@ impl Redis {
         Redis::start_with(Listen::Tls, None, &args)
     }
 
+    /// As [`Redis::with_tls`], and it takes only clients with a certificate `ca` signed
+    /// (`--tls-auth-clients yes`).
+    pub fn with_client_auth(cert: &Path, key: &Path, ca: &Path) -> Option<Redis> {
+        let files = [("--tls-cert-file", cert), ("--tls-key-file", key), ("--tls-ca-cert-file", ca)];
+        let mut args: Vec<String> =
+            files.iter().flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()]).collect();
+        // After the `no` of `launch`: the last one given wins.
+        args.extend(["--tls-auth-clients".to_string(), "yes".to_string()]);
+        Redis::start_with(Listen::Tls, None, &args)
+    }
+
     fn start_with(listen: Listen, password: Option<&str>, extra: &[String]) -> Option<Redis> {
         if !super::have_tool("redis-server", "apt-get install redis-server") {
             return None;

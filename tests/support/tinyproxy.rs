@@ -27,12 +27,21 @@ impl Tinyproxy {
     /// tinyproxy with `ConnectPort 443` (so `CONNECT` to any other port gets 403) and, with
     /// `auth` = `Some((user, pass))`, `BasicAuth user pass` (anything else gets 407).
     pub fn start(auth: Option<(&str, &str)>) -> Option<Tinyproxy> {
+        Tinyproxy::start_with(auth, 443)
+    }
+
+    /// tinyproxy with `ConnectPort {port}`: a `CONNECT` tunnel to a test's server on that port.
+    pub fn tunnelling_to(port: u16) -> Option<Tinyproxy> {
+        Tinyproxy::start_with(None, port)
+    }
+
+    fn start_with(auth: Option<(&str, &str)>, connect_port: u16) -> Option<Tinyproxy> {
         if !super::have_tool("tinyproxy", "apt-get install tinyproxy") {
             return None;
         }
         let mut last = String::new();
         for _ in 0..PORT_TRIES {
-            match Tinyproxy::launch(auth) {
+            match Tinyproxy::launch(auth, connect_port) {
                 Ok(proxy) => return Some(proxy),
                 Err(why) => last = why,
             }
@@ -40,7 +49,7 @@ impl Tinyproxy {
         panic!("tinyproxy did not start after {PORT_TRIES} tries: {last}");
     }
 
-    fn launch(auth: Option<(&str, &str)>) -> Result<Tinyproxy, String> {
+    fn launch(auth: Option<(&str, &str)>, connect_port: u16) -> Result<Tinyproxy, String> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("tinyproxy-{}-{n}", std::process::id()));
@@ -48,7 +57,7 @@ impl Tinyproxy {
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let port = free_port();
         let mut config = format!(
-            "Port {port}\nListen 127.0.0.1\nAllow 127.0.0.1\nConnectPort 443\nLogLevel Connect\n\
+            "Port {port}\nListen 127.0.0.1\nAllow 127.0.0.1\nConnectPort {connect_port}\nLogLevel Connect\n\
              LogFile \"{}\"\nPidFile \"{}\"\nTimeout 30\n",
             dir.join("tinyproxy.log").display(),
             dir.join("tinyproxy.pid").display()
