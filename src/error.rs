@@ -119,10 +119,10 @@ impl Kind {
 
 impl Kind {
     /// Whether `--fallback` stands in for the body: where there is no answer
-    /// to give (a deadline, retries spent, the circuit open). A permanent
+    /// to give (a deadline, a stall, retries spent, the circuit open). A permanent
     /// failure is an answer. The one place that says which.
     pub(crate) const fn takes_fallback(self) -> bool {
-        matches!(self, Kind::Deadline | Kind::GaveUp | Kind::CircuitOpen | Kind::StateUnreachable)
+        matches!(self, Kind::Deadline | Kind::Stalled | Kind::GaveUp | Kind::CircuitOpen | Kind::StateUnreachable)
     }
 }
 
