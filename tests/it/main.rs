@@ -31,6 +31,8 @@ mod waits;
 mod watch;
 // --watch against real servers: nginx with nchan, etcd.
 mod watch_servers;
+// -I, conditional polls and status lists against a stock nginx with gzip on.
+mod nginx;
 // Mutual TLS against real servers that ask for a client certificate: nginx, etcd, redis-server.
 mod mtls;
 

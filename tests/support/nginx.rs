@@ -1,10 +1,10 @@
 //! A real nginx on 127.0.0.1: with the nchan module (Debian's `libnginx-mod-nchan`), for the
-//! `--watch` tests against a pub/sub server nobody here wrote; and over TLS, asking for client
-//! certificates ([`Mtls`]), for the mutual TLS tests. Each has its own nginx.conf in a temp
-//! folder, one process in the foreground (`daemon off; master_process off;`), stopped by its
-//! PID when dropped.
+//! `--watch` tests against a pub/sub server nobody here wrote; over TLS, asking for client
+//! certificates ([`Mtls`]), for the mutual TLS tests; and serving static files with `gzip on`
+//! ([`Gzip`]), as a stock nginx does. Each has its own nginx.conf in a temp folder, one process in
+//! the foreground (`daemon off; master_process off;`), stopped by its PID when dropped.
 //!
-//! Tests that need it call [`Nchan::start`] or [`Mtls::start`], which return `None` (after one
+//! Tests that need it call [`Nchan::start`], [`Mtls::start`] or [`Gzip::start`], which return `None` (after one
 //! loud `SKIPPED` line) when nginx or the module is not installed, unless
 //! `POLL_TEST_REQUIRE_TOOLS=1` makes that a failure, as in CI. [`request`] is the by-hand
 //! HTTP/1.0 client of this file and of `etcd.rs`.
@@ -170,6 +170,73 @@ impl Drop for Mtls {
     }
 }
 
+/// A running nginx serving the files of its folder `root/` with `gzip on` for JSON of any size
+/// (`gzip on; gzip_types application/json; gzip_min_length 1;`, nginx's HTML always), as many a
+/// stock nginx is set up: a `.json` file is `application/json` with nginx's `ETag` and
+/// `Last-Modified` (weak once gzipped), so a conditional GET gets its 304, and a missing one is
+/// nginx's own HTML 404 page. Its access log has one line a request: `METHOD URI STATUS
+/// "If-None-Match" "Content-Encoding"`.
+pub struct Gzip {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Gzip {
+    /// nginx serving `files` (name, text) from its root folder.
+    pub fn start(files: &[(&str, &str)]) -> Option<Gzip> {
+        if !super::have_tool("nginx", "apt-get install nginx") {
+            return None;
+        }
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let port = free_port();
+            match spawn(&[port], |dir| gzip_config(dir, port)) {
+                Ok((child, dir)) => {
+                    let gzip = Gzip { child, port, dir };
+                    std::fs::create_dir_all(gzip.dir.join("root")).expect("create nginx's root folder");
+                    for (name, text) in files {
+                        gzip.write(name, text);
+                    }
+                    return Some(gzip);
+                }
+                Err(why) => last = why,
+            }
+        }
+        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
+    }
+
+    /// `http://127.0.0.1:PORT` and `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Writes the file `name` of the root folder: nginx serves it from its next request on.
+    pub fn write(&self, name: &str, text: &str) {
+        let path = self.dir.join("root").join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// The access log's lines for `uri`, oldest first (`GET /file.json 304 "W/\"...\"" ""`).
+    pub fn requests(&self, uri: &str) -> Vec<String> {
+        let lines = read(&self.dir.join("access.log"));
+        lines.lines().filter(|line| line.split(' ').nth(1) == Some(uri)).map(str::to_string).collect()
+    }
+
+    /// nginx's error log so far, for a failing test's message.
+    pub fn log(&self) -> String {
+        read(&self.dir.join("error.log"))
+    }
+}
+
+impl Drop for Gzip {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// nginx in a new folder of its own with the configuration `config` makes for that folder, once
 /// it accepts on every one of `ports`: the process and the folder. A failed start is stopped and
 /// its folder removed.
@@ -308,6 +375,38 @@ http {{
         {tls}
         ssl_verify_client optional;
         {who}
+    }}
+}}
+"#
+    )
+}
+
+/// [`Gzip`]'s server: static files from `dir/root`, every other file in `dir`.
+fn gzip_config(dir: &Path, port: u16) -> String {
+    let dir = dir.display();
+    format!(
+        r#"daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    log_format probe '$request_method $uri $status "$http_if_none_match" "$sent_http_content_encoding"';
+    access_log {dir}/access.log probe;
+    client_body_temp_path {dir}/client_body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    types {{ application/json json; text/html html; }}
+    default_type application/octet-stream;
+    gzip on;
+    gzip_types application/json;
+    gzip_min_length 1;
+    server {{
+        listen 127.0.0.1:{port};
+        root {dir}/root;
     }}
 }}
 "#
