@@ -65,7 +65,7 @@ fn jq_on_this_thread(data: &[u8]) {
         return;
     }
     // `judge` runs `holds`; `show` the same first output, labelled.
-    if let Some(input) = Input::parse(body.as_bytes()) {
+    if let Ok(input) = Input::parse(body.as_bytes()) {
         let _ = filter.show(&input);
     }
     let conditions = Conditions { until: Some(filter), ..Conditions::default() };

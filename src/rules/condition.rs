@@ -283,22 +283,22 @@ pub struct Input {
 }
 
 impl Input {
-    /// Parses a body as JSON; `None` when it is not JSON (an empty body included).
-    pub fn parse(body: &[u8]) -> Option<Input> {
+    /// Parses a body as JSON; why not when it is not JSON (an empty body included).
+    pub fn parse(body: &[u8]) -> Result<Input, NotJson> {
         // serde_json limits nesting to 128 levels, so a hostile body cannot overflow the stack here.
         // Straight into jaq's value, with no serde_json::Value between: one tree built per poll, not two.
         let mut json = serde_json::Deserializer::from_slice(body);
-        let body = Val::deserialize(&mut json).ok()?;
-        json.end().ok()?;
+        let body = Val::deserialize(&mut json).map_err(|e| NotJson::of(&e))?;
+        json.end().map_err(|_| NotJson::Invalid)?;
         let headers = Val::obj(jaq_json::Map::default());
-        Some(Input { body, status: Val::Null, headers, event: Val::Null, secrets: Vec::new() })
+        Ok(Input { body, status: Val::Null, headers, event: Val::Null, secrets: Vec::new() })
     }
 
     /// A reply for the user's filters: its JSON body, or `null` for an empty
-    /// one (HEAD, 204, most 404s); `None` when the body is not JSON. The
+    /// one (HEAD, 204, most 404s); why not when the body is not JSON. The
     /// header object is made only when a filter reads it (`headers`): names
     /// in lower case, repeated fields joined with `, `.
-    pub(crate) fn of(message: Message<'_>, headers: bool) -> Option<Input> {
+    pub(crate) fn of(message: Message<'_>, headers: bool) -> Result<Input, NotJson> {
         let mut input = match is_empty(message.body) {
             true => {
                 Input { body: Val::Null, status: Val::Null, headers: Val::Null, event: Val::Null, secrets: Vec::new() }
@@ -312,7 +312,40 @@ impl Input {
             let secret = message.headers.iter().filter(|(name, _)| crate::util::url::is_secret(name));
             input.secrets = secret.map(|(_, value)| value.to_string()).filter(|value| !value.is_empty()).collect();
         }
-        Some(input)
+        Ok(input)
+    }
+}
+
+/// Why a body is no input for the filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotJson {
+    /// It is not one JSON value.
+    Invalid,
+    /// It is JSON nested deeper than serde_json reads ([`MAX_BODY_DEPTH`] levels), a bound
+    /// that keeps the stack safe: said in its own words, not taken for a body that is not JSON.
+    TooDeep,
+}
+
+/// The nesting serde_json reads (its recursion limit), for messages.
+const MAX_BODY_DEPTH: usize = 127;
+
+impl NotJson {
+    /// serde_json's error in this vocabulary. Its recursion limit has no `Category` of its own,
+    /// only its words (`recursion limit exceeded at line 1 column N`), which tests/it/condition.rs holds.
+    fn of(error: &serde_json::Error) -> NotJson {
+        match error.to_string().starts_with("recursion limit exceeded") {
+            true => NotJson::TooDeep,
+            false => NotJson::Invalid,
+        }
+    }
+}
+
+impl std::fmt::Display for NotJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotJson::Invalid => f.write_str("not JSON"),
+            NotJson::TooDeep => write!(f, "JSON nested too deep (more than {MAX_BODY_DEPTH} levels)"),
+        }
     }
 }
 
@@ -410,7 +443,7 @@ impl Filter {
     /// Whether the filter holds on a reply of any status: a body that is not
     /// JSON (an HTML error page) reads as null, `$status` and `$headers` as they came.
     pub(crate) fn holds_on(&self, message: Message<'_>) -> Result<bool, JqError> {
-        let input = Input::of(message, self.reads_headers).or_else(|| {
+        let input = Input::of(message, self.reads_headers).or_else(|_| {
             let empty = Message { body: &[], ..message };
             Input::of(empty, self.reads_headers)
         });
@@ -435,7 +468,7 @@ impl Filter {
     /// `--print` on a final reply: every output, as JSON values. A body that
     /// is not JSON (an empty one is `null`), or a runtime error anywhere, fails the whole.
     pub(crate) fn print(&self, message: Message<'_>) -> Result<Vec<serde_json::Value>, String> {
-        let input = Input::of(message, self.reads_headers).ok_or_else(|| "the final body is not JSON".to_string())?;
+        let input = Input::of(message, self.reads_headers).map_err(|why| format!("the final body is {why}"))?;
         self.values(&input).map_err(|e| e.line)
     }
 
@@ -580,21 +613,25 @@ impl Conditions {
         let Some(builtin) = &self.builtin else { return (self.judge_input(self.input(message)), None) };
         let status = message.status;
         let mut errors = Vec::new();
-        let input = self.input(message);
-        let shown = self.shown(input.as_ref(), &mut errors);
+        let read = self.input(message);
+        let input = read.as_ref().ok();
+        let shown = self.shown(input, &mut errors);
         let in_use = self.builtin_done() || self.builtin_fails();
         // The built-ins read JSON bodies only: an empty one is "not JSON" to them (done on a status reply).
-        let json = input.as_ref().filter(|_| in_use && !is_empty(message.body));
+        let json = input.filter(|_| in_use && !is_empty(message.body));
         let word = json.map(|input| builtin.word(subject, input));
         let waiting = phase == Phase::Wait;
-        let failed = match (&self.fail_when, &input) {
+        let failed = match (&self.fail_when, input) {
             (Some(filter), Some(input)) => holds(filter, input, &mut errors),
             (Some(_), None) => false,
             (None, _) => word == Some(Word::Failed),
         };
-        let done = match (&self.until, &input) {
+        let done = match (&self.until, input) {
             (Some(filter), Some(input)) => Some(holds(filter, input, &mut errors)),
-            (Some(_), None) => None,
+            (Some(filter), None) => {
+                unread(filter, &read, &mut errors);
+                None
+            }
             (None, _) => Some(match word {
                 None => waiting,
                 Some(Word::Done) => true,
@@ -638,20 +675,24 @@ impl Conditions {
     }
 
     /// The reply as the filters read it, its header object made only when one of them reads it.
-    fn input(&self, message: Message<'_>) -> Option<Input> {
+    fn input(&self, message: Message<'_>) -> Result<Input, NotJson> {
         let filters = [&self.until, &self.fail_when, &self.show];
         Input::of(message, filters.into_iter().flatten().any(Filter::reads_headers))
     }
 
-    fn judge_input(&self, input: Option<Input>) -> Judgement {
+    fn judge_input(&self, read: Result<Input, NotJson>) -> Judgement {
         let mut errors = Vec::new();
-        let shown = self.shown(input.as_ref(), &mut errors);
+        let shown = self.shown(read.as_ref().ok(), &mut errors);
         // Without --until nothing objects to any 2xx: whether that is done is the policy's to say (--done-on).
-        if self.until.is_none() && self.fail_when.is_none() {
+        let Some(first) = self.fail_when.as_ref().or(self.until.as_ref()) else {
             return Judgement { verdict: Verdict::Met, errors, shown };
-        }
-        let Some(input) = input else {
-            return Judgement { verdict: Verdict::NotJson, errors, shown };
+        };
+        let input = match read {
+            Ok(input) => input,
+            Err(_) => {
+                unread(first, &read, &mut errors);
+                return Judgement { verdict: Verdict::NotJson, errors, shown };
+            }
         };
         let mut test = |filter: &Option<Filter>| filter.as_ref().map(|filter| holds(filter, &input, &mut errors));
         let verdict = if test(&self.fail_when) == Some(true) {
@@ -670,6 +711,14 @@ impl Conditions {
 /// Whether a body is empty (HEAD, 204, most 404s): no JSON, and `null` to the user's filters.
 fn is_empty(body: &[u8]) -> bool {
     body.iter().all(u8::is_ascii_whitespace)
+}
+
+/// A body `filter` could not read because it nests too deep, said as the filter's error (the
+/// warning, and the run's last words), though the verdict stays "not JSON".
+fn unread(filter: &Filter, read: &Result<Input, NotJson>, errors: &mut Vec<JqError>) {
+    if let Err(why @ NotJson::TooDeep) = read {
+        errors.push(filter.error(&why.to_string()));
+    }
 }
 
 /// Whether `filter` holds on `input`; a runtime error is "not met", its message kept in `errors`.

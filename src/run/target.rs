@@ -671,7 +671,7 @@ impl Loop<'_> {
         }
         let filter = self.common.polling.submit.as_ref()?.status_url.as_ref()?;
         let message = Message::reply(reply.status, &reply.headers, &reply.body);
-        let input = Input::of(message, filter.reads_headers())?;
+        let input = Input::of(message, filter.reads_headers()).ok()?;
         match filter.first_string(&input) {
             Ok(found) => {
                 let url = found.and_then(|found| url::resolve(base, &found))?;
@@ -776,7 +776,7 @@ impl Loop<'_> {
             // A run ended by its status (--done-on, --fail-on) may have any body (nginx's HTML
             // 404): --print reads one that is not JSON as null, and $status still says what came.
             let listed = matches!(record.outcome, Outcome::Status { .. });
-            let body = if listed && Input::parse(body).is_none() { &[][..] } else { body };
+            let body = if listed && Input::parse(body).is_err() { &[][..] } else { body };
             print.print(Message::reply(status, headers, body))
         });
         let body = record.into_body();

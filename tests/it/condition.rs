@@ -1,7 +1,7 @@
 //! Table tests of the jq conditions (`--until`, `--fail-when`, `--show`) as pure
 //! functions: a filter and a body in, a verdict out.
 
-use poll::condition::{Conditions, Filter, Input, Judgement};
+use poll::condition::{self, Conditions, Filter, Input, Judgement};
 use poll::policy::Verdict::{self, FailWhen, Met, NotJson, NotMet};
 
 fn filter(source: &str) -> Filter {
@@ -9,7 +9,7 @@ fn filter(source: &str) -> Filter {
 }
 
 fn input(body: &str) -> Input {
-    Input::parse(body.as_bytes()).unwrap_or_else(|| panic!("{body:?} should parse as JSON"))
+    Input::parse(body.as_bytes()).unwrap_or_else(|why| panic!("{body:?} should parse as JSON: {why}"))
 }
 
 fn conditions(until: Option<&str>, fail_when: Option<&str>, show: Option<&str>) -> Conditions {
@@ -312,9 +312,9 @@ fn hostile_filters_are_refused_without_crashing() {
 fn hostile_bodies_are_not_json_without_crashing() {
     for (open, inner, close) in [("[", "", "]"), ("{\"a\":", "1", "}")] {
         let deep = nested(open, inner, close, 10_000);
-        assert!(Input::parse(deep.as_bytes()).is_none(), "10,000 nested `{open}` is not JSON");
+        assert_eq!(Input::parse(deep.as_bytes()).err(), Some(condition::NotJson::TooDeep), "10,000 nested `{open}`");
         let until = conditions(Some("."), None, Some(".")).judge(deep.as_bytes());
-        assert_eq!(until, Judgement { verdict: NotJson, errors: vec![], shown: None });
+        assert_eq!((until.verdict, until.errors.len(), until.shown), (NotJson, 1, None));
         let plain = conditions(None, None, None).judge(deep.as_bytes());
         assert_eq!(plain.verdict, Met, "no filters: any 2xx is done");
     }
@@ -323,11 +323,37 @@ fn hostile_bodies_are_not_json_without_crashing() {
     assert_eq!(filter("flatten == [1]").holds(&input(&deep_enough)), Ok(true));
     // Bodies that are not one JSON value.
     for body in [&b""[..], b" ", b"{", b"[1,]", b"{\"a\":1} {\"b\":2}", b"\xff\xfe", b"NaN", b"undefined", b"'x'"] {
-        assert!(Input::parse(body).is_none(), "{:?} is not JSON", String::from_utf8_lossy(body));
+        assert_eq!(Input::parse(body).err(), Some(condition::NotJson::Invalid), "{:?}", String::from_utf8_lossy(body));
+        let until = conditions(Some("."), None, None).judge(body);
+        assert_eq!(until, Judgement { verdict: NotJson, errors: vec![], shown: None }, "no error: it is just not JSON");
     }
     // JSON with surrounding whitespace, scalars and unicode is.
     for body in [" {\"a\":1}\n", "1", "\"s\"", "null", "[\"\\u00e9\"]", "{\"é\":\"ü\"}"] {
-        assert!(Input::parse(body.as_bytes()).is_some(), "{body:?} is JSON");
+        assert!(Input::parse(body.as_bytes()).is_ok(), "{body:?} is JSON");
+    }
+}
+
+/// JSON nested deeper than serde_json reads is no body "not JSON": the filter that could not
+/// read it says how deep is too deep, as its error (the warning and the run's last words), at
+/// exactly the depth the words name (issue 39, row 13).
+#[test]
+fn json_nested_too_deep_is_said_so() {
+    let words = condition::NotJson::TooDeep.to_string();
+    let limit: usize = words.split(' ').find_map(|word| word.parse().ok()).expect("the words name the limit");
+    assert!(words.contains("nested too deep"), "{words}");
+    for (open, inner, close) in [("[", "", "]"), ("{\"a\":", "1", "}")] {
+        assert!(Input::parse(nested(open, inner, close, limit).as_bytes()).is_ok(), "{limit} levels of `{open}`");
+        let deep = nested(open, inner, close, limit + 1);
+        assert_eq!(Input::parse(deep.as_bytes()).err(), Some(condition::NotJson::TooDeep));
+        for (until, fail_when) in [(Some("."), None), (None, Some(".a")), (Some("."), Some(".a"))] {
+            let judged = conditions(until, fail_when, None).judge(deep.as_bytes());
+            assert_eq!(judged.verdict, NotJson);
+            let [error] = judged.errors.as_slice() else { panic!("one error: {judged:?}") };
+            assert_eq!(error.as_cause(), format!("{} failed on the body: {words}", error.flag()));
+            assert!(error.contains(&words) && error.contains(fail_when.or(until).unwrap_or_default()), "{error}");
+        }
+        // No filter: any 2xx is done, however deep.
+        assert_eq!(conditions(None, None, None).judge(deep.as_bytes()).verdict, Met);
     }
 }
 

@@ -327,6 +327,24 @@ fn a_jq_runtime_error_is_not_met_and_reported_once() {
     assert_eq!(err.matches("jq error").count(), 1, "{err}");
 }
 
+/// A 2xx body of JSON nested deeper than jq's input may be: the warning, the run's last words and
+/// `--print` say it is nested too deep, not that it is not JSON (issue 39, row 13).
+#[test]
+fn a_body_nested_too_deep_is_said_so() {
+    let too_deep = "JSON nested too deep (more than 127 levels)";
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let server = Server::start(vec![Reply::json(200, &deep)]);
+    let out = poll().args(["--until", ". != null", "--timeout", "1s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches(too_deep).count(), 2, "the warning once, and the last words: {err}");
+    assert!(err.contains(&format!("last: --until failed on the body: {too_deep}")), "{err}");
+    assert!(!err.contains("not JSON"), "{err}");
+    let out = poll().args(["--print", ".[0]", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("--print: the final body is {too_deep}")), "{}", stderr(&out));
+}
+
 #[test]
 fn output_file_receives_the_body_and_stdout_stays_empty() {
     let server = Server::start(vec![Reply::json(200, DONE)]);
