@@ -136,7 +136,7 @@ mod tests {
 
     fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Result<Reply, Fault> {
         let headers = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
-        Ok(Reply { status, headers, body: body.as_bytes().to_vec() })
+        Ok(Reply { status, headers, body: body.as_bytes().to_vec(), cut: false })
     }
 
     fn names(request: &Request) -> Vec<(String, String)> {

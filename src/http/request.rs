@@ -94,12 +94,15 @@ pub(crate) struct ClientConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Idle(pub Option<Duration>);
 
-/// A response read to its last byte (decoded when compressed).
+/// A response read to its last byte (decoded when compressed), or to
+/// `--max-body` when its status may have its body cut ([`Client::fetch`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
     pub status: u16,
     pub headers: Headers,
     pub body: Vec<u8>,
+    /// The body was larger than `--max-body`, and is its first `--max-body` bytes.
+    pub cut: bool,
 }
 
 /// An attempt that produced no usable response: its class, and the detail for people.
@@ -230,9 +233,16 @@ impl Client {
 
     /// One attempt: send, follow redirects, read the body. `budget` bounds the
     /// whole attempt (the smaller of `--request-timeout` and the time left).
-    pub(crate) fn fetch(&self, request: &Request, budget: Duration) -> Result<Reply, Fault> {
+    /// A reply whose status `cuts` names (one a status list decides on, whatever
+    /// its body) has a body over `--max-body` cut there; any other is refused.
+    pub(crate) fn fetch(
+        &self,
+        request: &Request,
+        budget: Duration,
+        cuts: &dyn Fn(u16) -> bool,
+    ) -> Result<Reply, Fault> {
         let response = self.follow(request, Some(budget))?;
-        self.read(response)
+        self.read(response, cuts)
     }
 
     /// `--watch`: one request, whose 2xx reply is handed over as a
@@ -240,11 +250,16 @@ impl Client {
     /// as [`Client::fetch`] reads it. `budget` (the time left, if there is a
     /// deadline) bounds the whole request; `--idle-timeout` bounds each
     /// silence (the transport's reads).
-    pub(crate) fn open(&self, request: &Request, budget: Option<Duration>) -> Result<Opened, Fault> {
+    pub(crate) fn open(
+        &self,
+        request: &Request,
+        budget: Option<Duration>,
+        cuts: &dyn Fn(u16) -> bool,
+    ) -> Result<Opened, Fault> {
         let response = self.follow(request, budget)?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            return self.read(response).map(Opened::Reply);
+            return self.read(response, cuts).map(Opened::Reply);
         }
         let headers = headers_of(&response);
         let framing = Framing::of(headers.get("content-type"));
@@ -404,16 +419,26 @@ impl Client {
         self.agent.run(configured.proxy(proxy).build())
     }
 
-    fn read(&self, mut response: http::Response<ureq::Body>) -> Result<Reply, Fault> {
+    fn read(&self, mut response: http::Response<ureq::Body>, cuts: &dyn Fn(u16) -> bool) -> Result<Reply, Fault> {
         let status = response.status().as_u16();
         let headers = headers_of(&response);
         let limit = self.spec.max_body;
+        let may_cut = cuts(status);
         // Room for the whole body when its length is known: read in one go, with no small probe read first.
         let known = response.body().content_length().unwrap_or(0).min(limit).min(BODY_ROOM_AT_ONCE);
         let mut raw = Vec::with_capacity(usize::try_from(known).unwrap_or(0));
-        let mut reader = response.body_mut().with_config().limit(limit).reader();
-        reader.read_to_end(&mut raw).map_err(|e| classify(&ureq::Error::from(e)))?;
-        let body = decode::decode(headers.get("content-encoding"), raw, limit).map_err(|e| match e {
+        let read = match may_cut {
+            // One byte past the limit tells a body that is cut; the rest is never read (nor the connection kept).
+            true => response.body_mut().as_reader().take(limit.saturating_add(1)).read_to_end(&mut raw),
+            false => response.body_mut().with_config().limit(limit).reader().read_to_end(&mut raw),
+        };
+        read.map_err(|e| classify(&ureq::Error::from(e)))?;
+        let coding = headers.get("content-encoding");
+        let decoded = match may_cut {
+            true => decode::decode_cut(coding, raw, limit),
+            false => decode::decode(coding, raw, limit).map(|body| (body, false)),
+        };
+        let (body, cut) = decoded.map_err(|e| match e {
             Undecodable::Broken { name, error } => {
                 Fault::new(Failure::Malformed, format!("{name} body does not decode: {error}"))
             }
@@ -421,7 +446,7 @@ impl Client {
                 Fault::new(Failure::BodyTooLarge, format!("decoded body is larger than --max-body ({limit} bytes)"))
             }
         })?;
-        Ok(Reply { status, headers, body })
+        Ok(Reply { status, headers, body, cut })
     }
 }
 

@@ -92,6 +92,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         judged: None,
         resume: Resume::default(),
         stall: common.polling.stall.map(Stall::new),
+        said_cut: false,
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.poll(&client));
@@ -137,6 +138,8 @@ struct Loop<'a> {
     resume: Resume,
     /// `--stall`: how long the progress line has shown the same.
     stall: Option<Stall>,
+    /// A status list's body over `--max-body` was cut, and the warning said so.
+    said_cut: bool,
 }
 
 /// What one attempt's sending brought back: the reply (or under `--watch`,
@@ -274,13 +277,15 @@ impl Loop<'_> {
         let resumed = self.resumed();
         let (sending, validated) = self.validators.prepare(&resumed, false);
         let started = Instant::now();
-        let open = |request: &Request| client.open(request, self.left());
+        let open = |request: &Request| client.open(request, self.left(), &|status| self.cuts(status));
         let sent = self.send(&sending, number, &open, Opened::status);
         drop(sending);
         let Delivery { reply: opened, latency, .. } = self.delivered(client, sent)?;
         let mut reply = match opened {
             Ok(Opened::Stream(stream)) => {
-                let mut head = Ok(Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new() });
+                let head =
+                    Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new(), cut: false };
+                let mut head = Ok(head);
                 // A long poll resumes by the validators of the reply it held.
                 self.validators.settle(&resumed, false, validated, &mut head);
                 return self.stream(stream, head, started, counts, rng);
@@ -341,7 +346,7 @@ impl Loop<'_> {
                 }
             };
             self.resume.event_id(stream.last_event_id());
-            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data };
+            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data, cut: false };
             let kind = event.kind.as_deref();
             let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
             self.reporter.event(&event.kind, &event.id, &record);
@@ -435,6 +440,13 @@ impl Loop<'_> {
             (Ok(reply), _) => reply.status,
             (Err(_), _) => 0,
         };
+        if reply.as_ref().is_ok_and(|reply| reply.cut) && !std::mem::replace(&mut self.said_cut, true) {
+            let limit = self.common.polling.client.max_body;
+            let cut = format!(
+                "the {status}'s body is larger than --max-body ({limit} bytes): cut to its first {limit} bytes"
+            );
+            self.reporter.warn(&format!("{cut} (a status list decides on the status, not the body)"));
+        }
         let (judgement, found) = self.judge(&reply, status, answer, event);
         let outcome = self.pending_when(&reply, record::outcome(&reply, status, judgement.as_ref(), found.is_some()));
         // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
@@ -545,7 +557,13 @@ impl Loop<'_> {
     /// `request` sent within `--request-timeout` or the time left, whichever is less.
     fn fetch(&self, client: &Client, request: &Request) -> Result<Reply, Fault> {
         let timeout = self.common.polling.client.request_timeout;
-        client.fetch(request, self.left().map_or(timeout, |left| left.min(timeout)))
+        client.fetch(request, self.left().map_or(timeout, |left| left.min(timeout)), &|status| self.cuts(status))
+    }
+
+    /// Whether a reply of `status` has a body over `--max-body` cut, not refused: a status
+    /// list (`--done-on`, `--fail-on`, `--pending-on`) decides on it whatever its body says.
+    fn cuts(&self, status: u16) -> bool {
+        self.common.polling.policy.listed(status, self.phase).is_some()
     }
 
     /// Whether the next request may carry credentials: any but a `--submit`

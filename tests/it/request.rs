@@ -618,6 +618,43 @@ fn a_body_over_max_body_is_permanent() {
     poll().args(["--max-body", "1KiB", &server.url("/")]).assert().code(0).stdout("x".repeat(1024));
 }
 
+/// A status list decides on the status whatever the body says: a 404 under `--done-on 404` whose
+/// body is over `--max-body` is done, with the first `--max-body` bytes on stdout and one warning,
+/// plain or gzipped; `--fail-on` exits 4 so, and `--pending-on` says it once however many come. A
+/// status no list names is still refused (issue 39, row 16).
+#[test]
+fn a_listed_statuss_body_over_max_body_is_cut_not_refused() {
+    let page: String = (0..5000u32).map(|n| char::from(b'a' + (n % 26) as u8)).collect();
+    let limit = 1024;
+    let first = &page[..limit];
+    let max_body = limit.to_string();
+    let warned = |stderr: &str| stderr.lines().filter(|line| line.contains("cut to its first")).count();
+    let plain = Reply::text(404, &page);
+    let gzipped = Reply::status(404).header("Content-Encoding", "gzip").body(gzip(page.as_bytes()));
+    for (list, code) in [("--done-on", 0), ("--fail-on", 4)] {
+        for reply in [&plain, &gzipped] {
+            let server = Server::start(vec![reply.clone()]);
+            let output = poll().args([list, "404", "--max-body", &max_body, &server.url("/")]).output().unwrap();
+            let stderr = stderr_of(&output);
+            assert_eq!(output.status.code(), Some(code), "{list}: {stderr}");
+            assert_eq!(String::from_utf8_lossy(&output.stdout), first, "{list}");
+            assert_eq!(warned(&stderr), 1, "{list}: {stderr}");
+            assert!(stderr.contains(&format!("--max-body ({limit} bytes)")), "{stderr}");
+        }
+    }
+    let server = Server::start(vec![plain.clone(), plain.clone(), Reply::json(200, r#"{"ok":true}"#)]);
+    let output =
+        poll().args(["--pending-on", "404", "-i", "0", "--max-body", &max_body, &server.url("/")]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(warned(&stderr_of(&output)), 1, "said once: {}", stderr_of(&output));
+    assert_eq!(server.hits(), 3);
+    // No list names it: refused, as any body over --max-body is.
+    let server = Server::start(vec![plain]);
+    let output = poll().args(["--max-body", &max_body, &server.url("/")]).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr_of(&output));
+    assert!(stderr_of(&output).contains("body larger than --max-body"), "{}", stderr_of(&output));
+}
+
 /// The body's room is set aside from its `Content-Length` before it is read, but
 /// never a server's word for a terabyte: the two bytes that came are a truncated reply.
 #[test]
