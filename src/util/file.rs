@@ -37,16 +37,36 @@ pub(crate) fn folder_of(path: &Path) -> &Path {
     }
 }
 
-/// A file `poll` will write: its folder must exist and it must not be a folder.
+/// A file `poll` will write, checked before anything is sent: not a folder.
+/// A device, a FIFO or stdout is written as it is; a regular file, or a new
+/// one where `path` (or its dangling links) leads, is replaced through a
+/// temporary file beside it, so that folder must exist and `poll` must be
+/// allowed to make files in it.
 pub(crate) fn check_writable(path: &Path) -> Result<(), String> {
-    let folder = folder_of(path);
-    if !folder.is_dir() {
-        return Err(format!("folder `{}` does not exist", folder.display()));
-    }
     if path.is_dir() {
         return Err(format!("`{}` is a folder; name a file in it", path.display()));
     }
-    Ok(())
+    let target = match destination(path) {
+        Ok(Destination::InPlace { .. }) => return Ok(()),
+        _ if names_stdout(path) => return Ok(()),
+        Ok(Destination::File(target)) => target,
+        // A file on the way (`out.json/x`), a loop of links: said of the folder below.
+        Err(_) => path.to_path_buf(),
+    };
+    let folder = folder_of(&target);
+    let leads = match target.as_path() == path {
+        true => String::new(),
+        false => format!(" (where `{}` leads)", path.display()),
+    };
+    match fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(format!("`{}` is not a folder{leads}", folder.display())),
+        Err(_) => return Err(format!("folder `{}` does not exist{leads}", folder.display())),
+    }
+    imp::may_make_files_in(folder).map_err(|e| {
+        let folder = folder.display();
+        format!("cannot make files in folder `{folder}`{leads} ({e}), where the file is written and renamed into place")
+    })
 }
 
 /// Where a write to a path goes.
@@ -364,6 +384,13 @@ mod imp {
         OpenOptions::new().write(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
     }
 
+    /// Whether this user may make files in `folder` (write and search it), as the kernel says
+    /// (modes, ACLs, a read-only mount); root may anywhere but on a read-only mount.
+    pub(super) fn may_make_files_in(folder: &Path) -> std::io::Result<()> {
+        use nix::unistd::{AccessFlags, access};
+        access(folder, AccessFlags::W_OK | AccessFlags::X_OK).map_err(std::io::Error::from)
+    }
+
     /// What opening a FIFO without blocking says while no one reads it.
     pub(super) fn no_reader(e: &std::io::Error) -> bool {
         e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32)
@@ -449,6 +476,11 @@ mod imp {
         OpenOptions::new().write(true).open(path)
     }
 
+    /// A folder's access list is not read here: a folder the user may not write fails at the write.
+    pub(super) fn may_make_files_in(_: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+
     pub(super) fn no_reader(_: &std::io::Error) -> bool {
         false
     }
@@ -529,6 +561,12 @@ mod tests {
         assert_eq!(folder_of(Path::new("/tmp/a.json")), Path::new("/tmp"));
         assert!(check_writable(Path::new("/no/such/folder/x")).is_err());
         assert!(check_writable(&std::env::temp_dir()).is_err(), "a folder is not a file");
+        let folder = folder("writable");
+        fs::write(folder.join("file"), b"").expect("a file");
+        assert_eq!(check_writable(&folder.join("new.json")), Ok(()));
+        let through = check_writable(&folder.join("file/x.json"));
+        assert_eq!(through, Err(format!("`{}` is not a folder", folder.join("file").display())));
+        let _ = fs::remove_dir_all(&folder);
     }
 
     #[test]

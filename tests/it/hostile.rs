@@ -277,6 +277,84 @@ fn o_writes_a_device_or_a_link_to_one_in_place_and_a_link_to_a_file_stays_a_link
     assert_eq!(std::fs::read(folder.path("target.json")).unwrap(), DONE.as_bytes());
 }
 
+/// The user `nobody`, whom root can run `poll` as (by `setpriv`) where a test needs a user
+/// without root's power over every file.
+const NOBODY: &str = "65534";
+
+/// `poll` as [`NOBODY`], with `args`.
+fn as_nobody(args: &[&str]) -> Output {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([&format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}"), "--clear-groups"]);
+    cmd.arg(env!("CARGO_BIN_EXE_poll")).args(args).stdin(std::process::Stdio::null());
+    support::hermetic(&mut cmd).output().unwrap()
+}
+
+/// Whether `poll` can be run as [`NOBODY`]: the tests run as root, setpriv is there, and
+/// `nobody` may run this build's binary (not in a folder only its owner may enter); otherwise
+/// one `SKIPPED` line, or a failure with `POLL_TEST_REQUIRE_TOOLS=1`.
+fn nobody_may_run() -> bool {
+    if !support::have_root("running poll as another user")
+        || !support::have_tool("setpriv", "apt-get install util-linux")
+    {
+        return false;
+    }
+    if as_nobody(&["--version"]).status.success() {
+        return true;
+    }
+    let bin = env!("CARGO_BIN_EXE_poll");
+    assert!(std::env::var_os("POLL_TEST_REQUIRE_TOOLS").is_none_or(|v| v != "1"), "nobody cannot run {bin}");
+    eprintln!("SKIPPED: nobody (uid {NOBODY}) cannot run {bin}: a folder on its way is closed to others");
+    false
+}
+
+/// `-o` to a file the user owns in a folder they may not write (`/var/log/app/x.json`): `poll`
+/// replaces a file through a new one beside it, which it could not make, so that is said before
+/// the first request, exit 2, as for a missing folder; the file stays as it was (issue 39, row 9).
+#[test]
+fn o_into_a_folder_the_user_may_not_write_is_refused_before_the_first_request() {
+    if !nobody_may_run() {
+        return;
+    }
+    let folder = Folder::new("o-locked");
+    let locked = folder.path("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = locked.join("x.json");
+    std::fs::write(&file, b"old").unwrap();
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    assert!(Command::new("chown").arg(NOBODY).arg(&file).status().unwrap().success());
+    let out = as_nobody(&["-o", file.to_str().unwrap(), &server.url("/")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = format!("poll: error: --output: cannot make files in folder `{}`", locked.display());
+    assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&file).unwrap(), b"old");
+}
+
+/// `-o` through a link that leads where no folder is, or through a file as if it were a folder:
+/// said before the first request, exit 2, naming the folder and the link; a dangling link into
+/// a folder that exists still makes its file (issue 39, row 9).
+#[test]
+fn o_through_a_dangling_link_or_a_file_is_refused_before_the_first_request() {
+    let folder = Folder::new("o-dangling");
+    std::os::unix::fs::symlink("gone/x.json", folder.path("link.json")).unwrap();
+    std::fs::write(folder.path("file"), b"a file").unwrap();
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(1);
+    let out = poll().args(["-o", &folder.text("link.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let (gone, link) = (folder.path("gone"), folder.path("link.json"));
+    let said = format!("--output: folder `{}` does not exist (where `{}` leads)", gone.display(), link.display());
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    let out = poll().args(["-o", &folder.text("file/x.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = format!("--output: `{}` is not a folder", folder.path("file").display());
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    // Into a folder that exists, the link's file is made (the one request of this test).
+    std::fs::create_dir(&gone).unwrap();
+    let out = poll().args(["-o", &folder.text("link.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(gone.join("x.json")).unwrap(), DONE.as_bytes());
+}
+
 /// `-o` naming poll's own stdout while stdout is a file the shell appends to
 /// (`poll -o /dev/stdout URL >> log`): the body is appended, as stdout
 /// appends, and the log is never replaced.
