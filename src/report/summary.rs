@@ -5,12 +5,12 @@
 //! Every cell is bounded ([`MAX_CELL`]), so 100 URLs stay far below the
 //! runner's 1 MiB limit for a step's summary.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error;
 use crate::report::result::UrlResult;
+use crate::util::file;
 use crate::util::text::{count, human, printable};
 
 /// The variable the runner sets to the step's summary file.
@@ -67,11 +67,11 @@ pub(crate) fn render(results: &[UrlResult], run_wide: Option<u8>, code: u8, elap
 }
 
 /// Appends `text` to the summary file in one write (other steps' tables, and
-/// other `poll`s of the same step, stay as they are).
-pub(crate) fn append(path: &Path, text: &str) -> Result<(), String> {
+/// other `poll`s of the same step, stay as they are), by `until` (the run's
+/// deadline) when it is a FIFO no one reads.
+pub(crate) fn append(path: &Path, text: &str, until: Option<Instant>) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("cannot write the step summary `{}` ({VARIABLE}): {e}", path.display());
-    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)
+    file::append(path, text.as_bytes(), until).map_err(fail)
 }
 
 /// `text` cut to [`MAX_CELL`] characters, on one line.

@@ -315,7 +315,7 @@ fn summarise(common: &Common, results: Vec<UrlResult>, error: Option<&Error>, ju
     if let Some(path) = summary::path(reporter.github()) {
         let run_wide = run_wide.map(Error::exit_code);
         let table = summary::render(&results, run_wide, code, progress.elapsed());
-        if let Err(why) = summary::append(&path, &table) {
+        if let Err(why) = summary::append(&path, &table, common.deadline) {
             reporter.warn(&why);
         }
     }

@@ -140,6 +140,19 @@ pub(crate) fn replace(
     temp.persist(&target).map(drop).map_err(|e| e.error)
 }
 
+/// Appends `bytes` to `path` in one write, for a file others append to as
+/// well (GitHub's step summary): a regular file, or a new one, is opened to
+/// append; a device or a FIFO is written as it is, never blocking past
+/// `until` ([`replace`] writes one so).
+pub(crate) fn append(path: &Path, bytes: &[u8], until: Option<Instant>) -> io::Result<()> {
+    if let Destination::InPlace { fifo } = destination(path)? {
+        return write_in_place(path, bytes, fifo, until);
+    }
+    // Without blocking all the same: a name swapped for a FIFO since fails at once instead of hanging.
+    let mut file = imp::open_to_append_without_blocking(path)?;
+    file.write_all(bytes)
+}
+
 /// How often a FIFO with no reader yet, or a full one, is tried again.
 const IN_PLACE_RETRY: Duration = Duration::from_millis(10);
 
@@ -384,6 +397,11 @@ mod imp {
         OpenOptions::new().write(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
     }
 
+    /// For appending, made if new, with O_NONBLOCK: a FIFO with no reader fails at once (ENXIO).
+    pub(super) fn open_to_append_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().append(true).create(true).custom_flags(OFlag::O_NONBLOCK.bits()).open(path)
+    }
+
     /// Whether this user may make files in `folder` (write and search it), as the kernel says
     /// (modes, ACLs, a read-only mount); root may anywhere but on a read-only mount.
     pub(super) fn may_make_files_in(folder: &Path) -> std::io::Result<()> {
@@ -474,6 +492,10 @@ mod imp {
 
     pub(super) fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
         OpenOptions::new().write(true).open(path)
+    }
+
+    pub(super) fn open_to_append_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().append(true).create(true).open(path)
     }
 
     /// A folder's access list is not read here: a folder the user may not write fails at the write.

@@ -372,6 +372,33 @@ fn o_naming_its_own_stdout_writes_to_stdout_and_never_replaces_the_file_behind_i
     assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("earlier\n{DONE}{DONE}{DONE}"));
 }
 
+/// `GITHUB_STEP_SUMMARY` naming a FIFO no one reads: the summary is given up at the deadline, with
+/// one warning, and the run ends as it would have, its `-- CMD` started (issue 39, row 10).
+#[test]
+fn a_step_summary_fifo_without_a_reader_is_given_up_at_the_deadline() {
+    let folder = Folder::new("summary-fifo");
+    let fifo = folder.path("summary");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &fifo)
+        .args(["--timeout", "1s", &server.url("/"), "--", "echo", "started"])
+        .timeout(Duration::from_secs(15))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"started\n");
+    let said =
+        format!("::warning title=poll::cannot write the step summary `{}` (GITHUB_STEP_SUMMARY): ", fifo.display());
+    assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
+}
+
 #[test]
 fn o_to_a_fifo_without_a_reader_ends_at_the_deadline_with_exit_3() {
     let folder = Folder::new("o-fifo");
