@@ -439,3 +439,72 @@ fn the_builtin_filters_as_shown_compile_and_answer_as_the_builtins() {
         }
     }
 }
+
+/// README's "The filter language" lists where jaq differs from jq 1.7 with examples; each is run
+/// here on `null`, so that the list stays true (issue 39, row 19). A bullet's claims: "`F` is
+/// `V`" (F's first output, as `tojson` writes it, is V; with ", then fails" after it, F fails
+/// after that output), "`F` fails" (it compiles, and fails when run), "`F` gives nothing";
+/// "not there:" (none compiles), "are refused" (each fails, compiled or run), "poll adds" (each
+/// variable compiles). Every bullet must say something this test checks.
+#[test]
+fn readmes_jq_differences_hold() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let section = readme.split("\n## The filter language\n").nth(1).expect("README's filter language section");
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines() {
+        match (line.strip_prefix("- "), bullets.last_mut()) {
+            (Some(start), _) => bullets.push(start.to_string()),
+            (None, Some(bullet)) if line.starts_with("  ") => bullet.push_str(&format!(" {}", line.trim())),
+            _ => {}
+        }
+    }
+    assert!(bullets.len() >= 8, "{bullets:#?}");
+    let null = input("null");
+    // All of `source`'s outputs on null as JSON, or why it does not compile or failed.
+    let run = |source: &str| -> Result<String, String> {
+        let filter = Filter::compile(&format!("[{source}] | tojson"))?;
+        filter.show(&null).map(Option::unwrap_or_default).map_err(|e| e.to_string())
+    };
+    let first = |source: &str| {
+        let filter = Filter::compile(&format!("first({source}) | tojson")).expect("compiles");
+        filter.show(&null).map_err(|e| e.to_string())
+    };
+    for bullet in &bullets {
+        // Each code span with the words after it, up to the next span.
+        let parts: Vec<&str> = bullet.split('`').collect();
+        let spans: Vec<(&str, &str)> =
+            parts[1..].chunks(2).map(|pair| (pair[0], pair.get(1).copied().unwrap_or(""))).collect();
+        let mut checked = 0;
+        for (i, &(source, words)) in spans.iter().enumerate() {
+            if bullet.starts_with("not there:") {
+                assert!(Filter::compile(source).is_err(), "`{source}` compiles: {bullet}");
+            } else if bullet.starts_with("poll adds") {
+                if !source.starts_with('$') && source != "env" {
+                    continue;
+                }
+                assert!(Filter::compile(source).is_ok(), "`{source}` does not compile: {bullet}");
+            } else if bullet.contains(" are refused") {
+                if !bullet.split(" are refused").next().unwrap_or_default().contains(&format!("`{source}`")) {
+                    continue;
+                }
+                assert!(run(source).is_err(), "`{source}` is not refused: {bullet}");
+            } else if words == " is " {
+                let (value, after) = spans[i + 1];
+                assert_eq!(first(source), Ok(Some(value.to_string())), "`{source}`: {bullet}");
+                if after.starts_with(", then fails") {
+                    assert!(run(source).is_err(), "`{source}` does not fail after `{value}`: {:?}", run(source));
+                }
+            } else if words.starts_with(" fails") {
+                assert!(Filter::compile(source).is_ok(), "`{source}` does not compile: {bullet}");
+                assert!(run(source).is_err(), "`{source}` does not fail: {:?}", run(source));
+            } else if words.starts_with(" gives nothing") {
+                assert_eq!(run(source), Ok("[]".to_string()), "`{source}`: {bullet}");
+            } else {
+                continue;
+            }
+            checked += 1;
+        }
+        assert!(checked > 0, "nothing to check in: {bullet}");
+    }
+}
