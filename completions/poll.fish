@@ -50,7 +50,8 @@ never\t''"
 complete -c poll -l ci -d 'CI integration: github (annotations, -v groups, the step summary table), gitlab (-v in collapsed sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]' -r -f -a "github\t''
 gitlab\t''
 none\t''"
-complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state' -r
+complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state; auto (with --state): learned from the server\'s 429s by the whole fleet' -r
+complete -c poll -l retry-budget -d 'With --state: the fleet\'s retries over the last 10s are at most PCT of its other requests plus N a second (20% means 20%/1); a retry with no room waits for the next regular poll' -r
 complete -c poll -l state -d 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB] (any node of a cluster too), rediss://..., redis+unix:///PATH, redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]' -r
 complete -c poll -l state-key -d 'The key of the shared state instead of the origin, e.g. one per API token [default: the origin]' -r
 complete -c poll -l state-fail -d 'When the state store cannot be reached within 1s: open warns and goes on with this process\'s own limits, closed exits 6' -r -f -a "open\t''

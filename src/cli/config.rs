@@ -21,6 +21,8 @@ use crate::process::exec::Command;
 use crate::report::reporter::{ColorChoice, Style};
 use crate::rules::attempt::Phase;
 use crate::rules::breaker;
+use crate::rules::bucket::Rate;
+use crate::rules::budget::RetryBudget;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Policy};
 use crate::rules::trace::Trace;
@@ -110,11 +112,12 @@ pub(crate) struct Submit {
     pub key_header: Option<String>,
 }
 
-/// `--rate`, `--state`, the circuit breaker and `--fallback`.
+/// `--rate`, `--retry-budget`, `--state`, the circuit breaker and `--fallback`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Limits {
-    /// `--rate`, as the spacing between two requests.
-    pub rate: Option<Duration>,
+    /// `--rate`: the spacing between two requests, or learned.
+    pub rate: Option<Rate>,
+    pub retry_budget: Option<RetryBudget>,
     pub state: Option<StateSpec>,
     pub state_fail: StateFail,
     pub breaker: breaker::Settings,
@@ -638,8 +641,13 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read, until: Option<Instant>) -
             Some(Fallback::Body(body))
         }
     };
+    // A rate learned from 429s is the fleet's: one process alone learns nothing --retries does not already do.
+    if cli.rate == Some(Rate::Auto) && state.is_none() {
+        return Err(usage("--rate", "`auto` needs --state, where the fleet shares the rate it learns"));
+    }
     Ok(Limits {
         rate: cli.rate,
+        retry_budget: cli.retry_budget,
         state,
         state_fail: match cli.state_fail {
             StateFailArg::Open => StateFail::Open,

@@ -9,6 +9,8 @@ use std::time::Duration;
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
 use crate::error::{self, EXIT_CODES};
+use crate::rules::bucket::Rate;
+use crate::rules::budget::RetryBudget;
 use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
 use crate::util::text::printable;
 use crate::{http::request, rules::breaker, rules::policy, util::parse};
@@ -382,9 +384,15 @@ pub struct Cli {
 /// The flags under "Rate limits and shared state".
 #[derive(Debug, Args)]
 pub(crate) struct LimitArgs {
-    /// At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state
-    #[arg(long, value_name = "N/DURATION", value_parser = parse_rate, help_heading = LIMITS)]
-    pub(crate) rate: Option<Duration>,
+    /// At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state; auto (with
+    /// --state): learned from the server's 429s by the whole fleet
+    #[arg(long, value_name = "N/DURATION|auto", value_parser = parse_rate, help_heading = LIMITS)]
+    pub(crate) rate: Option<Rate>,
+
+    /// With --state: the fleet's retries over the last 10s are at most PCT of its other requests plus N a second
+    /// (20% means 20%/1); a retry with no room waits for the next regular poll
+    #[arg(long, value_name = "PCT%[/N]", value_parser = parse_retry_budget, requires = "state", help_heading = LIMITS)]
+    pub(crate) retry_budget: Option<RetryBudget>,
 
     /// State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE,
     /// or redis://[USER:PASS@]HOST[:PORT][/DB] (any node of a cluster too), rediss://..., redis+unix:///PATH,
@@ -669,8 +677,15 @@ fn parse_status(text: &str) -> Result<u16, String> {
     parse::status(text)
 }
 
-fn parse_rate(text: &str) -> Result<Duration, String> {
-    parse::rate(text)
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    match text.trim() {
+        "auto" => Ok(Rate::Auto),
+        _ => parse::rate(text).map(Rate::Every),
+    }
+}
+
+fn parse_retry_budget(text: &str) -> Result<RetryBudget, String> {
+    crate::rules::budget::parse(text)
 }
 
 fn parse_percent(text: &str) -> Result<u8, String> {
@@ -723,7 +738,7 @@ mod tests {
         else {
             panic!("parses")
         };
-        assert_eq!(cli.limits.rate, Some(Duration::from_secs(2)));
+        assert_eq!(cli.limits.rate, Some(Rate::Every(Duration::from_secs(2))));
         assert_eq!(cli.limits.breaker_min_success, 75);
         // The breaker flags mean nothing without --state.
         let err = parse(&["--breaker-cooldown", "1s", "http://x/"]).err().map(|e| e.exit_code());

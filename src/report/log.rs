@@ -54,11 +54,20 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
         Action::FailWhen | Action::Stop(_) => ("stop", None),
         Action::Poll { after, reason } => ("poll", Some((after, reason))),
         Action::Retry { after, reason } => ("retry", Some((after, reason))),
+        // No retry was sent: the budget had no room; the next regular poll follows.
+        Action::HeldBack { after, reason, .. } => ("held_back", Some((after, reason))),
     };
     event["action"] = json!(action);
     if let Some((after, reason)) = wait {
         event["wait_ms"] = json!(after.as_millis() as u64);
         event["wait_reason"] = json!(reason.name());
+    }
+    if let Action::HeldBack { counts, .. } = &record.action {
+        event["retry_budget"] = json!({ "retries": counts.retries, "requests": counts.requests + counts.retries });
+    }
+    // --rate auto: the learned rate in force, to a hundredth of a request a second.
+    if let Some(rate) = record.rate {
+        event["rate"] = json!((rate * 100.0).round() / 100.0);
     }
     event
 }

@@ -29,6 +29,8 @@ pub(crate) struct Record {
     /// `--stable N`: the condition held on this many polls in a row, of N, and is polled again.
     pub held: Option<(u32, u32)>,
     pub action: Action,
+    /// `--rate auto`: the rate the fleet had learned at this attempt's turn, in requests a second.
+    pub rate: Option<f64>,
 }
 
 /// The plain-data outcome of a reply: its class, the verdict of a 2xx, and

@@ -208,16 +208,25 @@ impl Reporter {
     /// Attempt `number` of loop `t` waits `wait` for its turn: its `--rate`
     /// slot, or the server's advice kept in `--state`, which `-v` names since
     /// no reply of this run asked for it.
-    fn queued(&self, t: usize, number: u32, wait: Duration, why: WaitReason) {
+    fn queued(&self, t: usize, number: u32, wait: Duration, why: WaitReason, learned: Option<f64>) {
         let Some(target) = self.targets.get(t) else { return };
-        let shown = match why {
-            WaitReason::StoredAdvice => " (server advice in --state)".to_string(),
-            other => format!(" ({other})"),
+        let shown = match (why, learned) {
+            (WaitReason::StoredAdvice, _) => " (server advice in --state)".to_string(),
+            (WaitReason::Rate, Some(rate)) => format!(" (rate {}, learned)", per_second(rate)),
+            (other, _) => format!(" ({other})"),
         };
         target.live.waits(wait, "next attempt", shown);
-        if why == WaitReason::StoredAdvice && self.verbose_text() {
-            self.line(t, &format!("{}attempt {number}: waits {} for {why}", self.named(t), human(wait)));
+        if !self.verbose_text() {
+            return;
         }
+        let line = match (why, learned) {
+            (WaitReason::StoredAdvice, _) => format!("waits {} for {why}", human(wait)),
+            (WaitReason::Rate, Some(rate)) => {
+                format!("waits {} for its turn (rate {}, learned)", human(wait), per_second(rate))
+            }
+            _ => return,
+        };
+        self.line(t, &format!("{}attempt {number}: {line}", self.named(t)));
     }
 
     /// A detail of loop `t` that `-v` shows, such as a state store left alone.
@@ -313,8 +322,11 @@ impl Reporter {
                 }
             }
         }
-        if let Action::Poll { after, reason } | Action::Retry { after, reason } = &record.action {
-            let what = if matches!(record.action, Action::Poll { .. }) { "next poll" } else { "retrying" };
+        if let Action::Poll { after, reason }
+        | Action::Retry { after, reason }
+        | Action::HeldBack { after, reason, .. } = &record.action
+        {
+            let what = if matches!(record.action, Action::Retry { .. }) { "retrying" } else { "next poll" };
             let why = match reason {
                 WaitReason::Interval => String::new(),
                 other => format!(" ({other})"),
@@ -506,8 +518,20 @@ fn decision(record: &Record) -> String {
         Action::FailWhen => "stop (--fail-when matched)".into(),
         Action::Poll { after, reason } => format!("poll again in {} ({reason})", human(*after)),
         Action::Retry { after, reason } => format!("retry in {} ({reason})", human(*after)),
+        Action::HeldBack { after, reason, counts } => format!(
+            "retry held back (retry budget: {} retries of {} requests in {}s); next poll in {} ({reason})",
+            counts.retries,
+            counts.requests + counts.retries,
+            crate::rules::budget::WINDOW_SECS,
+            human(*after)
+        ),
         Action::Stop(stop) => format!("stop ({})", stop.name()),
     }
+}
+
+/// A rate as `-v` shows it: `7.1/s`.
+fn per_second(rate: f64) -> String {
+    format!("{:.1}/s", rate)
 }
 
 /// One loop's reporter: what the loop tells goes to its progress line, its
@@ -532,8 +556,8 @@ impl LoopReporter<'_> {
     }
 
     /// Attempt `number` waits `wait` for its turn (`--rate`, or advice kept in `--state`).
-    pub(crate) fn queued(&self, number: u32, wait: Duration, why: WaitReason) {
-        self.reporter.queued(self.t, number, wait, why);
+    pub(crate) fn queued(&self, number: u32, wait: Duration, why: WaitReason, learned: Option<f64>) {
+        self.reporter.queued(self.t, number, wait, why, learned);
     }
 
     /// A detail that `-v` shows, such as a state store left alone.

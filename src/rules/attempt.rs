@@ -230,6 +230,19 @@ pub struct Attempt {
     /// No reply (of any status) has come back for this URL yet: a connection
     /// failure means "not up yet", not a failure (see [`Traits::not_up_yet`]).
     pub unreached: bool,
+    /// `--retry-budget`: what the fleet's budget held before this attempt,
+    /// as the shared state counted it; `None` without a budget.
+    pub budget: Option<Budget>,
+    /// `--rate auto`: the spacing of the rate the fleet learned, once a `429` taught it one.
+    pub learned_spacing: Option<Duration>,
+}
+
+/// What `--retry-budget` held before an attempt: whether one more retry
+/// fits, and what the window counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub room: bool,
+    pub counts: crate::rules::budget::Counts,
 }
 
 #[cfg(test)]

@@ -7,6 +7,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// `--rate`: how far apart requests go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rate {
+    /// `N/DURATION`: this far apart.
+    Every(Duration),
+    /// `auto`: as far apart as the rate the fleet learned from the server's `429`s (`cubic.rs`).
+    Auto,
+}
+
 /// The bucket of one origin: when the next request may go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -1,13 +1,15 @@
 //! The pure rules: plain values in, plain values out, no sockets and no
 //! clock. `policy::decide` and the jq conditions, the server's advice, the
-//! breaker, the rate bucket, `--submit`'s operation rules and how `--watch`
-//! resumes.
+//! breaker, the rate bucket, the retry budget and the learned rate,
+//! `--submit`'s operation rules and how `--watch` resumes.
 
 pub mod advice;
 pub mod attempt;
 pub(crate) mod breaker;
 pub(crate) mod bucket;
+pub mod budget;
 pub mod condition;
+pub(crate) mod cubic;
 pub(crate) mod operation;
 pub mod policy;
 pub(crate) mod resume;

@@ -9,7 +9,8 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::rules::advice::Advice;
-pub use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
+pub use crate::rules::attempt::{Attempt, Budget, Failure, Outcome, Phase, Verdict};
+pub use crate::rules::budget::Counts;
 use crate::util::text::{human, human_pair};
 
 /// Server-advised waits longer than this are not waited for when there is no
@@ -125,6 +126,10 @@ pub enum Action {
     Poll { after: Duration, reason: WaitReason },
     /// A transient failure: try again.
     Retry { after: Duration, reason: WaitReason },
+    /// A transient failure whose retry `--retry-budget` had no room for
+    /// (`counts`: what the fleet's window held): no retry is sent, the next
+    /// regular poll comes after `after`. The failure counts as a retry's would.
+    HeldBack { after: Duration, reason: WaitReason, counts: Counts },
     /// Give up.
     Stop(Stop),
 }
@@ -412,7 +417,24 @@ impl Policy {
             }
             Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed | Outcome::Pending { .. } => None,
         };
-        let (after, reason) = advised.unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
+        // Under a learned rate a bare 429 waits the fleet's turn, not a backoff of its own:
+        // the shared bucket spaces the fleet, and backing off on top would leave the limit unused.
+        let learned = match (outcome, attempt.learned_spacing) {
+            (Outcome::Status { code, advice }, Some(spacing)) if is_rate_limited(*code, advice) => {
+                Some((spacing, WaitReason::Rate))
+            }
+            _ => None,
+        };
+        let (after, reason) =
+            advised.or(learned).unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
+        // No room in the fleet's retry budget: no retry, the next regular poll (the server's advice when longer).
+        if let Some(Budget { room: false, counts }) = attempt.budget {
+            let (after, reason) = match advised {
+                Some((wait, reason)) if wait > self.interval => (wait, reason),
+                _ => (self.interval, WaitReason::Interval),
+            };
+            return self.within_deadline(after, reason, attempt, outcome, Action::HeldBack { after, reason, counts });
+        }
         self.within_deadline(after, reason, attempt, outcome, Action::Retry { after, reason })
     }
 

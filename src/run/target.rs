@@ -22,11 +22,11 @@ use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
-use crate::rules::policy::{Action, Stop, WaitReason};
+use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
 use crate::run::explain::{self, Situation};
-use crate::state::{Admission, AttemptReport, Refusal, Shared};
+use crate::state::{Admission, AttemptReport, Fleet, Refusal, Shared};
 use crate::util::clock;
 use crate::util::headers::Headers;
 use crate::util::text::{human, printable};
@@ -162,6 +162,8 @@ struct Counts {
     streak: u32,
     /// "Not yet" polls so far (`--interval-max` grows the wait with them).
     not_yet: u32,
+    /// What the shared state said of the fleet at this attempt's turn.
+    fleet: Fleet,
 }
 
 /// What a judgement was asked: the same of the same bytes gets the same answer.
@@ -201,10 +203,12 @@ impl Loop<'_> {
         let policy = &self.common.polling.policy;
         let mut rng = rand::rng();
         let mut counts = Counts::default();
+        // The next attempt follows a transient failure after a backoff: a retry, as --retry-budget counts them.
+        let mut retrying = false;
         loop {
             self.common.cancel.check()?;
             counts.number += 1;
-            self.turn(counts.number)?;
+            counts.fleet = self.turn(counts.number, retrying)?;
             let (record, found) = match self.common.polling.client.watch {
                 Some(_) => (self.watch(client, &mut counts, &mut rng)?, None),
                 None => self.attempt(client, &counts, &mut rng)?,
@@ -213,7 +217,8 @@ impl Loop<'_> {
             if let Some(found) = &found {
                 self.watching(found.clone());
             }
-            let refusal = self.share(&record)?;
+            let refusal = self.share(&record, &counts.fleet)?;
+            retrying = matches!(record.action, Action::Retry { .. });
             let held = policy.holds(&record.outcome, record.phase);
             let after = match &record.action {
                 Action::Done if self.resource_due() => {
@@ -230,7 +235,8 @@ impl Loop<'_> {
                     self.stalled(&record)?;
                     *after
                 }
-                Action::Retry { after, .. } => {
+                // A failure whose retry was held back counts as one whose retry was sent.
+                Action::Retry { after, .. } | Action::HeldBack { after, .. } => {
                     counts.failures += 1;
                     self.stall.as_mut().map(Stall::failed);
                     *after
@@ -489,8 +495,19 @@ impl Loop<'_> {
         let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
         let unreached = !self.replied;
         self.replied |= reply.is_ok();
-        let Counts { failures, streak, not_yet, .. } = *counts;
-        let attempt = Attempt { number, failures, remaining: self.left(), phase, streak, not_yet, unreached };
+        let Counts { failures, streak, not_yet, fleet, .. } = *counts;
+        let learned_spacing = fleet.rate.map(|rate| Duration::from_millis(crate::rules::cubic::spacing_ms(rate)));
+        let attempt = Attempt {
+            number,
+            failures,
+            remaining: self.left(),
+            phase,
+            streak,
+            not_yet,
+            unreached,
+            budget: fleet.budget,
+            learned_spacing,
+        };
         let not_up_yet = outcome.not_up_yet(&attempt);
         let action = match &reply {
             // The command's newest token was refused: no retry helps (whatever --retry-on says).
@@ -501,7 +518,7 @@ impl Loop<'_> {
         };
         let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
         let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
-        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action }
+        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
     }
 
     /// `record`, as the reporter shows an attempt.
@@ -579,35 +596,44 @@ impl Loop<'_> {
         self.common.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 
-    /// Before attempt `number`: asks the breaker, then waits for the server's
-    /// "not before" and the `--rate` slot, never past the deadline.
-    fn turn(&self, number: u32) -> Result<(), Halt> {
+    /// Before attempt `number` (a `retry`, or any other): asks the breaker,
+    /// then waits for the server's "not before" and the `--rate` slot (a
+    /// learned rate's far turn is asked for again near it), never past the deadline.
+    fn turn(&self, number: u32, retry: bool) -> Result<Fleet, Halt> {
         let common = self.common;
         if !common.shared.is_active() {
-            return Ok(());
+            return Ok(Fleet::default());
         }
-        let left = self.left();
-        match common.shared.admit(self.state_key, left, self.hooks.warn, self.detail)? {
-            Admission::Go { wait, why } => {
-                if let (Some(why), false) = (why, wait == 0) {
-                    let wait = Duration::from_millis(wait);
-                    self.reporter.queued(number, wait, why);
-                    common.cancel.sleep(wait)?;
-                }
-                Ok(())
+        loop {
+            let left = self.left();
+            let turn = common.shared.admit(self.state_key, retry, left, self.hooks.warn, self.detail)?;
+            let (wait, why, again) = match turn.admission {
+                Admission::Go { wait, why } => (wait, why, false),
+                Admission::Defer { wait } => (wait, Some(WaitReason::Rate), true),
+                Admission::Open(refusal) => return Err(explain::circuit_open(self.state_key, &refusal).into()),
+                Admission::TooLate { wait, why } => return Err(self.too_late(wait, why, left).into()),
+            };
+            if let (Some(why), false) = (why, wait == 0) {
+                let wait = Duration::from_millis(wait);
+                self.reporter.queued(number, wait, why, turn.fleet.rate);
+                common.cancel.sleep(wait)?;
             }
-            Admission::Open(refusal) => Err(explain::circuit_open(self.state_key, &refusal).into()),
-            Admission::TooLate { wait, why } => {
-                let stop = Stop::Deadline {
-                    wait: Duration::from_millis(wait),
-                    reason: why,
-                    remaining: left.unwrap_or_default(),
-                    cause: self.reporter.cause(),
-                };
-                let operation = self.watch.as_ref().map(|watch| watch.url.as_str());
-                Err(explain::error(&stop, None, "", operation).into())
+            if !again {
+                return Ok(turn.fleet);
             }
         }
+    }
+
+    /// The error of a turn that would come only at or after the deadline.
+    fn too_late(&self, wait: u64, why: WaitReason, left: Option<Duration>) -> Error {
+        let stop = Stop::Deadline {
+            wait: Duration::from_millis(wait),
+            reason: why,
+            remaining: left.unwrap_or_default(),
+            cause: self.reporter.cause(),
+        };
+        let operation = self.watch.as_ref().map(|watch| watch.url.as_str());
+        explain::error(&stop, None, "", operation)
     }
 
     /// What the filters say of a 2xx reply (or of a 304's body kept, as the
@@ -747,13 +773,19 @@ impl Loop<'_> {
     /// After an attempt: feeds the breaker and keeps the server's advice the
     /// policy honoured (and, when the run is done, its body for `--fallback
     /// last`), so other runs see them. Returns the breaker's refusal, if it is open now.
-    fn share(&self, record: &Record) -> Result<Option<Refusal>, Error> {
+    fn share(&self, record: &Record, fleet: &Fleet) -> Result<Option<Refusal>, Error> {
         let common = self.common;
         if !common.shared.is_active() {
             return Ok(None);
         }
         let advised = match &record.action {
-            Action::Poll { after, reason } | Action::Retry { after, reason } if reason.is_advice() => Some(*after),
+            Action::Poll { after, reason }
+            | Action::Retry { after, reason }
+            | Action::HeldBack { after, reason, .. }
+                if reason.is_advice() =>
+            {
+                Some(*after)
+            }
             _ => None,
         };
         // Kept under the URL as given, redacted: no secret goes into the store.
@@ -772,7 +804,13 @@ impl Loop<'_> {
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
         let sample = Sample { ok, latency: clock::ms(record.latency) };
-        let report = AttemptReport::of(sample, advised, good_body);
+        let mut report = AttemptReport::of(sample, advised, good_body);
+        // What --rate auto learns from: a request turned away for going too fast.
+        if let Outcome::Status { code, advice } = &record.outcome
+            && policy::is_rate_limited(*code, advice)
+        {
+            report.throttled_at = Some(fleet.at);
+        }
         common.shared.record(self.state_key, report, self.left(), self.hooks.warn)
     }
 

@@ -12,7 +12,7 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::origin::Origin;
-use super::{Admission, Ask, AttemptReport, Refusal, Store};
+use super::{Ask, AttemptReport, Refusal, Store, Turn};
 use crate::util::{clock, file};
 
 /// The format version this `poll` reads and writes.
@@ -26,7 +26,7 @@ const MAX_KEYS: usize = 10_000;
 const LOCK_RETRY: Duration = Duration::from_millis(1);
 
 /// Everything in a state file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct State {
     /// Keyed by origin (`scheme://host:port`) or `--state-key`.
     pub(crate) origins: BTreeMap<String, Origin>,
@@ -46,11 +46,14 @@ impl State {
             deadline_in: Some(u64::MAX),
             breaker: Some(settings),
             lease: u64::MAX,
+            retry: true,
+            budget: Some(crate::rules::budget::RetryBudget { percent: 100, per_second: 10_000 }),
+            auto: true,
         };
         for origin in self.origins.values_mut() {
             origin.checked(now);
             let _ = origin.admit(now, &ask);
-            for ok in [false, true] {
+            for (ok, throttled_at) in [(false, Some(now)), (true, None)] {
                 let sample = crate::rules::breaker::Sample { ok, latency: u64::MAX };
                 let report = AttemptReport {
                     pid: 1,
@@ -58,6 +61,7 @@ impl State {
                     not_before_in: Some(u64::MAX),
                     good_body: None,
                     breaker: Some(settings),
+                    throttled_at,
                 };
                 let _ = origin.record(now, &report);
             }
@@ -226,7 +230,7 @@ impl Store for FileStore {
 
     // The clock is read under the lock: a process that waited for it must
     // not take a slot from a moment that has already passed.
-    fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String> {
+    fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Turn, String> {
         self.update(timeout, |state| state.origins.entry(key.to_string()).or_default().admit(clock::now_ms(), ask))
     }
 
@@ -256,6 +260,7 @@ mod tests {
     use super::*;
     use crate::rules::breaker::{Breaker, BreakerState, Sample};
     use crate::rules::bucket::Bucket;
+    use crate::state::Admission;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     const NOW: u64 = 1_795_000_000_000;
@@ -295,7 +300,7 @@ mod tests {
                 cooldown: 30_000,
                 reason: "5 of the last 5 requests failed".into(),
             },
-            last_good: BTreeMap::new(),
+            ..Origin::default()
         };
         origin.keep("http://127.0.0.1:8080/a", br#"{"n":1}"#, NOW);
         origin.keep("http://127.0.0.1:8080/bin", &[0xff, 0x00, 0xfe], NOW);
@@ -439,16 +444,17 @@ mod tests {
         let folder = Folder::new();
         let path = folder.file("s.json");
         let key = "http://127.0.0.1:9";
-        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
+        let ask = Ask { spacing: Some(100), ..Ask::default() };
         let (mut one, mut two) = (FileStore::new(&path), FileStore::new(&path));
-        assert!(matches!(one.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 0, .. })));
-        assert!(matches!(two.admit(key, &ask, SECOND), Ok(Admission::Go { wait: 51..=100, .. })));
+        assert!(matches!(one.admit(key, &ask, SECOND).map(|t| t.admission), Ok(Admission::Go { wait: 0, .. })));
+        assert!(matches!(two.admit(key, &ask, SECOND).map(|t| t.admission), Ok(Admission::Go { wait: 51..=100, .. })));
         let good = AttemptReport {
             pid: 1,
             sample: Sample { ok: true, latency: 1 },
             not_before_in: None,
             good_body: Some(("http://127.0.0.1:9/x", b"good")),
             breaker: None,
+            throttled_at: None,
         };
         assert_eq!(one.record(key, &good, SECOND), Ok(None));
         assert_eq!(two.last_good(key, "http://127.0.0.1:9/x", SECOND), Ok(Some(b"good".to_vec())));

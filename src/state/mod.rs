@@ -20,7 +20,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Kind};
+use crate::rules::attempt::Budget;
 use crate::rules::breaker::{Rejection, Sample, Settings};
+use crate::rules::bucket::Rate;
+use crate::rules::budget::RetryBudget;
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
 use crate::util::sync::lock;
@@ -54,8 +57,8 @@ const LEASE_MARGIN: Duration = Duration::from_secs(1);
 pub(crate) trait Store: Send {
     /// The store for messages, without any password.
     fn name(&self) -> String;
-    /// Before an attempt: see [`Admission`].
-    fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String>;
+    /// Before an attempt: see [`Turn`].
+    fn admit(&mut self, key: &str, ask: &Ask, timeout: Duration) -> Result<Turn, String>;
     /// After an attempt: keep advice and good bodies, feed the breaker.
     fn record(&mut self, key: &str, report: &AttemptReport, timeout: Duration) -> Result<Option<Refusal>, String>;
     /// The last good body kept for `url` under `key`.
@@ -73,7 +76,7 @@ pub(crate) trait Store: Send {
 }
 
 /// What a loop asks before an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Ask {
     /// Who would probe a half-open breaker: this process.
     pub pid: u32,
@@ -86,6 +89,39 @@ pub(crate) struct Ask {
     /// The shortest half-open lease in ms: the probe's own budget (connect
     /// plus request timeout) plus a second, so that the lease outlasts the probe.
     pub lease: u64,
+    /// The attempt is a retry, counted as one by `--retry-budget`.
+    pub retry: bool,
+    /// `--retry-budget`.
+    pub budget: Option<RetryBudget>,
+    /// `--rate auto`: the rate is learned from the server's `429`s.
+    pub auto: bool,
+}
+
+/// A store's answer before an attempt: whether and when it may go, and what
+/// the fleet's shared counts say.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Turn {
+    pub admission: Admission,
+    pub fleet: Fleet,
+}
+
+impl Turn {
+    /// An answer that takes no turn: nothing to say of the fleet.
+    pub(crate) fn alone(admission: Admission) -> Turn {
+        Turn { admission, fleet: Fleet::default() }
+    }
+}
+
+/// What the shared state says of the fleet at a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Fleet {
+    /// `--retry-budget`: the window's counts, this request's included, and whether a retry fits.
+    pub budget: Option<Budget>,
+    /// `--rate auto`: the learned rate in force, in requests a second.
+    pub rate: Option<f64>,
+    /// Epoch ms on the store's clock of the turn taken: a `429` to a request
+    /// sent before the last cut cuts nothing more.
+    pub at: u64,
 }
 
 /// Whether and when the next attempt may go.
@@ -97,6 +133,8 @@ pub(crate) enum Admission {
     Open(Refusal),
     /// The turn would come only at or after the deadline: exit 1 now.
     TooLate { wait: u64, why: WaitReason },
+    /// `--rate auto`: the turn is far off; ask again after `wait` ms (nothing was taken).
+    Defer { wait: u64 },
 }
 
 /// Why and for how long an open breaker turns callers away.
@@ -128,6 +166,8 @@ pub(crate) struct AttemptReport<'a> {
     /// (URL, body) of a run that is done, to keep for `--fallback last`.
     pub good_body: Option<(&'a str, &'a [u8])>,
     pub breaker: Option<Settings>,
+    /// `--rate auto`: the attempt was answered `429`; its turn's [`Fleet::at`].
+    pub throttled_at: Option<u64>,
 }
 
 impl<'a> AttemptReport<'a> {
@@ -138,7 +178,14 @@ impl<'a> AttemptReport<'a> {
         not_before_in: Option<Duration>,
         good_body: Option<(&'a str, &'a [u8])>,
     ) -> AttemptReport<'a> {
-        AttemptReport { pid: 0, sample, not_before_in: not_before_in.map(clock::ms), good_body, breaker: None }
+        AttemptReport {
+            pid: 0,
+            sample,
+            not_before_in: not_before_in.map(clock::ms),
+            good_body,
+            breaker: None,
+            throttled_at: None,
+        }
     }
 }
 
@@ -162,6 +209,9 @@ pub(crate) struct Shared {
     /// Under `--state-fail open`, while the store is left alone.
     away: Mutex<Away>,
     spacing: Option<u64>,
+    /// `--rate auto`.
+    auto: bool,
+    budget: Option<RetryBudget>,
     breaker: Settings,
     /// See [`Ask::lease`].
     lease: u64,
@@ -173,7 +223,8 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(
         store: Option<Box<dyn Store>>,
-        rate: Option<Duration>,
+        rate: Option<Rate>,
+        budget: Option<RetryBudget>,
         breaker: Settings,
         fail: StateFail,
         probe_budget: Duration,
@@ -183,7 +234,12 @@ impl Shared {
             local: Mutex::new(BTreeMap::new()),
             fail,
             away: Mutex::new(Away::default()),
-            spacing: rate.map(crate::rules::bucket::spacing_ms),
+            spacing: match rate {
+                Some(Rate::Every(spacing)) => Some(crate::rules::bucket::spacing_ms(spacing)),
+                Some(Rate::Auto) | None => None,
+            },
+            auto: rate == Some(Rate::Auto),
+            budget,
             breaker,
             lease: clock::ms(probe_budget + LEASE_MARGIN),
             pid: std::process::id(),
@@ -196,30 +252,36 @@ impl Shared {
         self.store.is_some() || self.spacing.is_some()
     }
 
-    /// Before an attempt on `key`, with `left` before the deadline.
+    /// Before an attempt on `key` (a `retry`, or any other), with `left` before the deadline.
     pub(crate) fn admit(
         &self,
         key: &str,
+        retry: bool,
         left: Option<Duration>,
         warn: &dyn Fn(&str),
         detail: &dyn Fn(&str),
-    ) -> Result<Admission, Error> {
+    ) -> Result<Turn, Error> {
         let ask = Ask {
             pid: self.pid,
             spacing: self.spacing,
             deadline_in: left.map(clock::ms),
             breaker: None,
             lease: self.lease,
+            retry,
+            budget: self.budget,
+            auto: self.auto,
         };
         let shared = Ask { breaker: Some(self.breaker), ..ask };
         match self.with_store(left, warn, detail, |store, timeout| store.admit(key, &shared, timeout))? {
-            Some(admission) => Ok(self.bounded_admission(admission, warn)),
+            Some(turn) => Ok(self.bounded_admission(turn, warn)),
             None => Ok(lock(&self.local).entry(key.to_string()).or_default().admit(clock::now_ms(), &ask)),
         }
     }
 
-    /// After an attempt on `key`. Only a store keeps anything: without one
-    /// there is no breaker, and advice is the policy's alone.
+    /// After an attempt on `key`. Only a store keeps the breaker, advice and
+    /// bodies: without one there is no breaker, and advice is the policy's
+    /// alone. A `429` under `--rate auto` cuts this process's own rate while
+    /// the store is away (`--state-fail open`).
     pub(crate) fn record(
         &self,
         key: &str,
@@ -227,10 +289,18 @@ impl Shared {
         left: Option<Duration>,
         warn: &dyn Fn(&str),
     ) -> Result<Option<Refusal>, Error> {
-        let report = AttemptReport { pid: self.pid, breaker: Some(self.breaker), ..report };
+        let throttled_at = report.throttled_at.filter(|_| self.auto);
+        let report = AttemptReport { pid: self.pid, breaker: Some(self.breaker), throttled_at, ..report };
         // `-v` names a store left alone once an attempt, at its admit.
         let refusal = self.with_store(left, warn, &|_| {}, |store, timeout| store.record(key, &report, timeout))?;
-        Ok(refusal.flatten().filter(|refusal| self.within_bounds(refusal.retry_in, warn)))
+        let Some(refusal) = refusal else {
+            if throttled_at.is_some() {
+                let own = AttemptReport { not_before_in: None, good_body: None, breaker: None, ..report };
+                lock(&self.local).entry(key.to_string()).or_default().record(clock::now_ms(), &own);
+            }
+            return Ok(None);
+        };
+        Ok(refusal.filter(|refusal| self.within_bounds(refusal.retry_in, warn)))
     }
 
     /// A store's answer, checked like server advice (the one place for every
@@ -238,14 +308,14 @@ impl Shared {
     /// a breaker's next try more than a day away is hostile or broken, and
     /// absent, so one bad value in a shared store cannot sleep a fleet for
     /// years or crash it.
-    fn bounded_admission(&self, admission: Admission, warn: &dyn Fn(&str)) -> Admission {
-        let ahead = match &admission {
-            Admission::Go { wait, .. } | Admission::TooLate { wait, .. } => *wait,
+    fn bounded_admission(&self, turn: Turn, warn: &dyn Fn(&str)) -> Turn {
+        let ahead = match &turn.admission {
+            Admission::Go { wait, .. } | Admission::TooLate { wait, .. } | Admission::Defer { wait } => *wait,
             Admission::Open(refusal) => refusal.retry_in,
         };
         match self.within_bounds(ahead, warn) {
-            true => admission,
-            false => Admission::Go { wait: 0, why: None },
+            true => turn,
+            false => Turn { admission: Admission::Go { wait: 0, why: None }, ..turn },
         }
     }
 
@@ -341,12 +411,28 @@ mod tests {
 
     #[test]
     fn without_a_store_the_rate_is_kept_in_memory_per_key() {
-        let shared =
-            Shared::new(None, Some(Duration::from_millis(100)), Settings::default(), StateFail::Open, Duration::ZERO);
+        let shared = Shared::new(
+            None,
+            Some(Rate::Every(Duration::from_millis(100))),
+            None,
+            Settings::default(),
+            StateFail::Open,
+            Duration::ZERO,
+        );
         let quiet = |_: &str| {};
-        assert_eq!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }));
-        assert!(matches!(shared.admit("a", None, &quiet, &quiet), Ok(Admission::Go { wait: 90..=100, .. })));
-        assert_eq!(shared.admit("b", None, &quiet, &quiet), Ok(Admission::Go { wait: 0, why: None }), "another key");
+        assert_eq!(
+            shared.admit("a", false, None, &quiet, &quiet).map(|turn| turn.admission),
+            Ok(Admission::Go { wait: 0, why: None })
+        );
+        assert!(matches!(
+            shared.admit("a", false, None, &quiet, &quiet).map(|turn| turn.admission),
+            Ok(Admission::Go { wait: 90..=100, .. })
+        ));
+        assert_eq!(
+            shared.admit("b", false, None, &quiet, &quiet).map(|turn| turn.admission),
+            Ok(Admission::Go { wait: 0, why: None }),
+            "another key"
+        );
         let sample = Sample { ok: false, latency: 1 };
         assert_eq!(shared.record("a", AttemptReport::of(sample, None, None), None, &quiet), Ok(None));
     }
@@ -358,7 +444,7 @@ mod tests {
         fn name(&self) -> String {
             "nowhere".into()
         }
-        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
+        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Turn, String> {
             Err("nowhere is unreachable".into())
         }
         fn record(&mut self, _: &str, _: &AttemptReport, _: Duration) -> Result<Option<Refusal>, String> {
@@ -376,13 +462,23 @@ mod tests {
         let quiet = |_: &str| {};
         let open = Shared::new(
             Some(Box::new(Gone)),
-            Some(Duration::from_millis(100)),
+            Some(Rate::Every(Duration::from_millis(100))),
+            None,
             Settings::default(),
             StateFail::Open,
             Duration::ZERO,
         );
-        assert_eq!(open.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 0, why: None }));
-        assert!(matches!(open.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 90..=100, .. })), "own --rate");
+        assert_eq!(
+            open.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+            Ok(Admission::Go { wait: 0, why: None })
+        );
+        assert!(
+            matches!(
+                open.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+                Ok(Admission::Go { wait: 90..=100, .. })
+            ),
+            "own --rate"
+        );
         assert_eq!(lock(&warnings).len(), 1, "{:?}", lock(&warnings));
         let first = lock(&warnings)[0].clone();
         assert_eq!(
@@ -390,8 +486,11 @@ mod tests {
             "--state nowhere: nowhere is unreachable; going on with this process's own limits (--state-fail open)"
         );
 
-        let closed = Shared::new(Some(Box::new(Gone)), None, Settings::default(), StateFail::Closed, Duration::ZERO);
-        let Err(error) = closed.admit("a", None, &warn, &quiet) else { panic!("closed ends the run") };
+        let closed =
+            Shared::new(Some(Box::new(Gone)), None, None, Settings::default(), StateFail::Closed, Duration::ZERO);
+        let Err(error) = closed.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission) else {
+            panic!("closed ends the run")
+        };
         assert_eq!(error.kind(), Kind::StateUnreachable);
         assert!(error.to_string().contains("--state-fail closed"), "{error}");
     }
@@ -403,7 +502,7 @@ mod tests {
         fn name(&self) -> String {
             "counted".into()
         }
-        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
+        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Turn, String> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err("down".into())
         }
@@ -420,12 +519,15 @@ mod tests {
     fn a_store_that_failed_is_left_alone_for_the_back_off_and_minus_v_says_so() {
         let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let store = Box::new(Counted(asked.clone()));
-        let shared = Shared::new(Some(store), None, Settings::default(), StateFail::Open, Duration::ZERO);
+        let shared = Shared::new(Some(store), None, None, Settings::default(), StateFail::Open, Duration::ZERO);
         let (warnings, details) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let warn = |w: &str| lock(&warnings).push(w.to_string());
         let detail = |d: &str| lock(&details).push(d.to_string());
         for _ in 0..5 {
-            assert_eq!(shared.admit("a", None, &warn, &detail), Ok(Admission::Go { wait: 0, why: None }));
+            assert_eq!(
+                shared.admit("a", false, None, &warn, &detail).map(|turn| turn.admission),
+                Ok(Admission::Go { wait: 0, why: None })
+            );
         }
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once, then left alone");
         assert_eq!(lock(&warnings).len(), 1);
@@ -436,7 +538,7 @@ mod tests {
         let mut period = BACKOFF_START;
         for _ in 0..6 {
             lock(&shared.away).until = Some(Instant::now());
-            shared.admit("a", None, &warn, &detail).expect("open goes on");
+            shared.admit("a", false, None, &warn, &detail).map(|turn| turn.admission).expect("open goes on");
             period = (period * 2).min(BACKOFF_MAX);
             assert_eq!(lock(&shared.away).period, Some(period));
         }
@@ -455,9 +557,9 @@ mod tests {
         fn name(&self) -> String {
             "comeback".into()
         }
-        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Admission, String> {
+        fn admit(&mut self, _: &str, _: &Ask, _: Duration) -> Result<Turn, String> {
             self.steps += 1;
-            if self.steps == 1 { Err("down".into()) } else { Ok(Admission::Go { wait: 7, why: None }) }
+            if self.steps == 1 { Err("down".into()) } else { Ok(Turn::alone(Admission::Go { wait: 7, why: None })) }
         }
         fn record(&mut self, _: &str, _: &AttemptReport, _: Duration) -> Result<Option<Refusal>, String> {
             Ok(None)
@@ -477,6 +579,7 @@ mod tests {
         let shared = Shared::new(
             Some(Box::new(Comeback { steps: 0, asked: 0 })),
             None,
+            None,
             Settings::default(),
             StateFail::Open,
             Duration::ZERO,
@@ -485,10 +588,26 @@ mod tests {
         let warn = |w: &str| lock(&warnings).push(w.to_string());
         let quiet = |_: &str| {};
         let own = Ok(Admission::Go { wait: 0, why: None });
-        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "failed: its own limits");
-        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "left alone: not worth a try yet");
-        assert_eq!(shared.admit("a", None, &warn, &quiet), own, "left alone: not worth a try yet");
-        assert_eq!(shared.admit("a", None, &warn, &quiet), Ok(Admission::Go { wait: 7, why: None }), "tried early");
+        assert_eq!(
+            shared.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+            own,
+            "failed: its own limits"
+        );
+        assert_eq!(
+            shared.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+            own,
+            "left alone: not worth a try yet"
+        );
+        assert_eq!(
+            shared.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+            own,
+            "left alone: not worth a try yet"
+        );
+        assert_eq!(
+            shared.admit("a", false, None, &warn, &quiet).map(|turn| turn.admission),
+            Ok(Admission::Go { wait: 7, why: None }),
+            "tried early"
+        );
         assert_eq!(lock(&shared.away).period, None, "back");
         let warned = lock(&warnings).clone();
         assert_eq!(warned.len(), 2, "{warned:?}");

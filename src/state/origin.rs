@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Admission, Ask, AttemptReport, Refusal};
+use super::{Admission, Ask, AttemptReport, Fleet, Refusal, Turn};
+use crate::rules::attempt::Budget;
 use crate::rules::breaker::{Admit, Breaker, BreakerState};
 use crate::rules::bucket::Bucket;
+use crate::rules::budget::Traffic;
+use crate::rules::cubic::{self, Learned};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
 use crate::util::text::LAST_RFC3339_MS;
@@ -23,8 +26,19 @@ pub(crate) const MAX_KEPT_BODY: usize = (1 << 20) - 1024;
 /// Last good bodies kept per key; the oldest goes first.
 pub(crate) const MAX_KEPT_BODIES: usize = 16;
 
-/// What is known about one key. The serde attributes are the state file's format.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How long a learned rate is kept after its cut: by then the curve has
+/// grown past any limit, as if no `429` had come.
+pub(crate) const LEARNED_KEPT: u64 = 3600 * 1000;
+
+/// How far ahead a learned rate hands out turns: a process whose turn is
+/// further takes a ticket and asks again near it, so that the turns a cut
+/// cannot take back are at most this far ahead.
+pub(crate) const HORIZON: u64 = 1000;
+
+/// What is known about one key. The serde attributes are the state file's
+/// format; the fields after `last_good` are written only once used, so a
+/// file without them is byte for byte what the first version wrote.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Origin {
     #[serde(rename = "next_slot_ms", default)]
     pub bucket: Bucket,
@@ -37,6 +51,46 @@ pub(crate) struct Origin {
     /// The final body of the last run that ended with exit 0, by URL (redacted).
     #[serde(default)]
     pub last_good: BTreeMap<String, GoodBody>,
+    /// `--retry-budget` and `--rate auto`: the fleet's requests and retries per second.
+    #[serde(default, skip_serializing_if = "Traffic::is_empty", deserialize_with = "lenient")]
+    pub traffic: Traffic,
+    /// `--rate auto`: the rate learned at the last `429`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub learned: Option<Learned>,
+    /// `--rate auto`: epoch ms of the next ticket (see [`HORIZON`]).
+    #[serde(rename = "queue_ms", default, skip_serializing_if = "is_zero", deserialize_with = "clock::stored_ms")]
+    pub queue: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A value of the wrong shape is one that [`Origin::checked`] drops and
+/// names ([`Odd`]), not a state file that cannot
+/// be read at all.
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned + Odd>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).unwrap_or_else(|_| T::odd()))
+}
+
+/// A value read from a store that [`Origin::checked`] will find odd.
+pub(crate) trait Odd {
+    fn odd() -> Self;
+}
+
+impl Odd for Traffic {
+    fn odd() -> Traffic {
+        Traffic::odd()
+    }
+}
+
+impl Odd for Option<Learned> {
+    fn odd() -> Option<Learned> {
+        Some(Learned { sending: f64::NAN, cut_at: 0 })
+    }
 }
 
 /// A kept body: text stays readable in the file, anything else is base64.
@@ -138,20 +192,37 @@ impl Origin {
             self.breaker.window.drain(..extra);
             found.push("a breaker window of more than 1000 outcomes; cut to its newest 1000");
         }
+        if self.traffic.checked(now) {
+            found.push("request counts that are not counts poll keeps; treated as absent");
+        }
+        if self.learned.is_some_and(|learned| !learned.is_sound() || far(learned.cut_at)) {
+            self.learned = None;
+            found.push("a learned rate that is negative, not a number or past 1,000,000 a second; treated as absent");
+        }
+        if far(self.queue) {
+            self.queue = 0;
+            found.push("a ticket time that is negative or more than 24 h away; treated as absent");
+        }
         found.first().copied()
     }
 
     /// Before an attempt at `now`: the breaker first, then the server's "not
-    /// before", then the rate slot. Commits the slot (and a probe) only when
-    /// it says `Go`.
-    pub(crate) fn admit(&mut self, now: u64, ask: &Ask) -> Admission {
+    /// before", then the rate slot (`--rate`, or the learned rate, which hands
+    /// out a ticket instead of a turn past [`HORIZON`]). Commits the slot (and
+    /// a probe), and counts the request, only when it says `Go`.
+    pub(crate) fn admit(&mut self, now: u64, ask: &Ask) -> Turn {
         let probe = match ask.breaker.map(|_| self.breaker.admit(now)) {
-            Some(Admit::Reject(rejection)) => return Admission::Open(Refusal::new(rejection, now)),
+            Some(Admit::Reject(rejection)) => return Turn::alone(Admission::Open(Refusal::new(rejection, now))),
             Some(Admit::Probe) => true,
             Some(Admit::Pass) | None => false,
         };
+        if self.learned.is_some_and(|learned| now.saturating_sub(learned.cut_at) > LEARNED_KEPT) {
+            self.learned = None;
+        }
+        let rate = self.learned.filter(|_| ask.auto).map(|learned| learned.rate(now));
+        let spacing = rate.map(cubic::spacing_ms).or(ask.spacing);
         let advised = self.not_before.max(now);
-        let at = if ask.spacing.is_some() { self.bucket.slot(advised) } else { advised };
+        let at = if spacing.is_some() { self.bucket.slot(advised) } else { advised };
         let why = if at > advised {
             Some(WaitReason::Rate)
         } else if at > now {
@@ -159,19 +230,38 @@ impl Origin {
         } else {
             None
         };
-        let wait = at - now;
-        if let (Some(why), Some(left)) = (why, ask.deadline_in)
-            && wait >= left
+        let too_late = |wait: u64| ask.deadline_in.is_some_and(|left| wait >= left);
+        if let (Some(spacing), Some(_)) = (spacing, rate)
+            && at > now + HORIZON
         {
-            return Admission::TooLate { wait, why };
+            let ticket = self.queue.max(at);
+            let wait = ticket - HORIZON - now;
+            if too_late(wait) {
+                return Turn::alone(Admission::TooLate { wait, why: WaitReason::Rate });
+            }
+            self.queue = ticket.saturating_add(spacing);
+            return Turn { admission: Admission::Defer { wait }, fleet: Fleet { rate, ..Fleet::default() } };
         }
-        if let Some(spacing) = ask.spacing {
+        let wait = at - now;
+        if let Some(why) = why
+            && too_late(wait)
+        {
+            return Turn::alone(Admission::TooLate { wait, why });
+        }
+        if let Some(spacing) = spacing {
             self.bucket.take(at, spacing);
         }
         if let (true, Some(settings)) = (probe, &ask.breaker) {
             self.breaker.start_probe(ask.pid, at, settings, ask.lease);
         }
-        Admission::Go { wait, why }
+        if ask.budget.is_some() || ask.auto {
+            self.traffic.count(now, ask.retry);
+        }
+        let budget = ask.budget.map(|budget| {
+            let counts = self.traffic.window(now);
+            Budget { room: budget.has_room(counts), counts }
+        });
+        Turn { admission: Admission::Go { wait, why }, fleet: Fleet { budget, rate, at } }
     }
 
     /// After an attempt at `now`: keep the server's advice and a good body,
@@ -183,6 +273,12 @@ impl Origin {
         }
         if let Some((url, body)) = report.good_body {
             self.keep(url, body, now);
+        }
+        // A 429 cuts the learned rate, unless its request was sent before the last cut: it says nothing new.
+        if let Some(sent) = report.throttled_at
+            && self.learned.is_none_or(|learned| learned.cut_at <= sent)
+        {
+            self.learned = Some(Learned::cut(self.learned, self.traffic.last_second(now), now));
         }
         let settings = report.breaker.as_ref()?;
         self.breaker.record(now, report.pid, report.sample, settings).map(|rejection| Refusal::new(rejection, now))
@@ -213,7 +309,7 @@ mod tests {
     const NOW: u64 = 1_795_000_000_000;
 
     fn ask() -> Ask {
-        Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 }
+        Ask { pid: 1, spacing: Some(100), ..Ask::default() }
     }
 
     #[test]
@@ -255,19 +351,22 @@ mod tests {
     #[test]
     fn admit_waits_for_the_slot_and_commits_it() {
         let mut origin = Origin::default();
-        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 0, why: None });
-        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 100, why: Some(WaitReason::Rate) });
+        assert_eq!(origin.admit(NOW, &ask()).admission, Admission::Go { wait: 0, why: None });
+        assert_eq!(origin.admit(NOW, &ask()).admission, Admission::Go { wait: 100, why: Some(WaitReason::Rate) });
         assert_eq!(origin.bucket.next_free, NOW + 200);
         // Without --rate there is no slot to wait for.
         let free = Ask { spacing: None, ..ask() };
-        assert_eq!(origin.admit(NOW, &free), Admission::Go { wait: 0, why: None });
+        assert_eq!(origin.admit(NOW, &free).admission, Admission::Go { wait: 0, why: None });
     }
 
     #[test]
     fn admit_honours_the_servers_not_before_then_the_slot() {
         let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
-        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_000, why: Some(WaitReason::StoredAdvice) });
-        assert_eq!(origin.admit(NOW, &ask()), Admission::Go { wait: 5_100, why: Some(WaitReason::Rate) });
+        assert_eq!(
+            origin.admit(NOW, &ask()).admission,
+            Admission::Go { wait: 5_000, why: Some(WaitReason::StoredAdvice) }
+        );
+        assert_eq!(origin.admit(NOW, &ask()).admission, Admission::Go { wait: 5_100, why: Some(WaitReason::Rate) });
     }
 
     #[test]
@@ -275,10 +374,13 @@ mod tests {
         let mut origin = Origin { not_before: NOW + 5_000, ..Origin::default() };
         let before = origin.clone();
         let late = Ask { deadline_in: Some(5_000), ..ask() };
-        assert_eq!(origin.admit(NOW, &late), Admission::TooLate { wait: 5_000, why: WaitReason::StoredAdvice });
+        assert_eq!(
+            origin.admit(NOW, &late).admission,
+            Admission::TooLate { wait: 5_000, why: WaitReason::StoredAdvice }
+        );
         assert_eq!(origin, before, "a slot that is not used is not taken");
         let ok = Ask { deadline_in: Some(5_001), ..ask() };
-        assert!(matches!(origin.admit(NOW, &ok), Admission::Go { .. }));
+        assert!(matches!(origin.admit(NOW, &ok).admission, Admission::Go { .. }));
     }
 
     #[test]
@@ -289,15 +391,18 @@ mod tests {
         origin.breaker.state = BreakerState::Open { until: NOW + 1_000 };
         origin.breaker.reason = "down".into();
         let with_breaker = Ask { breaker: Some(settings), ..ask() };
-        let Admission::Open(refusal) = origin.admit(NOW, &with_breaker) else { panic!("open") };
+        let Admission::Open(refusal) = origin.admit(NOW, &with_breaker).admission else { panic!("open") };
         assert_eq!((refusal.retry_in, refusal.reason.as_str()), (1_000, "down"));
         assert_eq!(origin.bucket, Bucket::default(), "a rejected caller takes no slot");
 
         let later = Ask { pid: 7, ..with_breaker };
-        assert_eq!(origin.admit(NOW + 1_000, &later), Admission::Go { wait: 0, why: None });
+        assert_eq!(origin.admit(NOW + 1_000, &later).admission, Admission::Go { wait: 0, why: None });
         assert_eq!(origin.breaker.state, BreakerState::HalfOpen { pid: 7, lease_until: NOW + 2_000 });
         let other = Ask { pid: 8, ..later };
-        assert!(matches!(origin.admit(NOW + 1_000, &other), Admission::Open(Refusal { prober: Some(7), .. })));
+        assert!(matches!(
+            origin.admit(NOW + 1_000, &other).admission,
+            Admission::Open(Refusal { prober: Some(7), .. })
+        ));
     }
 
     #[test]
@@ -310,6 +415,7 @@ mod tests {
             not_before_in: Some(3_000),
             good_body: None,
             breaker: Some(settings),
+            throttled_at: None,
         };
         for _ in 0..4 {
             assert_eq!(origin.record(NOW, &report), None);

@@ -9,7 +9,8 @@ use Verdict::*;
 use WaitReason::{Backoff, Interval, PollInterval, RateLimitReset, RetryAfter};
 use poll::advice::Advice;
 use poll::policy::{
-    Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, Stop, Verdict, WaitReason,
+    Action, Attempt, Budget, Counts, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, Stop, Verdict,
+    WaitReason,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -1062,4 +1063,56 @@ fn a_status_pending_when_calls_not_yet() {
         ("a 503 it does not call not yet is retried", same, status(503), after(0), backoff(1)),
     ]);
     assert_eq!((WaitReason::PendingWhen.name(), WaitReason::PendingWhen.to_string()), ("pending_when", "--pending-when".to_string()));
+}
+
+/// `--retry-budget`: the fleet's window, as the shared state counted it before the attempt.
+fn budget(room: bool, requests: u64, retries: u64) -> Option<Budget> {
+    Some(Budget { room, counts: Counts { requests, retries } })
+}
+
+/// After `failures` consecutive failures, with the fleet's budget as given.
+fn budgeted(failures: u32, budget: Option<Budget>) -> Attempt {
+    Attempt { budget, ..after(failures) }
+}
+
+fn held_back(after: Duration, reason: WaitReason, requests: u64, retries: u64) -> Action {
+    Action::HeldBack { after, reason, counts: Counts { requests, retries } }
+}
+
+/// `--retry-budget`: a transient failure is retried when the fleet's budget has room; without
+/// room, no retry: the next regular poll after the interval (or the server's advice when longer),
+/// the failure still counted (`--retries`, the deadline). What is no retry never asks it.
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_retry_the_fleets_budget_has_no_room_for_is_held_back() {
+    let no_room = budget(false, 48, 12);
+    check(&[
+        ("room: retried after the backoff", same, status(503), budgeted(0, budget(true, 48, 2)), backoff(1)),
+        ("no room: the next poll after the interval", same, status(503), budgeted(0, no_room), held_back(secs(1), Interval, 48, 12)),
+        ("no room for a connection failure either", same, failed(Reset), budgeted(2, no_room), held_back(secs(1), Interval, 48, 12)),
+        ("no room: the server's longer advice first", same, status_advised(503, retry_after(secs(7))), budgeted(0, no_room), held_back(secs(7), RetryAfter, 48, 12)),
+        ("no room: a shorter advice waits the interval", same, status_advised(429, retry_after(ms(10))), budgeted(0, no_room), held_back(secs(1), Interval, 48, 12)),
+        ("no room: the retries are still spent", same, status(503), budgeted(6, no_room), budget_spent(7, "HTTP 503")),
+        ("no room: the deadline still holds", same, status(503), Attempt { remaining: Some(ms(500)), ..budgeted(0, no_room) }, deadline(secs(1), Interval, ms(500), "HTTP 503")),
+        ("no room: a POST that may have been processed still stops", non_idempotent, status(503), budgeted(0, no_room), not_retryable("HTTP 503")),
+        ("no room is nothing to a 'not yet'", same, ok(NotMet), budgeted(0, no_room), poll(secs(1), Interval)),
+        ("no room is nothing to a permanent failure", same, status(404), budgeted(0, no_room), permanent("HTTP 404")),
+        ("no room is nothing to a service not up yet", same, failed(Refused), Attempt { unreached: true, ..budgeted(0, no_room) }, poll(secs(1), WaitReason::NotUpYet)),
+    ]);
+}
+
+/// `--rate auto`: under a learned rate a bare 429 waits the fleet's turn (its spacing, then the
+/// shared bucket), not a backoff of its own; the server's advice still wins, other failures back off.
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn a_bare_429_under_a_learned_rate_waits_the_fleets_turn() {
+    let learned = |failures| Attempt { learned_spacing: Some(ms(141)), ..after(failures) };
+    check(&[
+        ("a bare 429 waits the learned spacing", same, status(429), learned(3), retry(ms(141), WaitReason::Rate)),
+        ("Retry-After still wins", same, status_advised(429, retry_after(secs(3))), learned(0), retry(secs(3), RetryAfter)),
+        ("a reset still wins", same, status_advised(429, reset(secs(20))), learned(0), retry(secs(20), RateLimitReset)),
+        ("a 503 still backs off", same, status(503), learned(0), backoff(1)),
+        ("a bare 429 still spends a retry", same, status(429), learned(6), budget_spent(7, "HTTP 429")),
+        ("without a learned rate a bare 429 backs off", same, status(429), after(0), backoff(1)),
+    ]);
 }

@@ -10,6 +10,9 @@
 --                  the lease's while half-open), cooldown_ms, reason, prober (the last
 --                  probe's token), window (outcomes, oldest first, each 2 * ms + 1 if it succeeded)
 -- KEYS[4] probe    the half-open lease: the prober's token, expiring with the lease
+-- KEYS[5] traffic  JSON: the fleet's [second, requests, retries] (--retry-budget, --rate auto)
+-- KEYS[6] learned  JSON: the rate learned at the last 429, {w_max, cut_at_ms} (--rate auto)
+-- KEYS[7] queue    the next ticket of a learned rate (epoch ms)
 --
 -- ARGV[1] now in epoch ms, or "" for the server's TIME (tests pin the clock)
 -- ARGV[2] --rate spacing in ms, 0 without --rate
@@ -19,10 +22,16 @@
 -- ARGV[6] --breaker-cooldown in ms
 -- ARGV[7] how long a breaker is kept after its last write, in ms
 -- ARGV[8] the shortest lease in ms: the probe's own budget plus a second
+-- ARGV[9]  1 when the attempt is a retry (--retry-budget counts it as one)
+-- ARGV[10] --retry-budget's percent, -1 without a budget
+-- ARGV[11] --retry-budget's retries a second
+-- ARGV[12] 1 under --rate auto
 --
--- Returns {kind, ms, why, prober, reason, odd} (odd: the parts found odd, checked.lua):
+-- Returns {kind, ms, why, prober, reason, odd, room, requests, retries, rate, at}
+-- (odd: the parts found odd, checked.lua; the rest, the fleet's: see checked.lua):
 --   {'go', wait, why, '', ''}         send after wait ms; why: 0 nothing, 1 the --rate slot, 2 the "not before"
 --   {'late', wait, why, '', ''}       the turn would come at or after the deadline; nothing was taken
+--   {'defer', wait, 0, '', ''}        a learned rate's turn is past HORIZON: ask again after wait ms
 --   {'open', retry_in, 0, prober, reason}  the breaker turns this caller away (prober: the lease holder's token)
 
 if redis.replicate_commands then redis.replicate_commands() end
@@ -33,9 +42,13 @@ local deadline_in = tonumber(ARGV[3])
 local token = ARGV[5]
 local kept = tonumber(ARGV[7])
 
--- One read for all three, each checked (checked.lua) before anything reasons with it.
-local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+-- One read for all, each checked (checked.lua, fleet.lua) before anything reasons with it.
+local stored = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7])
 local slot, not_before = stored_time(stored[1], 'rate', now), stored_time(stored[2], 'advice', now)
+local budget_pct, budget_per_second, auto = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12] == '1'
+local traffic = stored_traffic(stored[4], now)
+local learned = stored_learned(stored[5], now)
+local queue = stored_time(stored[6], 'queue', now) or 0
 
 local breaker, probe, cooldown, lease, reason = nil, false, 0, 0, ''
 if ARGV[4] == '1' then breaker = stored_breaker(stored[3], now) end
@@ -55,6 +68,12 @@ if breaker then
   end
 end
 
+if learned and now - learned.cut > LEARNED_KEPT then learned = nil end
+local rate = nil
+if learned and auto then
+  rate = learned_rate(learned, now)
+  spacing = spacing_of(rate)
+end
 local advised = math.max(not_before or 0, now)
 local at = advised
 if spacing > 0 then
@@ -62,6 +81,16 @@ if spacing > 0 then
 end
 local why = 0
 if at > advised then why = 1 elseif at > now then why = 2 end
+-- A learned rate hands out turns no further than HORIZON ahead, so that a cut
+-- can slow all but those: past it, a ticket to ask again near the turn.
+if rate and at > now + HORIZON then
+  local ticket = math.max(queue, at)
+  local wait = ticket - HORIZON - now
+  if deadline_in >= 0 and wait >= deadline_in then return answer('late', wait, 1, '', '') end
+  redis.call('SET', KEYS[7], ticket + spacing, 'PX', ticket + spacing - now + HORIZON)
+  fleet.rate = rate_text(rate)
+  return answer('defer', wait, 0, '', '')
+end
 local wait = at - now
 if why ~= 0 and deadline_in >= 0 and wait >= deadline_in then
   return answer('late', wait, why, '', '')
@@ -84,4 +113,15 @@ if spacing > 0 then
   -- Past its slot plus one spacing, a missing key means the same as this one: "now".
   redis.call('SET', KEYS[1], at + spacing, 'PX', wait + 2 * spacing)
 end
+if budget_pct >= 0 or auto then
+  traffic = counted(traffic, now, ARGV[9] == '1')
+  redis.call('SET', KEYS[5], cjson.encode(traffic), 'PX', (WINDOW_SECS + 2) * 1000)
+end
+if budget_pct >= 0 then
+  local requests, retries = window(traffic, now)
+  local room = 100 * (retries + 1) <= budget_pct * requests + 100 * budget_per_second * WINDOW_SECS
+  fleet.room, fleet.requests, fleet.retries = room and 1 or 0, requests, retries
+end
+if rate then fleet.rate = rate_text(rate) end
+fleet.at = at
 return answer('go', wait, why, '', '')

@@ -19,9 +19,14 @@ local function noted()
   return table.concat(parts, ',')
 end
 
--- The answer of the admit and record scripts: kind, ms, why, prober, reason, what was odd.
+-- What the admit script says of the fleet (fleet.lua): whether a retry fits (-1: no
+-- --retry-budget), the window's requests and retries, the learned rate ('' for none),
+-- and the store's time of the turn taken.
+local fleet = {room = -1, requests = 0, retries = 0, rate = '', at = 0}
+
+-- The answer of the admit and record scripts: kind, ms, why, prober, reason, what was odd, then the fleet's.
 local function answer(kind, ms, why, prober, reason)
-  return {kind, ms, why, prober, reason, noted()}
+  return {kind, ms, why, prober, reason, noted(), fleet.room, fleet.requests, fleet.retries, fleet.rate, fleet.at}
 end
 
 -- A whole number from 0 to `most`, or nil: not NaN, not infinite, not

@@ -17,6 +17,9 @@
 //! | `breaker` | JSON: state, until, cool-down, reason, last prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
 //! | `probe` | the half-open lease: the prober's token | when the lease ends: one cool-down after the probe's slot, or the probe's budget (connect plus request timeout) plus 1 s when longer |
 //! | `last`, `last_at` | hashes: URL -> last good body, and when it was kept | [`BODY_KEPT`] after each body was written |
+//! | `traffic` | JSON: the fleet's requests and retries per second (`--retry-budget`, `--rate auto`) | 12 s after the last request counted |
+//! | `learned` | JSON: the rate learned at the last `429` (`--rate auto`) | an hour after the cut |
+//! | `queue` | the next ticket of a learned rate | a second after that ticket's turn |
 //!
 //! No lock is held across a request: the half-open probe is a lease (`SET
 //! probe TOKEN NX PX LEASE`) that exactly one process in the fleet wins and
@@ -52,10 +55,13 @@ use ::redis::{FromRedisValue, RedisError, Script, ToRedisArgs, Value};
 use self::node::Dialer;
 use self::route::{Router, StepFailure};
 pub(crate) use self::url::RedisUrl;
-use super::origin::{MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
-use super::{Admission, Ask, AttemptReport, Refusal, Store};
+use super::origin::{HORIZON, LEARNED_KEPT, MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
+use super::{Admission, Ask, AttemptReport, Fleet, Refusal, Store, Turn};
 use crate::net::tls::Trust;
+use crate::rules::attempt::Budget;
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
+use crate::rules::budget::{Counts, MAX_COUNT, WINDOW_SECS};
+use crate::rules::cubic::{BETA, MAX_RATE, MIN_RATE, SCALE};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
 use crate::util::text::{LAST_RFC3339_MS, printable, shorten};
@@ -72,11 +78,12 @@ pub(crate) const BODY_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 // Each script starts with the bounds of what it reads, the one clock they
 // share and the one check of what they read (`checked.lua`); the two that
-// judge the breaker, with the one refusal they share.
+// judge the breaker, with the one refusal they share and the fleet's counts.
 static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     script(&[
         include_str!("clock.lua"),
         include_str!("checked.lua"),
+        include_str!("fleet.lua"),
         include_str!("refusal.lua"),
         include_str!("admit.lua"),
     ])
@@ -85,6 +92,7 @@ static RECORD: LazyLock<Script> = LazyLock::new(|| {
     script(&[
         include_str!("clock.lua"),
         include_str!("checked.lua"),
+        include_str!("fleet.lua"),
         include_str!("refusal.lua"),
         include_str!("record.lua"),
     ])
@@ -97,7 +105,9 @@ static LAST_GOOD: LazyLock<Script> =
 /// can never disagree on them.
 fn script(parts: &[&str]) -> Script {
     let bounds = format!(
-        "local MAX_AHEAD, MAX_WINDOW, MAX_KEPT_BODY, LAST = {MAX_AHEAD}, {MAX_WINDOW}, {MAX_KEPT_BODY}, {LAST_RFC3339_MS}\n"
+        "local MAX_AHEAD, MAX_WINDOW, MAX_KEPT_BODY, LAST = {MAX_AHEAD}, {MAX_WINDOW}, {MAX_KEPT_BODY}, {LAST_RFC3339_MS}\n\
+         local WINDOW_SECS, MAX_COUNT, LEARNED_KEPT, HORIZON = {WINDOW_SECS}, {MAX_COUNT}, {LEARNED_KEPT}, {HORIZON}\n\
+         local BETA, SCALE, MIN_RATE, MAX_RATE = {BETA:?}, {SCALE:?}, {MIN_RATE:?}, {MAX_RATE:?}\n"
     );
     Script::new(&[bounds.as_str()].iter().chain(parts).copied().collect::<String>())
 }
@@ -106,7 +116,7 @@ fn script(parts: &[&str]) -> Script {
 const _: () = assert!(MAX_KEPT_BODY + 64 <= node::MAX_REPLY);
 
 /// The parts of a state key, as the scripts name them when they find one odd.
-const PARTS: [&str; 6] = ["rate", "advice", "breaker", "probe", "last", "last_at"];
+const PARTS: [&str; 9] = ["rate", "advice", "breaker", "probe", "last", "last_at", "traffic", "learned", "queue"];
 
 /// The shared state in Redis: one connection per server it talks to, each made on demand.
 pub(crate) struct RedisStore {
@@ -179,14 +189,21 @@ impl RedisStore {
 
     /// Runs `call` (the admit or record script) within `timeout` and reads its
     /// answer; what the script found odd in `state_key` is said once.
-    fn answer(&mut self, timeout: Duration, call: &Call, state_key: &str) -> Result<Admission, String> {
+    fn answer(&mut self, timeout: Duration, call: &Call, state_key: &str) -> Result<Turn, String> {
         let mut values: Vec<Value> = self.step(timeout, call)?;
-        // The sixth, what the script set aside (checked.lua); a server that answers as an older poll's did has none.
+        let unreadable = |e: ::redis::ParsingError, store: &RedisStore| {
+            scrub(&store.router.describe(&StepFailure::Redis(RedisError::from(e)), timeout), &store.secrets)
+        };
+        // The fleet's five after the sixth (checked.lua); a server that answers as an older poll's did has none.
+        let fleet = if values.len() == 11 { values.split_off(6) } else { Vec::new() };
+        let fleet = match fleet.is_empty() {
+            true => Fleet::default(),
+            false => fleet_of(FleetAnswer::from_redis_value(Value::Array(fleet)).map_err(|e| unreadable(e, self))?),
+        };
+        // The sixth, what the script set aside (checked.lua).
         let odd = if values.len() == 6 { values.pop() } else { None };
         let odd: String = odd.map(FromRedisValue::from_redis_value).transpose().ok().flatten().unwrap_or_default();
-        let reply = ScriptAnswer::from_redis_value(Value::Array(values)).map_err(|e| {
-            scrub(&self.router.describe(&StepFailure::Redis(RedisError::from(e)), timeout), &self.secrets)
-        })?;
+        let reply = ScriptAnswer::from_redis_value(Value::Array(values)).map_err(|e| unreadable(e, self))?;
         let parts: Vec<String> = odd
             .split(',')
             .filter(|part| PARTS.contains(part))
@@ -202,7 +219,7 @@ impl RedisStore {
                 parts.join(", ")
             ));
         }
-        admission(reply)
+        Ok(Turn { admission: admission(reply)?, fleet })
     }
 
     /// Runs `call` within `timeout` and reads its answer as a `T`.
@@ -243,9 +260,10 @@ impl Store for RedisStore {
         format!("`{}`", self.shown)
     }
 
-    fn admit(&mut self, state_key: &str, ask: &Ask, timeout: Duration) -> Result<Admission, String> {
+    fn admit(&mut self, state_key: &str, ask: &Ask, timeout: Duration) -> Result<Turn, String> {
         let settings = ask.breaker.unwrap_or_default();
-        let mut call = Call::new(&ADMIT, state_key, &["rate", "advice", "breaker", "probe"]);
+        let parts = ["rate", "advice", "breaker", "probe", "traffic", "learned", "queue"];
+        let mut call = Call::new(&ADMIT, state_key, &parts);
         call.arg(self.now_arg())
             .arg(ask.spacing.unwrap_or(0))
             .arg(ask.deadline_in.map_or(-1, |left| i64::try_from(left).unwrap_or(i64::MAX)))
@@ -253,7 +271,11 @@ impl Store for RedisStore {
             .arg(self.token(ask.pid))
             .arg(settings.cooldown)
             .arg(breaker_kept(&settings))
-            .arg(ask.lease);
+            .arg(ask.lease)
+            .arg(u8::from(ask.retry))
+            .arg(ask.budget.map_or(-1, |budget| i64::from(budget.percent)))
+            .arg(ask.budget.map_or(0, |budget| budget.per_second))
+            .arg(u8::from(ask.auto));
         self.answer(timeout, &call, state_key)
     }
 
@@ -269,7 +291,8 @@ impl Store for RedisStore {
             Some((url, body)) => ("keep", url, body),
             None => ("", "", b""),
         };
-        let mut call = Call::new(&RECORD, state_key, &["advice", "breaker", "probe", "last", "last_at"]);
+        let parts = ["advice", "breaker", "probe", "last", "last_at", "traffic", "learned"];
+        let mut call = Call::new(&RECORD, state_key, &parts);
         call.arg(self.now_arg())
             .arg(report.not_before_in.map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX)))
             .arg(u8::from(report.breaker.is_some()))
@@ -287,8 +310,9 @@ impl Store for RedisStore {
             .arg(url)
             .arg(body)
             .arg(MAX_KEPT_BODIES)
-            .arg(clock::ms(BODY_KEPT));
-        match self.answer(timeout, &call, state_key)? {
+            .arg(clock::ms(BODY_KEPT))
+            .arg(report.throttled_at.map_or(-1, |at| i64::try_from(at).unwrap_or(i64::MAX)));
+        match self.answer(timeout, &call, state_key)?.admission {
             Admission::Open(refusal) => Ok(Some(refusal)),
             _ => Ok(None),
         }
@@ -313,6 +337,18 @@ impl Store for RedisStore {
 /// (then what they found odd, read by [`RedisStore::answer`]).
 type ScriptAnswer = (String, u64, u8, String, String);
 
+/// What the admit script says of the fleet: room (-1: no budget), requests,
+/// retries, the learned rate ("" for none), the turn's time.
+type FleetAnswer = (i8, u64, u64, String, u64);
+
+fn fleet_of((room, requests, retries, rate, at): FleetAnswer) -> Fleet {
+    Fleet {
+        budget: (room >= 0).then_some(Budget { room: room == 1, counts: Counts { requests, retries } }),
+        rate: rate.parse().ok(),
+        at,
+    }
+}
+
 /// A script's answer as the trait's types (`record` answers `ok` or `open`).
 fn admission((kind, ms, why, prober, reason): ScriptAnswer) -> Result<Admission, String> {
     let why = match why {
@@ -323,6 +359,7 @@ fn admission((kind, ms, why, prober, reason): ScriptAnswer) -> Result<Admission,
     match kind.as_str() {
         "go" | "ok" => Ok(Admission::Go { wait: ms, why }),
         "late" => Ok(Admission::TooLate { wait: ms, why: why.unwrap_or(WaitReason::StoredAdvice) }),
+        "defer" => Ok(Admission::Defer { wait: ms }),
         "open" => Ok(Admission::Open(Refusal {
             retry_in: ms,
             // The token is `PID:NONCE`; the pid is what a person can look for.
@@ -371,6 +408,7 @@ mod tests {
 
     use super::*;
     use crate::rules::breaker::Sample;
+    use crate::rules::budget::RetryBudget;
     use crate::state::origin::Origin;
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -466,12 +504,22 @@ mod tests {
                     deadline_in: rng.random_bool(0.3).then(|| rng.random_range(0..2_000)),
                     breaker: rng.random_bool(0.95).then_some(settings),
                     lease: [0, 500, 2_500][rng.random_range(0..3)],
+                    retry: rng.random_bool(0.4),
+                    budget: rng.random_bool(0.9).then_some(RetryBudget { percent: 20, per_second: 0 }),
+                    auto: rng.random_bool(0.8),
                 };
                 let want = origin.admit(now, &ask);
                 let got = store.admit("k", &ask, SECOND);
                 assert_eq!(got.as_ref(), Ok(&want), "step {step} at +{at}ms: admit {ask:?}");
+                if want.fleet.budget.is_some_and(|budget| !budget.room) {
+                    *seen.entry("no room for a retry").or_default() += 1;
+                }
+                if want.fleet.rate.is_some() {
+                    *seen.entry("a learned rate").or_default() += 1;
+                }
                 *seen
-                    .entry(match want {
+                    .entry(match want.admission {
+                        Admission::Defer { .. } => "deferred to a ticket",
                         Admission::Go { why: None, .. } => "go",
                         Admission::Go { why: Some(WaitReason::Rate), .. } => "go after the rate slot",
                         Admission::Go { .. } => "go after the server's advice",
@@ -498,6 +546,7 @@ mod tests {
                     not_before_in: rng.random_bool(0.2).then(|| rng.random_range(0..3_000)),
                     good_body,
                     breaker: rng.random_bool(0.95).then_some(settings),
+                    throttled_at: rng.random_bool(0.05).then(|| now - rng.random_range(0..3_000)),
                 };
                 let want = origin.record(now, &report);
                 let got = store.record("k", &report, SECOND);
@@ -519,6 +568,9 @@ mod tests {
             "turned away by a probe",
             "turned away while open",
             "record: open",
+            "no room for a retry",
+            "a learned rate",
+            "deferred to a ticket",
         ] {
             assert!(seen.get(kind).is_some_and(|n| *n > 5), "the mix never saw `{kind}`: {seen:?}");
         }
@@ -543,13 +595,15 @@ mod tests {
         let mut origin = Origin::default();
         let settings = Settings { window: 5, min_success: 60, max_p95: 100, cooldown: 1_000 };
         let now = 1_795_000_000_000;
-        let ask = |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), lease: 0 };
+        let ask =
+            |pid, spacing, deadline_in| Ask { pid, spacing, deadline_in, breaker: Some(settings), ..Ask::default() };
         let report = |pid, ok, latency, not_before_in| AttemptReport {
             pid,
             sample: Sample { ok, latency },
             not_before_in,
             good_body: None,
             breaker: Some(settings),
+            throttled_at: None,
         };
         enum Step {
             Admit(u64, Ask),
@@ -601,8 +655,8 @@ mod tests {
         let Some(server) = Server::start() else { return };
         let socket = server.socket();
         let mut store = RedisStore::new(&url_of(&server), &Trust::default()).expect("a store");
-        let ask = Ask { pid: 1, spacing: Some(100), deadline_in: None, breaker: None, lease: 0 };
-        assert_eq!(store.admit("k", &ask, SECOND), Ok(Admission::Go { wait: 0, why: None }));
+        let ask = Ask { pid: 1, spacing: Some(100), ..Ask::default() };
+        assert_eq!(store.admit("k", &ask, SECOND).map(|turn| turn.admission), Ok(Admission::Go { wait: 0, why: None }));
         drop(server);
         let Err(e) = store.admit("k", &ask, SECOND) else { panic!("the server is gone") };
         assert!(e.starts_with("cannot reach Redis: "), "{e}");

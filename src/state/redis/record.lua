@@ -8,6 +8,8 @@
 -- KEYS[3] probe    the half-open lease
 -- KEYS[4] last     a hash: URL -> the last good body
 -- KEYS[5] last_at  a hash: URL -> when it was kept (epoch ms)
+-- KEYS[6] traffic  JSON, as admit.lua describes it
+-- KEYS[7] learned  JSON, as admit.lua describes it
 --
 -- ARGV[1]  now in epoch ms, or "" for the server's TIME (tests pin the clock)
 -- ARGV[2]  ms of server-advised wait the run honoured, -1 for none
@@ -27,6 +29,7 @@
 -- ARGV[16] the body
 -- ARGV[17] bodies kept per key, at most
 -- ARGV[18] how long a body is kept after it was written, in ms
+-- ARGV[19] --rate auto: the store's time of the turn of an attempt answered 429, -1 for none
 --
 -- Returns {'ok', 0, 0, '', '', odd}, or {'open', retry_in, 0, prober, reason, odd}
 -- when the breaker turns callers away afterwards (odd: the parts found odd,
@@ -78,6 +81,19 @@ if good == 'keep' then
 elseif good == 'drop' then
   redis.call('HDEL', KEYS[4], url)
   redis.call('HDEL', KEYS[5], url)
+end
+
+-- A 429 cuts the learned rate to BETA of what the fleet was sending over its last second
+-- (the lower of that and the rate in force), unless its request went before the last cut.
+local throttled_at = tonumber(ARGV[19])
+if throttled_at >= 0 then
+  local learned = stored_learned(redis.pcall('GET', KEYS[7]), now)
+  if not learned or learned.cut <= throttled_at then
+    local sending = last_second(stored_traffic(redis.pcall('GET', KEYS[6]), now), now)
+    if learned then sending = math.min(sending, learned_rate(learned, now)) end
+    local kept = string.format('{"w_max":%s,"cut_at_ms":%d}', rate_text(bounded(sending)), now)
+    redis.call('SET', KEYS[7], kept, 'PX', LEARNED_KEPT + 1)
+  end
 end
 
 if ARGV[3] ~= '1' then return answer('ok', 0, 0, '', '') end

@@ -1,0 +1,153 @@
+//! `--rate auto`: the rate a fleet learns from the server's `429`s, by the
+//! AWS SDKs' adaptive retry mode (its CUBIC rule: β 0.7, C 0.4, at least 0.5
+//! requests a second), over the requests of the whole fleet. Pure: time is
+//! the store's epoch milliseconds passed in, the state is two numbers the
+//! store keeps.
+//!
+//! At a `429` the rate becomes β times the rate the fleet was sending at
+//! (the lower of what it measured and the rate in force); between `429`s it
+//! follows `C (t - K)³ + W`, `W` the rate at the last cut and `K` the time
+//! the curve takes to climb back to it, then grows past it.
+
+use serde::{Deserialize, Serialize};
+
+/// The share of the rate kept at a `429`.
+pub const BETA: f64 = 0.7;
+/// How fast the rate grows back.
+pub const SCALE: f64 = 0.4;
+/// The slowest a learned rate goes, in requests a second.
+pub const MIN_RATE: f64 = 0.5;
+/// The fastest a learned rate can say: past it, a stored rate is no rate poll wrote.
+pub const MAX_RATE: f64 = 1_000_000.0;
+
+/// The rate learned at the last `429`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Learned {
+    /// The rate the fleet was sending at, in requests a second (the curve's `W`).
+    #[serde(rename = "w_max")]
+    pub sending: f64,
+    /// Epoch ms of the cut.
+    #[serde(rename = "cut_at_ms")]
+    pub cut_at: u64,
+}
+
+impl Learned {
+    /// The rate in force at `now`, in requests a second.
+    pub fn rate(&self, now: u64) -> f64 {
+        let since = now.saturating_sub(self.cut_at) as f64 / 1000.0;
+        // `powf`, the C library's pow, as Redis's Lua computes the same rule (fleet.lua): to the last bit.
+        let rate = SCALE * (since - self.zero_point()).powf(3.0) + self.sending;
+        bounded(rate)
+    }
+
+    /// `K`: the seconds the curve takes from the cut back to the rate cut.
+    fn zero_point(&self) -> f64 {
+        (self.sending * (1.0 - BETA) / SCALE).powf(1.0 / 3.0)
+    }
+
+    /// What a `429` at `now` leaves, while the fleet sent `measured`
+    /// requests a second over its last second, and `learned` was in force.
+    pub fn cut(learned: Option<Learned>, measured: f64, now: u64) -> Learned {
+        let sending = match learned {
+            Some(learned) => measured.min(learned.rate(now)),
+            None => measured,
+        };
+        Learned { sending: bounded(sending), cut_at: now }
+    }
+
+    /// Whether these values are a rate poll wrote: a finite number of
+    /// requests a second within bounds.
+    pub fn is_sound(&self) -> bool {
+        self.sending.is_finite() && (MIN_RATE..=MAX_RATE).contains(&self.sending)
+    }
+}
+
+/// The spacing of `rate` requests a second in whole milliseconds, rounded up; at least 1 ms.
+pub fn spacing_ms(rate: f64) -> u64 {
+    let spacing = (1000.0 / bounded(rate)).ceil();
+    (spacing as u64).max(1)
+}
+
+/// `rate` within [`MIN_RATE`] and [`MAX_RATE`]; not a number is the slowest.
+fn bounded(rate: f64) -> f64 {
+    if rate.is_nan() { MIN_RATE } else { rate.clamp(MIN_RATE, MAX_RATE) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// The AWS SDK for Go v2's test vectors (`TestAdaptiveRateLimit_cubic` in
+    /// <https://github.com/aws/aws-sdk-go-v2/blob/main/aws/retry/adaptive_ratelimit_test.go>):
+    /// a rate of 10 cut at t = 5 s, the rate the curve gives each second after.
+    #[test]
+    fn the_curve_follows_the_aws_sdks_vectors() {
+        let learned = Learned { sending: 10.0, cut_at: 5_000 };
+        let rows = [
+            (5_000, 7.0),
+            (6_000, 9.64893600966),
+            (7_000, 10.000030849917364),
+            (8_000, 10.453284520772092),
+            (9_000, 13.408697022224185),
+            (10_000, 21.26626835427364),
+            (11_000, 36.425998516920465),
+        ];
+        for (now, want) in rows {
+            let got = learned.rate(now);
+            assert!((got - want).abs() < 1e-9, "at {now} ms: {got}, want {want}");
+        }
+        // The same file's "mixed" case: throttled at t = 7 s after the rate of t = 6 s was in force.
+        let before = Learned { sending: 10.0, cut_at: 5_000 };
+        let cut = Learned::cut(Some(before), before.rate(6_000), 7_000);
+        assert!(close(cut.rate(7_000), 6.754255206761999), "{}", cut.rate(7_000));
+    }
+
+    /// botocore's (<https://github.com/boto/botocore/blob/develop/tests/unit/retries/test_throttling.py>):
+    /// K for a rate of 10 and of 8, and the rate cut by β.
+    #[test]
+    fn the_zero_point_and_the_cut_follow_botocores_vectors() {
+        assert!(close(Learned { sending: 10.0, cut_at: 0 }.zero_point(), 1.9574338205844317));
+        let cut = Learned::cut(None, 8.0, 1_000);
+        assert!(close(cut.zero_point(), 1.8171205928321397));
+        assert!(close(cut.rate(1_000), 8.0 * 0.7));
+        assert_eq!(cut.cut_at, 1_000);
+        // At t = K the curve is back at the rate cut, past it after.
+        assert!((cut.rate(1_000 + 1_817) - 8.0).abs() < 1e-3);
+        assert!(cut.rate(1_000 + 4_000) > 8.0);
+    }
+
+    #[test]
+    fn a_cut_takes_the_lower_of_what_was_measured_and_the_rate_in_force() {
+        let learned = Learned { sending: 10.0, cut_at: 0 };
+        // Measured 50 a second while 7 was in force: the fleet's 50 were sent before the cut.
+        let cut = Learned::cut(Some(learned), 50.0, 0);
+        assert!(close(cut.sending, 7.0));
+        // No rate yet: what the fleet was sending.
+        assert!(close(Learned::cut(None, 50.0, 0).sending, 50.0));
+        // Never below the floor, never past the ceiling.
+        assert!(close(Learned::cut(None, 0.0, 0).rate(0), MIN_RATE));
+        assert!(close(Learned::cut(None, f64::INFINITY, 0).sending, MAX_RATE));
+        assert!(close(Learned { sending: 10.0, cut_at: 0 }.rate(u64::MAX), MAX_RATE));
+    }
+
+    #[test]
+    fn stored_rates_are_checked() {
+        for (sending, sound) in [(7.1, true), (0.5, true), (-1.0, false), (f64::NAN, false), (1e7, false), (0.1, false)]
+        {
+            assert_eq!(Learned { sending, cut_at: 0 }.is_sound(), sound, "{sending}");
+        }
+    }
+
+    #[test]
+    fn spacing_rounds_up() {
+        assert_eq!(spacing_ms(10.0), 100);
+        assert_eq!(spacing_ms(7.1), 141);
+        assert_eq!(spacing_ms(0.0), 2_000);
+        assert_eq!(spacing_ms(f64::NAN), 2_000);
+        assert_eq!(spacing_ms(MAX_RATE), 1);
+    }
+}
