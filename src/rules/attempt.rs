@@ -233,8 +233,9 @@ pub struct Attempt {
     /// `--retry-budget`: what the fleet's budget held before this attempt,
     /// as the shared state counted it; `None` without a budget.
     pub budget: Option<Budget>,
-    /// `--rate auto`: the spacing of the rate the fleet learned, once a `429` taught it one.
-    pub learned_spacing: Option<Duration>,
+    /// `--rate auto`: the fleet's learned rate paces a `429`'s retry (the
+    /// `429` itself cuts the rate before the next turn).
+    pub paced: bool,
 }
 
 /// What `--retry-budget` held before an attempt: whether one more retry

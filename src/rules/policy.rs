@@ -417,11 +417,11 @@ impl Policy {
             }
             Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed | Outcome::Pending { .. } => None,
         };
-        // Under a learned rate a bare 429 waits the fleet's turn, not a backoff of its own:
-        // the shared bucket spaces the fleet, and backing off on top would leave the limit unused.
-        let learned = match (outcome, attempt.learned_spacing) {
-            (Outcome::Status { code, advice }, Some(spacing)) if is_rate_limited(*code, advice) => {
-                Some((spacing, WaitReason::Rate))
+        // Under a learned rate a bare 429 waits the fleet's turn, not a backoff of its own: the
+        // 429 cuts the shared rate, whose bucket spaces the fleet; backing off on top would leave the limit unused.
+        let learned = match outcome {
+            Outcome::Status { code, advice } if attempt.paced && is_rate_limited(*code, advice) => {
+                Some((Duration::ZERO, WaitReason::Rate))
             }
             _ => None,
         };

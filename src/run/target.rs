@@ -496,7 +496,6 @@ impl Loop<'_> {
         let unreached = !self.replied;
         self.replied |= reply.is_ok();
         let Counts { failures, streak, not_yet, fleet, .. } = *counts;
-        let learned_spacing = fleet.rate.map(|rate| Duration::from_millis(crate::rules::cubic::spacing_ms(rate)));
         let attempt = Attempt {
             number,
             failures,
@@ -506,7 +505,7 @@ impl Loop<'_> {
             not_yet,
             unreached,
             budget: fleet.budget,
-            learned_spacing,
+            paced: self.common.shared.learns_rate(),
         };
         let not_up_yet = outcome.not_up_yet(&attempt);
         let action = match &reply {

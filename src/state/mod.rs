@@ -247,6 +247,11 @@ impl Shared {
         }
     }
 
+    /// Whether `--rate auto` learns the rate from the server's `429`s.
+    pub(crate) fn learns_rate(&self) -> bool {
+        self.auto
+    }
+
     /// Whether anything is to be asked at all.
     pub(crate) fn is_active(&self) -> bool {
         self.store.is_some() || self.spacing.is_some()

@@ -40,6 +40,7 @@ mod mtls;
 mod cluster;
 mod redis;
 mod state;
+mod storm;
 
 // The pure rules as tables.
 mod condition;

@@ -1101,18 +1101,19 @@ fn a_retry_the_fleets_budget_has_no_room_for_is_held_back() {
     ]);
 }
 
-/// `--rate auto`: under a learned rate a bare 429 waits the fleet's turn (its spacing, then the
-/// shared bucket), not a backoff of its own; the server's advice still wins, other failures back off.
+/// `--rate auto`: a bare 429 waits the fleet's turn (the 429 cuts the shared rate, whose bucket
+/// spaces the next attempt), not a backoff of its own; the server's advice still wins, other
+/// failures back off.
 #[test]
 #[rustfmt::skip] // One row per line: the table is the test.
 fn a_bare_429_under_a_learned_rate_waits_the_fleets_turn() {
-    let learned = |failures| Attempt { learned_spacing: Some(ms(141)), ..after(failures) };
+    let paced = |failures| Attempt { paced: true, ..after(failures) };
     check(&[
-        ("a bare 429 waits the learned spacing", same, status(429), learned(3), retry(ms(141), WaitReason::Rate)),
-        ("Retry-After still wins", same, status_advised(429, retry_after(secs(3))), learned(0), retry(secs(3), RetryAfter)),
-        ("a reset still wins", same, status_advised(429, reset(secs(20))), learned(0), retry(secs(20), RateLimitReset)),
-        ("a 503 still backs off", same, status(503), learned(0), backoff(1)),
-        ("a bare 429 still spends a retry", same, status(429), learned(6), budget_spent(7, "HTTP 429")),
-        ("without a learned rate a bare 429 backs off", same, status(429), after(0), backoff(1)),
+        ("a bare 429 waits its turn", same, status(429), paced(3), retry(Duration::ZERO, WaitReason::Rate)),
+        ("Retry-After still wins", same, status_advised(429, retry_after(secs(3))), paced(0), retry(secs(3), RetryAfter)),
+        ("a reset still wins", same, status_advised(429, reset(secs(20))), paced(0), retry(secs(20), RateLimitReset)),
+        ("a 503 still backs off", same, status(503), paced(0), backoff(1)),
+        ("a bare 429 still spends a retry", same, status(429), paced(6), budget_spent(7, "HTTP 429")),
+        ("without --rate auto a bare 429 backs off", same, status(429), after(0), backoff(1)),
     ]);
 }
