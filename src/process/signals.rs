@@ -6,10 +6,20 @@ use crate::error::Signal;
 
 /// Calls `on_signal` on a thread of its own for every SIGINT, SIGTERM and
 /// SIGHUP (a closed terminal; some CI runners send it on cancel).
+///
+/// A signal ignored when poll started (`nohup`, a shell's `trap '' HUP`, the
+/// SIGINT of a job a script put in the background) is left ignored, as shells
+/// leave it: poll goes on through it, and `-- CMD` inherits it ignored, where
+/// exec would have reset a caught one to its default.
 #[cfg(unix)]
 pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + Sync + 'static) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let ignored = ignored_at_start();
+    let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&signal| !ignored(signal)).collect();
+    if caught.is_empty() {
+        return Ok(());
+    }
+    let mut incoming = signal_hook::iterator::Signals::new(caught)?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         for number in incoming.forever() {
             on_signal(match number {
@@ -20,6 +30,28 @@ pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + Sync + 'static) -> std:
         }
     })?;
     Ok(())
+}
+
+/// Which signals this process started with ignored, read from Linux's
+/// `/proc/self/status` (`SigIgn`, a bit per signal). Asking the kernel with
+/// sigaction is nix's unsafe call, and this crate forbids unsafe code.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn ignored_at_start() -> impl Fn(i32) -> bool {
+    let mask = std::fs::read_to_string("/proc/self/status").ok().and_then(|status| ignored_mask(&status));
+    move |signal| mask.is_some_and(|mask| (1..=64).contains(&signal) && mask >> (signal - 1) & 1 == 1)
+}
+
+/// Elsewhere no safe call says it: every signal is caught, as before.
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+fn ignored_at_start() -> impl Fn(i32) -> bool {
+    |_| false
+}
+
+/// The `SigIgn:` mask of a `/proc/PID/status` text (hexadecimal, signal 1 in bit 0).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn ignored_mask(status: &str) -> Option<u64> {
+    let mask = status.lines().find_map(|line| line.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(mask.trim(), 16).ok()
 }
 
 /// Windows: Ctrl-C (130) through ctrlc, whose handler wakes a thread of its
@@ -80,6 +112,19 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn the_ignored_signals_are_read_from_proc() {
+        let status = "Name:\tpoll\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000001003\nSigCgt:\t0\n";
+        assert_eq!(ignored_mask(status), Some(0x1003));
+        assert_eq!(ignored_mask("SigIgn:\tnot hex\n"), None);
+        assert_eq!(ignored_mask("Name:\tpoll\n"), None);
+        // Rust's runtime ignores SIGPIPE (13) in every test process; SIGTERM (15) is not ignored.
+        let ignored = ignored_at_start();
+        assert!(ignored(signal_hook::consts::SIGPIPE) && !ignored(signal_hook::consts::SIGTERM));
+        assert!(!ignored(0) && !ignored(65));
+    }
 
     /// Ctrl-Break's flag (Windows) becomes one call within the contract's 100 ms, once per setting.
     #[test]

@@ -446,6 +446,43 @@ fn sighup_ends_a_wait_at_once_with_129_and_says_it_hung_up() {
     assert_eq!(stderr(&out), "poll: error: hung up after 1 attempt\n");
 }
 
+/// A signal ignored when poll starts (`nohup`, a shell's `trap '' HUP INT`) stays ignored, as
+/// nohup and shells leave it: poll goes on through a SIGHUP and a SIGINT, and `-- CMD`, exec'd in
+/// its place, starts with both still ignored (issue 39, row 4). Caught, exec reset them to their
+/// default, and poll itself ended 129. Linux: the one Unix where poll can read the disposition
+/// without unsafe code (/proc/self/status, see src/process/signals.rs).
+#[cfg(target_os = "linux")]
+#[test]
+fn signals_ignored_at_start_stay_ignored_by_poll_and_by_its_command() {
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, DONE)]);
+    let ignoring = format!("trap '' HUP INT; exec '{}' \"$@\"", env!("CARGO_BIN_EXE_poll"));
+    // The command says which signals it started with ignored, then sends itself both.
+    let command = "grep SigIgn /proc/self/status; kill -HUP $$; kill -INT $$; echo survived";
+    let child = support::hermetic(&mut StdCommand::new("sh"))
+        .args(["-c", &ignoring, "sh", "--until", ".result", "-i", "1s", &server.url("/"), "--", "sh", "-c", command])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&child, "-HUP");
+    kill(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    // Both signals came between the polls: the second still waited its interval.
+    assert_eq!(server.hits(), 2);
+    assert!(gaps(&server)[0] >= Duration::from_secs(1), "{:?}", gaps(&server));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some((mask, rest)) = printed.strip_prefix("SigIgn:").and_then(|line| line.split_once('\n')) else {
+        panic!("{printed:?}")
+    };
+    let ignored = u64::from_str_radix(mask.trim(), 16).unwrap_or_else(|e| panic!("{e}: {printed:?}"));
+    assert_eq!(ignored & 0b11, 0b11, "SIGHUP (bit 0) and SIGINT (bit 1) ignored: {printed:?}");
+    assert_eq!(rest, "survived\n");
+}
+
 #[test]
 fn sigterm_ends_a_request_in_flight_at_once_with_143() {
     let server = Server::start(vec![Reply::hang()]);
