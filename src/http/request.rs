@@ -18,8 +18,9 @@ use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
+use crate::net::roots;
 use crate::net::tls::{CertScope, Trust};
-use crate::net::{roots, unix::NotASocket};
+use crate::net::unix::{NoPermission, NotASocket};
 use crate::rules::attempt::Failure;
 use crate::util::headers::Headers;
 use crate::util::url;
@@ -538,7 +539,7 @@ pub(crate) fn is_see_other(status: u16) -> bool {
 
 /// Sorts a ureq error into the classes README lists (transient or permanent)
 /// by its type: ureq's variant, the `io::ErrorKind`, or the error inside an
-/// I/O error (rustls', or one of ours: [`Unresolved`], [`NotASocket`]). One
+/// I/O error (rustls', or one of ours: [`Unresolved`], [`NotASocket`], [`NoPermission`]). One
 /// message is read: a refused `CONNECT`'s status, which ureq carries only in
 /// its reason ([`proxy_status`]); a test pins that reading across upgrades.
 fn classify(error: &ureq::Error) -> Fault {
@@ -555,6 +556,7 @@ fn classify(error: &ureq::Error) -> Fault {
         _ if tls.is_some() => Failure::Tls,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NoPermission>()) => Failure::NoPermission,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => Failure::Reset,
@@ -585,7 +587,9 @@ fn classify(error: &ureq::Error) -> Fault {
             None => error.to_string(),
         },
         // `--unix-socket`'s own words (`src/net/unix.rs`), without ureq's `io: `.
-        (Failure::NotASocket | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => io.to_string(),
+        (Failure::NotASocket | Failure::NoPermission | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => {
+            io.to_string()
+        }
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
             let code = proxy_status(reason).unwrap_or_default();
             let words = http::StatusCode::from_u16(code).ok().and_then(|c| c.canonical_reason()).unwrap_or("");
@@ -675,6 +679,7 @@ mod tests {
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::UnknownCA)), Failure::CertRefused),
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::HandshakeFailure)), Failure::Tls),
             (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
+            (io(ErrorKind::PermissionDenied, Box::new(NoPermission("any words".into()))), Failure::NoPermission),
             (E::TooManyRedirects, Failure::TooManyRedirects),
             (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
             (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),

@@ -3,7 +3,8 @@
 //! redis+unix://`. A path where no socket is yet (the daemon is still
 //! starting), or whose socket nobody listens on, is a refused connection and
 //! is retried; a path that is something else than a socket is [`NotASocket`],
-//! which is permanent.
+//! and a socket this user may not open or reach is [`NoPermission`]: both are
+//! permanent, since waiting cannot change them.
 //!
 //! This is the platform seam for them: where there are no Unix sockets,
 //! [`check`] refuses the flag before anything is sent, and [`UnixSocket`] is
@@ -44,17 +45,33 @@ impl fmt::Display for NotASocket {
 
 impl std::error::Error for NotASocket {}
 
+/// The error inside the I/O error of a socket this user may not open (its
+/// mode, owner and group say who may) or reach (a folder on the way is
+/// closed to them); `http/request.rs` sorts it as a permanent failure.
+#[derive(Debug)]
+pub(crate) struct NoPermission(pub String);
+
+impl fmt::Display for NoPermission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoPermission {}
+
 pub(crate) use socket::{UnixSocket, connect};
 
 #[cfg(unix)]
 mod socket {
     use std::io::{self, ErrorKind, Read, Write};
-    use std::os::unix::fs::FileTypeExt as _;
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
     use std::os::unix::net::UnixStream;
     use std::path::Path;
     use std::time::Duration;
 
-    use super::NotASocket;
+    use nix::unistd::{Gid, Group, Uid, User};
+
+    use super::{NoPermission, NotASocket};
     use crate::util::timeout;
 
     /// A connected Unix stream socket, for a caller that does its own reads and writes (Redis).
@@ -95,7 +112,8 @@ mod socket {
     /// timeout first (std's `UnixStream::connect` cannot, hence socket2; in
     /// the platform's unit, `util/timeout.rs`), and
     /// ends as `TimedOut`. Refusals are `ConnectionRefused` with words that say
-    /// which; a path that is no socket carries [`NotASocket`].
+    /// which; a path that is no socket carries [`NotASocket`], a socket this
+    /// user may not open [`NoPermission`].
     pub(crate) fn connect(path: &Path, timeout: Option<Duration>) -> io::Result<socket2::Socket> {
         let shown = path.display();
         match std::fs::metadata(path) {
@@ -128,11 +146,7 @@ mod socket {
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                 return Err(refused(format!("nothing listens on the socket `{shown}`")));
             }
-            // The daemon creates its socket, then opens its mode (dockerd: umask 0777, then chmod):
-            // a connect in between is refused for now, not for good.
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-                return Err(refused(format!("permission denied on the socket `{shown}`")));
-            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => return Err(denied(path)),
             Err(e) => return Err(e),
         }
         socket.set_write_timeout(None)?;
@@ -141,6 +155,41 @@ mod socket {
 
     fn refused(detail: String) -> io::Error {
         io::Error::new(ErrorKind::ConnectionRefused, detail)
+    }
+
+    /// A connect this user was not allowed (EACCES), in words that say who
+    /// is: waiting cannot fix a permission. Except a socket with no permission
+    /// bits at all, which its daemon has made and not opened yet (dockerd
+    /// binds under umask 0777, then chowns and chmods it; go-connections'
+    /// `sockets/unix_socket_unix.go`): refused for now, as a socket not there yet.
+    fn denied(path: &Path) -> io::Error {
+        let shown = path.display();
+        let me = user_name(nix::unistd::geteuid().as_raw());
+        let why = match std::fs::metadata(path) {
+            Ok(meta) if meta.mode() & 0o777 == 0 => {
+                return refused(format!("permission denied on the socket `{shown}` (mode 0000: not opened yet)"));
+            }
+            Ok(meta) => format!(
+                "--unix-socket `{shown}` (owner {}, group {}, mode {:04o}) does not let user {me} in",
+                user_name(meta.uid()),
+                group_name(meta.gid()),
+                meta.mode() & 0o7777
+            ),
+            Err(_) => format!("user {me} may not reach --unix-socket `{shown}`: a folder on its way is closed to it"),
+        };
+        io::Error::new(ErrorKind::PermissionDenied, NoPermission(why))
+    }
+
+    /// A user's name, else `uid N`.
+    fn user_name(uid: u32) -> String {
+        let user = User::from_uid(Uid::from_raw(uid)).ok().flatten();
+        user.map_or_else(|| format!("uid {uid}"), |user| user.name)
+    }
+
+    /// A group's name, else `gid N`.
+    fn group_name(gid: u32) -> String {
+        let group = Group::from_gid(Gid::from_raw(gid)).ok().flatten();
+        group.map_or_else(|| format!("gid {gid}"), |group| group.name)
     }
 }
 

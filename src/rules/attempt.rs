@@ -80,6 +80,8 @@ pub enum Failure {
     ProxyRefused,
     /// `--unix-socket` names something that is no socket (a file, a folder).
     NotASocket,
+    /// `--unix-socket` names a socket this user may not open or reach (EACCES).
+    NoPermission,
     /// A credential that cannot be sent (a cookie too large to send back):
     /// nothing was sent, so nothing is retried and the server is not blamed.
     Credential,
@@ -168,6 +170,7 @@ impl Failure {
             }
             Failure::ProxyRefused => (false, false, false, false, true, "proxy", "the proxy refused the connection"),
             Failure::NotASocket => (false, false, false, false, true, "connect", "not a socket"),
+            Failure::NoPermission => (false, false, false, false, true, "connect", "permission denied"),
             Failure::Credential => (false, false, false, false, true, "credential", "a credential that cannot be sent"),
         };
         Traits { transient, surely_unprocessed, not_up_yet, counts_for_breaker, shows_detail, kind, words }
@@ -250,7 +253,7 @@ pub struct Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Failure; 17] = [
+    const ALL: [Failure; 18] = [
         Failure::Refused,
         Failure::Dns,
         Failure::ConnectTimeout,
@@ -267,6 +270,7 @@ mod tests {
         Failure::BodyTooLarge,
         Failure::ProxyRefused,
         Failure::NotASocket,
+        Failure::NoPermission,
         Failure::Credential,
     ];
 

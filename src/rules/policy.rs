@@ -668,7 +668,7 @@ mod tests {
         #[rustfmt::skip] // One list, not a column.
         let every = [
             Refused, Dns, ConnectTimeout, Timeout, Reset, Truncated, Malformed, Tls, TooManyRedirects, BadRedirect,
-            BodyTooLarge, ProxyRefused, NotASocket, Credential, CertRefused, CertWanted,
+            BodyTooLarge, ProxyRefused, NotASocket, NoPermission, Credential, CertRefused, CertWanted,
         ];
         for kind in every.map(Failure::kind).into_iter().chain(["not_json"]) {
             assert!(row.contains(&format!("`{kind}`")), "`{kind}` is missing: {row}");

@@ -87,6 +87,9 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
             "; something else than TLS answered on that port: is the URL http://, not https://?"
         }
         (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return unreached_hint(fault, at.unix_socket),
+        (Err(Fault { failure: Failure::NoPermission, .. }), _) => {
+            "; waiting cannot fix a permission: run poll as a user who may open the socket"
+        }
         // A status poll carries no key: its 422 says nothing of one.
         (Ok(reply), Stop::Permanent { .. }) if reply.status == 422 && at.keyed && record.phase != Phase::Wait => {
             "; the idempotency key may have been used before with another body: use a new --idempotency-key"
@@ -117,7 +120,7 @@ fn unreached_hint(fault: &Fault, unix_socket: bool) -> String {
         Fault { proxy: Some(proxy), .. } => {
             format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
         }
-        // Over --unix-socket, the detail says which: no socket yet, nobody listening, no permission.
+        // Over --unix-socket, the detail says which: no socket yet, nobody listening, not opened yet.
         Fault { failure: Failure::Refused, .. } if unix_socket => {
             "; is the daemon up, and is --unix-socket its socket?".to_string()
         }

@@ -354,6 +354,66 @@ fn o_through_a_dangling_link_or_a_file_is_refused_before_the_first_request() {
     assert_eq!(std::fs::read(gone.join("x.json")).unwrap(), DONE.as_bytes());
 }
 
+/// A socket the user may not open (`docker.sock` outside the docker group), or may not reach (a
+/// folder on its way closed to them): waiting cannot fix a permission, so it is exit 3 at once,
+/// naming the permission and the socket, where it was "not up yet" until the deadline (issue 39,
+/// row 7). A socket with no permission bits at all is one its daemon has just made and not opened
+/// yet (dockerd binds it under umask 0777, then chmods it): that one is still waited for.
+#[test]
+fn a_socket_the_user_may_not_open_is_exit_3_at_once_naming_the_permission() {
+    let folder = Folder::new("socket-denied");
+    let Some(poll_bin) = poll_for_nobody(&folder) else { return };
+    let socket = folder.path("root.sock");
+    let server = Server::start_unix(&socket, vec![Reply::json(200, DONE)]).expect_hits(1);
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let args = |socket: &Path| {
+        ["--unix-socket", socket.to_str().unwrap(), "-i", "100ms", "--timeout", "20s", "http://localhost/x"]
+            .map(String::from)
+    };
+    let started = Instant::now();
+    let out = as_nobody(&poll_bin, &args(&socket).each_ref().map(String::as_str));
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let said = format!("poll: error: permission denied (--unix-socket `{}` (owner root, group ", socket.display());
+    assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
+    let said = "mode 0600) does not let user nobody in): not retryable [http://localhost/x]; waiting cannot fix a \
+                permission: run poll as a user who may open the socket\n";
+    assert!(stderr(&out).ends_with(said), "{}", stderr(&out));
+
+    // A folder on the way that nobody may not enter.
+    let closed = folder.path("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let hidden = closed.join("root.sock");
+    let unreached = Server::start_unix(&hidden, vec![Reply::json(200, DONE)]).expect_hits(0);
+    let out = as_nobody(&poll_bin, &args(&hidden).each_ref().map(String::as_str));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = format!(
+        "poll: error: permission denied (user nobody may not reach --unix-socket `{}`: a folder on its way is closed to \
+         it): not retryable [http://localhost/x]",
+        hidden.display()
+    );
+    assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
+    drop(unreached);
+
+    // Mode 0000, opened 600 ms later, as dockerd does: waited for, then the one request.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let opened = socket.clone();
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        std::fs::set_permissions(&opened, std::fs::Permissions::from_mode(0o666)).unwrap();
+    });
+    let started = Instant::now();
+    let out = as_nobody(&poll_bin, &args(&socket).each_ref().map(String::as_str));
+    let took = started.elapsed();
+    opener.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, DONE.as_bytes());
+    assert!(took >= Duration::from_millis(600) && took < Duration::from_secs(10), "{took:?}");
+    drop(server);
+}
+
 /// `-o` naming poll's own stdout while stdout is a file the shell appends to
 /// (`poll -o /dev/stdout URL >> log`): the body is appended, as stdout
 /// appends, and the log is never replaced.
