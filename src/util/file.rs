@@ -2,7 +2,9 @@
 //! `-H @FILE`, `--cacert`, `--cert`, `--key`, `--fallback @FILE`, the state
 //! file), made safe on a shared machine: a regular file is replaced atomically
 //! through a temporary file created new under a name no one can guess (a link
-//! planted in the folder is never written through), a device or FIFO is
+//! planted in the folder is never written through; `-o`'s keeps the owner,
+//! group and mode of the file it replaces, and one with other hard links is
+//! written in place, as curl's `-o` writes), a device or FIFO is
 //! written as it is (`/dev/null`, and Windows' `NUL`, known by its name), and
 //! every read is bounded in size and, for what is not a regular file (a FIFO
 //! that never writes), in time; which file a path names now, to see one
@@ -23,7 +25,8 @@ const MAX_LINKS: usize = 40;
 /// Who may read a file `poll` makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// What a new file gets from the umask, as curl's `-o`; a file replaced keeps its permissions.
+    /// What a new file gets from the umask, as curl's `-o`; a file replaced keeps its owner, group
+    /// and permissions (as far as this user may give them), and its hard links.
     Umask,
     /// Its owner only (0600): the state file keeps last good bodies.
     Owner,
@@ -108,7 +111,9 @@ fn dangling(path: &Path) -> io::Result<PathBuf> {
 /// file in its folder, then a rename, so a process killed at any moment leaves
 /// the old file or the new one. `durable` adds an fsync before the rename
 /// (for `-o`, which a pipeline reads next); the state file does without, to
-/// keep its lock short. A device or a FIFO is written as it is, by `until`.
+/// keep its lock short. Under [`Access::Umask`] (`-o`) a file with other hard
+/// links is written in place instead ([`rewrite`]). A device or a FIFO is
+/// written as it is, by `until`.
 pub(crate) fn replace(
     path: &Path,
     bytes: &[u8],
@@ -121,7 +126,13 @@ pub(crate) fn replace(
         Destination::File(target) => target,
     };
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let keeps = fs::metadata(&target).ok().map(|meta| meta.permissions()).filter(|_| access == Access::Umask);
+    // -o's file keeps what the one it replaces had: its owner, group and permissions, as curl's -o.
+    let keeps = fs::metadata(&target).ok().filter(|_| access == Access::Umask);
+    // One with other names (hard links) is written in place, as curl writes every file: a new
+    // file renamed over one name would leave the others with the old body.
+    if keeps.as_ref().is_some_and(|was| imp::links(was) > 1) {
+        return rewrite(&target, bytes, durable);
+    }
     // Created with O_EXCL under a random name: no link can be planted where it goes.
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
@@ -130,14 +141,28 @@ pub(crate) fn replace(
         builder.permissions(mode);
     }
     let mut temp = builder.tempfile_in(folder_of(&target))?;
-    if let Some(permissions) = keeps {
-        temp.as_file().set_permissions(permissions)?;
+    if let Some(was) = keeps {
+        // The owner first: a change of owner clears the set-id bits that the permissions then give back.
+        imp::keep_owner(temp.as_file(), &was);
+        temp.as_file().set_permissions(was.permissions())?;
     }
     temp.write_all(bytes)?;
     if durable {
         temp.as_file().sync_all()?;
     }
     temp.persist(&target).map(drop).map_err(|e| e.error)
+}
+
+/// Writes `bytes` over the regular file at `target` (its links resolved) in
+/// place: its owner, group, mode and every hard link stay, but a process
+/// killed meanwhile leaves it cut short, which [`replace`]'s rename never does.
+fn rewrite(target: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    let mut file = imp::open_to_rewrite(target)?;
+    file.write_all(bytes)?;
+    if durable {
+        file.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Appends `bytes` to `path` in one write, for a file others append to as
@@ -414,6 +439,27 @@ mod imp {
         e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32)
     }
 
+    /// How many names (hard links) the file has.
+    pub(super) fn links(metadata: &std::fs::Metadata) -> u64 {
+        metadata.nlink()
+    }
+
+    /// An existing file, emptied, for writing: never through a link swapped in at its name.
+    pub(super) fn open_to_rewrite(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).truncate(true).custom_flags(OFlag::O_NOFOLLOW.bits()).open(path)
+    }
+
+    /// Gives `file` the owner and group `was` had, as far as this user may:
+    /// root any, another user only a group they are in (their own file stays
+    /// theirs). What cannot be kept stays as made, the user's own: the body
+    /// is written all the same.
+    pub(super) fn keep_owner(file: &std::fs::File, was: &std::fs::Metadata) {
+        use std::os::unix::fs::fchown;
+        if fchown(file, Some(was.uid()), Some(was.gid())).is_err() {
+            let _ = fchown(file, None, Some(was.gid()));
+        }
+    }
+
     pub(super) fn identity(metadata: &std::fs::Metadata) -> (u64, u64) {
         (metadata.dev(), metadata.ino())
     }
@@ -505,6 +551,18 @@ mod imp {
 
     pub(super) fn no_reader(_: &std::io::Error) -> bool {
         false
+    }
+
+    /// Windows has no owner to give: a new file takes the folder's access lists.
+    pub(super) fn keep_owner(_: &std::fs::File, _: &std::fs::Metadata) {}
+
+    /// std has no stable count of a file's links on Windows: taken as one, so it is replaced.
+    pub(super) fn links(_: &std::fs::Metadata) -> u64 {
+        1
+    }
+
+    pub(super) fn open_to_rewrite(path: &Path) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().write(true).truncate(true).open(path)
     }
 
     pub(super) fn owner_not_me(_: &std::fs::Metadata) -> Option<u32> {

@@ -354,6 +354,52 @@ fn o_through_a_dangling_link_or_a_file_is_refused_before_the_first_request() {
     assert_eq!(std::fs::read(gone.join("x.json")).unwrap(), DONE.as_bytes());
 }
 
+/// `-o` over a file of another owner and group, as root, keeps both, and its mode, as curl's `-o`
+/// (which writes in place) does: the group's readers keep it. A file with other hard links is
+/// written in place, so that every link has the body. A user who may not give the new file that
+/// owner or group gets it as their own, without a word: that fails no run (issue 39, row 8).
+#[test]
+fn o_over_a_file_keeps_its_owner_group_mode_and_hard_links() {
+    use std::os::unix::fs::{MetadataExt as _, chown};
+    let folder = Folder::new("o-owner");
+    let Some(poll_bin) = poll_for_nobody(&folder) else { return };
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(3);
+    let owned = |path: &Path| {
+        let meta = std::fs::metadata(path).unwrap();
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777, meta.nlink())
+    };
+    let file = folder.path("x.json");
+    std::fs::write(&file, b"old").unwrap();
+    chown(&file, Some(65534), Some(1)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = poll().args(["-o", &folder.text("x.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(owned(&file), (65534, 1, 0o640, 1));
+    assert_eq!(std::fs::read(&file).unwrap(), DONE.as_bytes());
+
+    // A second name for it: both see the new body, still one file.
+    let linked = folder.path("linked.json");
+    std::fs::hard_link(&file, &linked).unwrap();
+    std::fs::write(&file, b"old, and longer than the body").unwrap();
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    let out = poll().args(["-o", &folder.text("x.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&linked).unwrap(), DONE.as_bytes());
+    assert_eq!((std::fs::metadata(&file).unwrap().ino(), owned(&file)), (inode, (65534, 1, 0o640, 2)));
+
+    // nobody's file in group root, which nobody is not in: theirs, in their own group, mode kept.
+    let theirs = folder.path("theirs.json");
+    std::fs::write(&theirs, b"old").unwrap();
+    chown(&theirs, Some(65534), Some(0)).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = as_nobody(&poll_bin, &["-o", theirs.to_str().unwrap(), &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(owned(&theirs), (65534, 65534, 0o640, 1));
+    assert_eq!(std::fs::read(&theirs).unwrap(), DONE.as_bytes());
+}
+
 /// A socket the user may not open (`docker.sock` outside the docker group), or may not reach (a
 /// folder on its way closed to them): waiting cannot fix a permission, so it is exit 3 at once,
 /// naming the permission and the socket, where it was "not up yet" until the deadline (issue 39,
