@@ -295,6 +295,13 @@ impl AuthCommand {
                 file::MAX_READ >> 20
             ))),
             Err(Stopped::Failed(why)) => Err(Error::permanent(format!("--auth-cmd: {why}"))),
+            Err(Stopped::AtTerminal { tried, by }) => Err(Error::permanent(format!(
+                "--auth-cmd tried to {tried} and was stopped ({by}): it runs in a process group of its own, which the \
+                 terminal does not answer; it was ended"
+            ))
+            .hint(
+                "; have it print its token without asking (log in before poll runs), or give the token with -H @FILE",
+            )),
         };
         let (value, expires) = match made {
             Ok(made) => made,

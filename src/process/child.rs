@@ -2,7 +2,8 @@
 //! (`sh -c` on Unix, `cmd /C` on Windows), in a process group of their own,
 //! with no stdin, their output read to its end, bounded in time and in size
 //! (16 MiB, through the one bounded reader of local inputs), and ended with
-//! everything they started when the time is up or the run ends.
+//! everything they started when the time is up or the run ends, or at once
+//! when the terminal stops them for using it (a prompt nobody can answer).
 
 use std::io::Read;
 use std::process::{ExitStatus, Stdio};
@@ -67,6 +68,22 @@ pub(crate) enum Stopped {
     TooLarge(&'static str),
     /// It could not be started or waited for.
     Failed(String),
+    /// It was stopped for using the terminal, which a process group of its
+    /// own may not (SIGTTIN, SIGTTOU: a prompt), and would wait forever: what
+    /// it tried, in words, and the signal that stopped it.
+    AtTerminal { tried: &'static str, by: &'static str },
+}
+
+/// What a look at a running command found.
+enum Waited {
+    Running,
+    Exited(ExitStatus),
+    /// Stopped by the terminal ([`Stopped::AtTerminal`]).
+    #[cfg_attr(windows, allow(dead_code, reason = "Windows has no terminal stops"))]
+    AtTerminal {
+        tried: &'static str,
+        by: &'static str,
+    },
 }
 
 /// When a command must be over: its own `limit`, the run's `deadline`, the run's end.
@@ -110,8 +127,13 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
             break Some(Stopped::TooLarge(name));
         }
         if status.is_none() {
-            let waited = child.try_wait();
-            status = waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))?;
+            let waited = platform::try_wait(&mut child);
+            match waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))? {
+                Waited::Running => {}
+                Waited::Exited(exit) => status = Some(exit),
+                // Nothing will answer it: said at once rather than at the limit or the deadline.
+                Waited::AtTerminal { tried, by } => break Some(Stopped::AtTerminal { tried, by }),
+            }
         }
         // The command is over: what a child it left in the background (`TOKEN; sleep 300 &`) holds open is
         // not waited for, beyond a moment for the output already written to be read.
@@ -195,21 +217,49 @@ mod platform {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     use std::process::{Child, Command, ExitStatus};
 
+    use nix::sys::signal::Signal;
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    use nix::unistd::Pid;
+
+    use super::Waited;
+
     pub(super) const SHELL: &str = "sh";
 
     /// `sh -c COMMAND`, in a process group of its own: a terminal's Ctrl-C
-    /// does not reach it, and [`kill`] ends whatever it started.
+    /// does not reach it, and [`kill`] ends whatever it started. Nor may it
+    /// use the terminal: the terminal stops a background group that reads it
+    /// (SIGTTIN, sent to the whole group, `sh` too), which [`try_wait`] sees.
     pub(super) fn shell(command: &str) -> Command {
         let mut shell = Command::new("sh");
         shell.arg("-c").arg(command).process_group(0);
         shell
     }
 
+    /// Whether the command is over, or stopped by the terminal: waitpid with
+    /// WUNTRACED, which std's `try_wait` does not ask. It reaps the command
+    /// once over, so std's `Child` is never asked again, nor sent a signal
+    /// by pid ([`kill`] signals the group).
+    pub(super) fn try_wait(child: &mut Child) -> std::io::Result<Waited> {
+        let pid = Pid::from_raw(i32::try_from(child.id()).map_err(std::io::Error::other)?);
+        Ok(match waitpid(pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED))? {
+            // The status in the form wait(2) gives it, which `ExitStatus` holds.
+            WaitStatus::Exited(_, code) => Waited::Exited(ExitStatus::from_raw((code & 0xff) << 8)),
+            WaitStatus::Signaled(_, signal, core) => {
+                Waited::Exited(ExitStatus::from_raw(signal as i32 | if core { 0x80 } else { 0 }))
+            }
+            WaitStatus::Stopped(_, Signal::SIGTTIN) => Waited::AtTerminal { tried: "read the terminal", by: "SIGTTIN" },
+            WaitStatus::Stopped(_, Signal::SIGTTOU) => {
+                Waited::AtTerminal { tried: "write to the terminal or change its settings", by: "SIGTTOU" }
+            }
+            // Still running, or stopped by someone else (SIGSTOP), who may go on with it.
+            _ => Waited::Running,
+        })
+    }
+
     /// Kills the command's process group (`sh` and everything it started).
+    /// Never by its pid: [`try_wait`] may have reaped it, and the pid be another's by now.
     pub(super) fn kill(child: &mut Child) {
-        if kill_group(child.id()).is_err() {
-            let _ = child.kill();
-        }
+        let _ = kill_group(child.id());
     }
 
     /// Kills the process group of the command whose process is `id` (its group's id too).
@@ -248,6 +298,11 @@ mod platform {
         shell
     }
 
+    /// Whether the command is over: std's own look (Windows has no terminal stops).
+    pub(super) fn try_wait(child: &mut Child) -> std::io::Result<super::Waited> {
+        Ok(child.try_wait()?.map_or(super::Waited::Running, super::Waited::Exited))
+    }
+
     /// Ends cmd and every process it started (`taskkill /T /F`, Windows'
     /// own tool, which finds them by parent), then cmd itself for certain
     /// (`TerminateProcess`), should taskkill be missing or fail. A Job object
@@ -274,5 +329,23 @@ mod platform {
 
     pub(super) fn signal(_: &ExitStatus) -> Option<i32> {
         None
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Unix waits with its own waitpid (to see terminal stops): the exit it reads is said as std said it.
+    #[test]
+    fn an_exit_or_a_killing_signal_is_said_as_before() {
+        let cancel = Cancel::default();
+        let bounds = Bounds { limit: Duration::from_secs(10), deadline: None, cancel: &cancel };
+        let said = |command: &str| run(command, &[], &bounds).map(|out| (out.status, out.success, out.stdout));
+        assert!(
+            matches!(said("echo token"), Ok((status, true, out)) if status == "exit status 0" && out == b"token\n")
+        );
+        assert!(matches!(said("exit 7"), Ok((status, false, _)) if status == "exit status 7"));
+        assert!(matches!(said("kill -KILL $$"), Ok((status, false, _)) if status == "killed by signal 9"));
     }
 }

@@ -196,3 +196,36 @@ fn visible(text: &str) -> String {
     }
     shown
 }
+
+/// `--auth-cmd` that asks at the terminal (an MFA prompt: `read t </dev/tty`) runs in a process
+/// group of its own, which the terminal stops with SIGTTIN (SIGTTOU for `stty -echo`): the run
+/// says so at once and ends, exit 3, where it waited silently for the command's 30 s limit or the
+/// deadline (issue 39, row 11).
+#[test]
+fn an_auth_cmd_that_reads_the_terminal_is_said_so_at_once() {
+    if !have_script() {
+        return;
+    }
+    let server = Server::start(vec![Reply::json(200, r#"{"ok":true}"#)]).expect_hits(0);
+    let started = std::time::Instant::now();
+    let args = ["--auth-cmd", r#"read t </dev/tty; echo "$t""#, "--timeout", "20s", &server.url("/")];
+    let (code, drawn) = on_terminal(&args, &[("NO_COLOR", "1")]);
+    let took = started.elapsed();
+    assert_eq!(code, 3, "{drawn}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}: {drawn}");
+    let said = format!(
+        "poll: error: --auth-cmd tried to read the terminal and was stopped (SIGTTIN): it runs in a process group of \
+         its own, which the terminal does not answer; it was ended [{}]; have it print its token without asking (log \
+         in before poll runs), or give the token with -H @FILE\r\n",
+        server.url("/")
+    );
+    assert!(drawn.ends_with(&said), "{drawn:?}");
+
+    // A password prompt turns the echo off first: the terminal stops that with SIGTTOU.
+    let args = ["--auth-cmd", "stty -echo </dev/tty; echo token", "--timeout", "20s", &server.url("/")];
+    let (code, drawn) = on_terminal(&args, &[("NO_COLOR", "1")]);
+    assert_eq!(code, 3, "{drawn}");
+    let said = "--auth-cmd tried to write to the terminal or change its settings and was stopped (SIGTTOU)";
+    assert!(drawn.contains(said), "{drawn:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+}
