@@ -9,5 +9,6 @@
 pub(crate) mod absolute_form;
 pub(crate) mod connect;
 pub(crate) mod decode;
+pub(crate) mod natives;
 pub(crate) mod prelude;
 pub(crate) mod transport;

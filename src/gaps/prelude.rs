@@ -30,7 +30,9 @@ struct Library {
 fn library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
     LIBRARY.get_or_init(|| {
-        let defs: Vec<Def<Name>> = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs()).collect();
+        let defs = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs());
+        // A definition would win over poll's native of the same name.
+        let defs: Vec<Def<Name>> = defs.filter(|def| !crate::gaps::natives::REPLACED.contains(&def.name)).collect();
         let calls = defs
             .iter()
             .map(|def| {
@@ -265,7 +267,7 @@ mod tests {
         use jaq_core::load::{Arena, File, Loader};
         let arena = Arena::default();
         let modules = Loader::new(defs).load(&arena, File { code: source, path: () }).map_err(|e| format!("{e:?}"))?;
-        let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
+        let funs = crate::gaps::natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
         jaq_core::Compiler::default().with_funs(funs).compile(modules).map_err(|e| format!("{e:?}"))
     }
 

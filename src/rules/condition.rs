@@ -9,10 +9,11 @@
 use std::sync::{Arc, OnceLock};
 
 use jaq_core::load::{self, Arena, File, Loader};
-use jaq_core::{Compiler, Ctx, Native, Vars, data::JustLut};
+use jaq_core::{Compiler, Ctx, Native, Vars};
 use jaq_json::Val;
 use serde::Deserialize as _;
 
+use crate::gaps::natives::{self, Data};
 use crate::rules::attempt::{Phase, Verdict};
 use crate::util::headers::Headers;
 use crate::util::text::{cut, shorten};
@@ -108,8 +109,6 @@ impl Builtin {
         }
     }
 }
-
-type Data = JustLut<Val>;
 
 /// Filters longer or deeper than this are refused before jaq sees them: jaq's
 /// parser and evaluator recurse, and a filter nested thousands deep (brackets,
@@ -321,19 +320,15 @@ impl Input {
 pub enum NotJson {
     /// It is not one JSON value.
     Invalid,
-    /// It is JSON nested deeper than serde_json reads ([`MAX_BODY_DEPTH`] levels), a bound
-    /// that keeps the stack safe: said in its own words, not taken for a body that is not JSON.
+    /// It is JSON nested deeper than serde_json reads ([`natives::MAX_JSON_DEPTH`] levels), a
+    /// bound that keeps the stack safe: said in its own words, not taken for a body that is not JSON.
     TooDeep,
 }
 
-/// The nesting serde_json reads (its recursion limit), for messages.
-const MAX_BODY_DEPTH: usize = 127;
-
 impl NotJson {
-    /// serde_json's error in this vocabulary. Its recursion limit has no `Category` of its own,
-    /// only its words (`recursion limit exceeded at line 1 column N`), which tests/it/condition.rs holds.
+    /// serde_json's error in this vocabulary.
     fn of(error: &serde_json::Error) -> NotJson {
-        match error.to_string().starts_with("recursion limit exceeded") {
+        match natives::nested_too_deep(error) {
             true => NotJson::TooDeep,
             false => NotJson::Invalid,
         }
@@ -344,7 +339,7 @@ impl std::fmt::Display for NotJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NotJson::Invalid => f.write_str("not JSON"),
-            NotJson::TooDeep => write!(f, "JSON nested too deep (more than {MAX_BODY_DEPTH} levels)"),
+            NotJson::TooDeep => f.write_str(&natives::too_deep_words()),
         }
     }
 }
@@ -377,7 +372,8 @@ impl Filter {
     pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
         let defs = crate::gaps::prelude::for_filter(source);
-        let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
+        // poll's natives first: a call resolves to the first native of its name.
+        let funs = natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
         let arena = Arena::default();
         let loader = Loader::new(defs);
         let modules = loader.load(&arena, File { code: source, path: () }).map_err(|errors| {
@@ -504,7 +500,8 @@ impl Filter {
         let ctx = Ctx::<Data>::new(&self.compiled.lut, vars);
         self.compiled.id.run((ctx, input.body.clone())).map(move |output| {
             output.map_err(|exception| match exception.get_err() {
-                Ok(error) => self.error(&hidden(&error.to_string(), &secrets)),
+                // A string's words as jq writes them, without JSON's quotes: `error("not yet")` says not yet.
+                Ok(error) => self.error(&hidden(&raw(error.into_val()), &secrets)),
                 // Not `jaq_core::unwrap_valr`: it exits the process on `halt`.
                 Err(_) => self.error("halt and break are not supported here"),
             })

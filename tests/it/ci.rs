@@ -121,7 +121,8 @@ fn pipes_and_newlines_in_a_url_or_a_reason_are_escaped() {
     let server = Server::start(vec![Reply::json(200, r#"{"s":1}"#)]);
     let file = scratch("escape.md");
     let url = server.url("/a|b");
-    // A --print runtime error: its message quotes the filter, a newline and a `|` in it.
+    // A --print runtime error: its message quotes the filter, a newline and a `|` in it, and
+    // the error's own string (written as jq writes it, without JSON's quotes and escapes).
     let out = poll()
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_STEP_SUMMARY", &file)
@@ -135,7 +136,7 @@ fn pipes_and_newlines_in_a_url_or_a_reason_are_escaped() {
     assert_eq!(
         row,
         format!(
-            r#"| `{shown}` | permanent failure: --print: jq error in \`error("no id") \| .x\`: "no\\nid" | 3 | 1 | {} | 200 done |"#,
+            r#"| `{shown}` | permanent failure: --print: jq error in \`error("no id") \| .x\`: no id | 3 | 1 | {} | 200 done |"#,
             rows(&summary)[0][4]
         )
     );

@@ -345,6 +345,51 @@ fn a_body_nested_too_deep_is_said_so() {
     assert!(stderr(&out).contains(&format!("--print: the final body is {too_deep}")), "{}", stderr(&out));
 }
 
+/// `tonumber` reads the whole string as one number, as jq 1.7 does (issue 39, row 2): `"3/5"` is a jq
+/// error on every poll, warned once and named by the deadline, never the 3 it starts with (which
+/// ended the run with exit 0 on the first reply).
+#[test]
+fn tonumber_of_a_string_that_only_starts_with_a_number_fails() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--argjson", "r", r#""3/5""#, "--until", "($r|tonumber) >= 3", "-i", "100ms", "--timeout", "1s"])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // It ends when the next poll, 100 ms on, would start past the deadline.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "took {took:?}");
+    assert!(server.hits() >= 5, "polled on to the deadline: {} requests", server.hits());
+    assert_eq!(out.stdout, b"");
+    let err = stderr(&out);
+    let why = r#"string ("3/5") cannot be parsed as a number"#;
+    assert_eq!(err.matches(&format!("warning: jq error in `($r|tonumber) >= 3`: {why}")).count(), 1, "{err}");
+    assert!(err.contains(&format!("last: --until failed on the body: {why}")), "{err}");
+}
+
+/// `fromjson` reads the whole string as one JSON value, nested no deeper than a body may be: two
+/// values fail (it gave 1, then 2), and a string of 100,000 `[` from the server is a jq error, where it
+/// overflowed the loop's stack and aborted the process (exit 134).
+#[test]
+fn fromjson_reads_one_value_nested_no_deeper_than_a_body() {
+    let server = Server::start(vec![Reply::json(200, r#"{"x":"1 2"}"#)]);
+    let out = poll().args(["--until", ".x | fromjson", "--timeout", "500ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let why = "trailing characters at line 1 column 3 (while parsing '1 2')";
+    assert!(err.contains(&format!("last: --until failed on the body: {why}")), "{err}");
+
+    let hostile = format!(r#"{{"x":"{}"}}"#, "[".repeat(100_000));
+    let server = Server::start(vec![Reply::json(200, &hostile)]);
+    let out = poll().args(["--until", ".x | fromjson", "--timeout", "500ms", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("overflowed its stack"), "{err}");
+    assert_eq!(err.matches("JSON nested too deep (more than 127 levels) (while parsing '[[[").count(), 2, "{err}");
+}
+
 #[test]
 fn output_file_receives_the_body_and_stdout_stays_empty() {
     let server = Server::start(vec![Reply::json(200, DONE)]);
