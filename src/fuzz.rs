@@ -38,7 +38,7 @@ pub fn jq(data: &[u8]) {
     static WORKER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
     let worker = WORKER.get_or_init(|| {
         let (jobs, inbox) = mpsc::channel::<Job>();
-        let spawned = std::thread::Builder::new().stack_size(crate::run::STACK_SIZE).spawn(move || {
+        let spawned = crate::run::spawn_on_a_large_stack("fuzz-jq", move || {
             for (data, done) in inbox {
                 jq_on_this_thread(&data);
                 let _ = done.send(());

@@ -44,7 +44,7 @@ pub use crate::cli::config::Config;
 pub use crate::cli::flags::Generate;
 pub use crate::error::EXIT_CODES;
 
-pub use crate::run::{Closed, Ending, HandedOver, STACK_SIZE, run};
+pub use crate::run::{Closed, Ending, HandedOver, run, spawn_on_a_large_stack};
 
 use crate::cli::flags::{self, Invocation};
 use crate::cli::{config, docs};

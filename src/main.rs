@@ -10,7 +10,7 @@ use poll::{Ending, HandedOver};
 
 fn main() -> ExitCode {
     // jaq recurses: the whole run gets a large stack (reserved, not used).
-    let run = std::thread::Builder::new().name("poll".into()).stack_size(poll::STACK_SIZE).spawn(|| {
+    let run = poll::spawn_on_a_large_stack("poll", || {
         let ending = match poll::configure(std::env::args_os(), &mut io::stdin()) {
             Ok(config) => poll::run(config),
             Err(ending) => ending,

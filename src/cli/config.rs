@@ -79,10 +79,18 @@ pub(crate) struct Polling {
 impl Polling {
     /// How deeply the most deeply nested of the user's filters nests.
     pub fn filter_depth(&self) -> usize {
+        self.user_filters().map(Filter::depth).max().unwrap_or(0)
+    }
+
+    /// Whether one of the user's filters defines something that can call itself.
+    pub fn filters_recurse(&self) -> bool {
+        self.user_filters().any(Filter::recurses)
+    }
+
+    fn user_filters(&self) -> impl Iterator<Item = &Filter> {
         let conditions = [&self.conditions.until, &self.conditions.fail_when, &self.conditions.show];
         let status_url = self.submit.as_ref().and_then(|submit| submit.status_url.as_ref());
-        let filters = conditions.into_iter().flatten().chain(&self.print).chain(&self.pending_when).chain(status_url);
-        filters.map(Filter::depth).max().unwrap_or(0)
+        conditions.into_iter().flatten().chain(&self.print).chain(&self.pending_when).chain(status_url)
     }
 }
 

@@ -279,14 +279,16 @@ mod tests {
             .collect()
     }
 
-    /// Every definition of the library, called by name with `.` for each
-    /// argument, compiles and runs with its part as with the whole library;
-    /// so do filters that call no definition, an undefined one or a wrong arity.
-    #[test]
-    fn the_part_compiles_and_runs_as_the_whole_library() {
+    /// The input the library's definitions are tried on.
+    fn tried_on() -> jaq_json::Val {
         use serde::Deserialize as _;
         let value: serde_json::Value = serde_json::from_str(r#"{"a":[1,"x",null],"status":"done"}"#).expect("JSON");
-        let input = jaq_json::Val::deserialize(&value).expect("a value");
+        jaq_json::Val::deserialize(&value).expect("a value")
+    }
+
+    /// Every definition of the library called by name with `.` for each argument, and filters
+    /// that call no definition, an undefined one or a wrong arity.
+    fn library_calls() -> Vec<String> {
         let mut sources: Vec<String> = all()
             .filter(|def| !def.name.starts_with('!'))
             .map(|def| match def.args.len() {
@@ -300,7 +302,14 @@ mod tests {
         );
         use crate::rules::condition::{Subject, builtin_filter};
         sources.extend([builtin_filter(Subject::Operation), builtin_filter(Subject::Resource)]);
-        for source in &sources {
+        sources
+    }
+
+    /// Every definition of the library compiles and runs with its part as with the whole library.
+    #[test]
+    fn the_part_compiles_and_runs_as_the_whole_library() {
+        let input = tried_on();
+        for source in &library_calls() {
             let part = compile(source, for_filter(source));
             let whole = compile(source, all());
             match (&part, &whole) {
@@ -309,5 +318,69 @@ mod tests {
                 _ => panic!("{source}: the part gives {:?}, the whole {:?}", part.is_ok(), whole.is_ok()),
             }
         }
+    }
+
+    /// A filter means what it did with the recursion guard in it (`natives::guarded`), as a
+    /// value, a path and an update.
+    #[test]
+    fn a_guarded_filter_answers_as_the_filter_as_written() {
+        let input = tried_on();
+        // Each library call also in the body of a definition that can call itself, and as the
+        // argument of one: the two places the guard goes.
+        let calls = library_calls();
+        let mut sources: Vec<String> =
+            calls.iter().map(|call| format!("def g: if false then g else {call} end; g")).collect();
+        sources.extend(calls.iter().map(|call| format!("def g(f): if false then g(f) else f end; g({call})")));
+        sources.extend(
+            [
+                "path(..)",
+                "[paths]",
+                "def g: .a; g |= 5",
+                "def g: .a[0]; path(g)",
+                "del(.a[1])",
+                "to_entries",
+                "getpath([\"a\", 0])",
+                "[limit(2; .a[])]",
+                "first(.a[])",
+                "label $out | 1, break $out",
+                "reduce .a[] as $x (0; . + 1)",
+                ".a |= map(tostring)",
+                "\"x\\(.a)\"",
+                "@base64 \"\\(.status)\"",
+                "try error(\"x\") catch .",
+                "def f(g): [g]; f(.a[])",
+                "def f($n): $n + 1; f(1, 2)",
+                "def f: if . > 3 then . else (. + 1 | f) end; 0 | f",
+                "[.a[] | select(. != null)] | length",
+                "def f: if . > 3 then . else 1 + (. + 1 | f) end; 0 | f",
+                "def f(n): if n > 3 then n else f(n + 1) end; f(0)",
+                "with_entries(.value |= tostring)",
+                "walk(if type == \"number\" then . + 1 else . end)",
+                "[.a[] | strings | test(\"x\")]",
+                "if (.a) then (1) else (2) end",
+                "def g(f): if false then g(f) else f end; del(g(.a[1]))",
+                "def g(f): if false then g(f) else path(f) end; [g(..)]",
+                "def g(f): if false then g(f) else f |= 1 end; g(.a[0], .status)",
+            ]
+            .map(String::from),
+        );
+        let mut compared = 0;
+        let guard = |source: &str| crate::gaps::natives::guarded(source).0;
+        let changed = sources.iter().filter(|source| guard(source) != **source).count();
+        assert!(changed > 2 * calls.len(), "the guard went into only {changed} of {}", sources.len());
+        for source in &sources {
+            let guarded = guard(source);
+            let written = compile(source, all());
+            let guarded = compile(&guarded, all());
+            match (&written, &guarded) {
+                (Ok(written), Ok(guarded)) => {
+                    assert_eq!(outputs(guarded, &input), outputs(written, &input), "{source}");
+                    compared += 1;
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("{source}: as written {:?}, guarded {:?}", written.is_ok(), guarded.is_ok()),
+            }
+        }
+        assert!(compared > sources.len() * 9 / 10, "{compared} of {} compile", sources.len());
     }
 }

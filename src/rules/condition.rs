@@ -207,6 +207,8 @@ pub struct Filter {
     reads_headers: bool,
     /// How deeply its terms nest: what its evaluation needs of the stack.
     depth: usize,
+    /// Whether it defines something that can call itself: only then can its evaluation recurse.
+    recurses: bool,
     bound: Arc<Bound>,
     compiled: jaq_core::compile::Filter<Native<Data>>,
 }
@@ -371,42 +373,24 @@ impl Filter {
     /// Compiles the filter of `flag` (`--until`), with the `--arg`s and `--argjson`s bound.
     pub fn compile_for(flag: &'static str, source: &str, args: &Args) -> Result<Filter, String> {
         check_shape(source)?;
-        let defs = crate::gaps::prelude::for_filter(source);
-        // poll's natives first: a call resolves to the first native of its name.
-        let funs = natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
-        let arena = Arena::default();
-        let loader = Loader::new(defs);
-        let modules = loader.load(&arena, File { code: source, path: () }).map_err(|errors| {
-            let mut messages = Vec::new();
-            for (_file, error) in errors {
-                match error {
-                    load::Error::Io(v) => messages.extend(v.into_iter().map(|(path, m)| format!("{path}: {m}"))),
-                    load::Error::Lex(v) => messages.extend(
-                        v.into_iter()
-                            .map(|(expected, found)| format!("{}: expected {}", at(source, found), expected.as_str())),
-                    ),
-                    load::Error::Parse(v) => messages.extend(v.into_iter().map(|(expected, found)| {
-                        let shown = if found.is_empty() { "end of input".to_string() } else { format!("`{found}`") };
-                        format!("{}: expected {}, found {shown}", at(source, found), expected.as_str())
-                    })),
-                }
-            }
-            messages.join("; ")
-        })?;
-        let names = GLOBALS.into_iter().chain(args.named.iter().map(|(var, _)| var.as_str()));
-        let compiled =
-            Compiler::default().with_funs(funs).with_global_vars(names).compile(modules).map_err(|errors| {
-                errors
-                    .into_iter()
-                    .flat_map(|(_file, v)| v)
-                    .map(|(name, undefined)| format!("{}: undefined {} `{name}`", at(source, name), undefined.as_str()))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })?;
+        // Compiled with the recursion guard in place; a mistake is found again in the source as
+        // written, whose positions the message names. Were the guard ever what fails, the filter
+        // as written is compiled instead.
+        let (guarded, recurses) = natives::guarded(source);
+        let (compiled, text, recurses) = match compile_text(&guarded, args) {
+            Ok(compiled) => (compiled, guarded.as_str(), recurses),
+            Err(_) => (compile_text(source, args)?, source, false),
+        };
         let bound = Bound { args: args.as_value(), named: args.named.iter().map(|(_, value)| value.clone()).collect() };
         let reads_headers = source.contains("$headers");
-        let depth = crate::gaps::prelude::depth(source).unwrap_or(0);
-        Ok(Filter { source: source.to_string(), flag, reads_headers, depth, bound: Arc::new(bound), compiled })
+        let depth = crate::gaps::prelude::depth(text).unwrap_or(0);
+        let source = source.to_string();
+        Ok(Filter { source, flag, reads_headers, depth, recurses, bound: Arc::new(bound), compiled })
+    }
+
+    /// Whether it defines something that can call itself: only then can its evaluation recurse.
+    pub(crate) fn recurses(&self) -> bool {
+        self.recurses
     }
 
     /// How deeply its terms nest (`.` is 1, `- - 1` is 3): jaq evaluates
@@ -538,6 +522,42 @@ fn raw(value: Val) -> String {
         Val::TStr(bytes) | Val::BStr(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         other => other.to_string(),
     }
+}
+
+/// `text` compiled with the standard library and poll's natives, the `--arg`s and
+/// `--argjson`s bound; a mistake by its position in `text`.
+fn compile_text(text: &str, args: &Args) -> Result<jaq_core::compile::Filter<Native<Data>>, String> {
+    let defs = crate::gaps::prelude::for_filter(text);
+    // poll's natives first: a call resolves to the first native of its name.
+    let funs = natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
+    let arena = Arena::default();
+    let loader = Loader::new(defs);
+    let modules = loader.load(&arena, File { code: text, path: () }).map_err(|errors| {
+        let mut messages = Vec::new();
+        for (_file, error) in errors {
+            match error {
+                load::Error::Io(v) => messages.extend(v.into_iter().map(|(path, m)| format!("{path}: {m}"))),
+                load::Error::Lex(v) => messages.extend(
+                    v.into_iter()
+                        .map(|(expected, found)| format!("{}: expected {}", at(text, found), expected.as_str())),
+                ),
+                load::Error::Parse(v) => messages.extend(v.into_iter().map(|(expected, found)| {
+                    let shown = if found.is_empty() { "end of input".to_string() } else { format!("`{found}`") };
+                    format!("{}: expected {}, found {shown}", at(text, found), expected.as_str())
+                })),
+            }
+        }
+        messages.join("; ")
+    })?;
+    let names = GLOBALS.into_iter().chain(args.named.iter().map(|(var, _)| var.as_str()));
+    Compiler::default().with_funs(funs).with_global_vars(names).compile(modules).map_err(|errors| {
+        errors
+            .into_iter()
+            .flat_map(|(_file, v)| v)
+            .map(|(name, undefined)| format!("{}: undefined {} `{name}`", at(text, name), undefined.as_str()))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// Refuses filters that are too long or too deeply nested to parse safely.

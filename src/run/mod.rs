@@ -23,6 +23,7 @@ use crate::report::result::UrlResult;
 use crate::run::ending::{Finale, Over, stopped_early};
 use crate::run::target::Common;
 use crate::state::{FileStore, RedisStore, Shared, Store};
+use crate::util::stack;
 use crate::util::wait::{Cancel, Cancelled};
 
 /// How long after the deadline an attempt still in flight is abandoned; a
@@ -36,14 +37,45 @@ const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 /// it is reserved, not used, and untouched pages cost no memory.
 pub const STACK_SIZE: usize = 256 << 20;
 
-/// The stack of each URL's loop, which evaluates the filters: its request's
-/// own frames, and for each level its deepest filter nests, twice what jaq's
-/// recursive evaluation spends on a level in a debug build (docs/BENCHMARKS.md). A thousand URLs under plain filters reserve 2 GiB
-/// of address space, which `ulimit -v 4194304` allows.
-fn loop_stack(filter_depth: usize) -> usize {
+/// How much of [`STACK_SIZE`] a filter evaluated there (`--print` on a `--fallback` body) may
+/// spend before its recursion is too deep: the deepest filter's terms and a loop's recursion,
+/// with room to spare; the rest is kept, so that a runaway recursion touches no more than this.
+const MAIN_EVALUATION: usize = 64 << 20;
+
+/// Starts `work` on a thread of [`STACK_SIZE`], as the run's own thread (`main.rs`) and the
+/// fuzz target's worker are, whose filters find their recursion too deep, never the stack's end.
+pub fn spawn_on_a_large_stack<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    let builder = std::thread::Builder::new().name(name.to_string());
+    stack::spawn(builder, STACK_SIZE, STACK_SIZE - MAIN_EVALUATION, work)
+}
+
+/// The stack of each URL's loop, which evaluates the filters, and the reserve
+/// at its bottom that a recursion stops short of ("recursion too deep", see
+/// `gaps/natives.rs`): the loop's own frames (its request's), and for each
+/// level its deepest filter nests, twice what jaq's recursive evaluation
+/// spends on a level in a debug build (docs/BENCHMARKS.md). A thousand URLs
+/// under plain filters reserve 2 GiB of address space, which `ulimit -v
+/// 4194304` allows. A filter that defines something that can call itself
+/// gets 16 MiB more for its recursion, and a reserve for what runs below
+/// the point that finds the stack low (the rest of one definition's terms,
+/// natives, the error's way back).
+fn loop_stack(filter_depth: usize, recursion: bool) -> (usize, usize) {
     const FRAMES: usize = 2 << 20;
     const PER_LEVEL: usize = 8 << 10;
-    FRAMES.saturating_add(filter_depth.saturating_mul(PER_LEVEL))
+    const RECURSION: usize = 16 << 20;
+    const BELOW: usize = 1 << 20;
+    let terms = filter_depth.saturating_mul(PER_LEVEL);
+    let size = FRAMES.saturating_add(terms);
+    match recursion {
+        false => (size, 0),
+        true => {
+            let reserve = BELOW.saturating_add(terms);
+            (size.saturating_add(RECURSION).saturating_add(reserve), reserve)
+        }
+    }
 }
 
 /// What the run's coordinator hears.
@@ -120,21 +152,19 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
         }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let stack = loop_stack(common.polling.filter_depth());
+    let (size, reserve) = loop_stack(common.polling.filter_depth(), common.polling.filters_recurse());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
         let (common, target, events) = (Arc::clone(common), target.clone(), events_tx.clone());
         let progress = Arc::clone(progress);
         let named = target.shown.clone();
-        std::thread::Builder::new()
-            .name(format!("poll-{t}"))
-            .stack_size(stack)
-            .spawn(move || {
-                let run = || target::run(&common, t, &target, &progress);
-                if let Some(end) = guarded(&target.shown, &progress, run) {
-                    let _ = events.send(Heard::Ended(t, Box::new(end)));
-                }
-            })
-            .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
+        let thread = std::thread::Builder::new().name(format!("poll-{t}"));
+        stack::spawn(thread, size, reserve, move || {
+            let run = || target::run(&common, t, &target, &progress);
+            if let Some(end) = guarded(&target.shown, &progress, run) {
+                let _ = events.send(Heard::Ended(t, Box::new(end)));
+            }
+        })
+        .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
     }
     Ok(events)
 }

@@ -1,12 +1,14 @@
 //! The bottom floor, used by every other: URLs and redaction, text and
 //! durations in words, flag values, the clock, files (one of the platform
 //! seams: identities, modes and owners), socket timeouts in the platform's
-//! unit (another), and waits that end when the run does.
+//! unit (another), waits that end when the run does, and the stack a thread
+//! has left.
 
 pub(crate) mod clock;
 pub(crate) mod file;
 pub(crate) mod headers;
 pub mod parse;
+pub(crate) mod stack;
 pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod timeout;

@@ -369,6 +369,59 @@ fn tonumber_of_a_string_that_only_starts_with_a_number_fails() {
     assert!(err.contains(&format!("last: --until failed on the body: {why}")), "{err}");
 }
 
+/// A filter that recurses without end is a jq error, "recursion too deep", where it overflowed the
+/// loop thread's stack and aborted the process (exit 134; issue 39, row 5): under `--until` it is not
+/// met on every poll, warned once, and the deadline names it (exit 1).
+#[test]
+fn a_runaway_recursion_is_a_jq_error_not_an_abort() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let started = Instant::now();
+    let out = poll()
+        .args(["--until", "def f: 1 + f; f", "-i", "100ms", "--timeout", "1s", &server.url("/")])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // It ends when the next poll, 100 ms on, would start past the deadline.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "took {took:?}");
+    assert!(server.hits() >= 5, "polled on to the deadline: {} requests", server.hits());
+    assert_eq!(out.stdout, b"");
+    let err = stderr(&out);
+    assert!(!err.contains("overflowed its stack"), "{err}");
+    assert_eq!(err.matches("warning: jq error in `def f: 1 + f; f`: recursion too deep").count(), 1, "{err}");
+    assert!(err.contains("last: --until failed on the body: recursion too deep"), "{err}");
+}
+
+/// `--print` with a runaway recursion fails on the final body as any jq error does (exit 3, nothing
+/// printed), on the loop's thread and on the run's own (a `--fallback` body), and so does a chain of
+/// closures a definition hands itself, which grows the stack though its calls are tail calls. A
+/// recursion 200 deep still answers (in a debug build, 100 overflowed the loop's stack before).
+#[test]
+fn print_with_a_runaway_recursion_fails_as_a_jq_error() {
+    let server = Server::start(vec![Reply::json(200, DONE)]);
+    for filter in ["def f: [f]; f", "def f(n): if n < 0 then 0 else f(n + 1) end; f(0)"] {
+        let out = poll().args(["--print", filter, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{filter}: {}", stderr(&out));
+        assert_eq!(out.stdout, b"", "{filter}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("--print: jq error in `{filter}`: recursion too deep")), "{err}");
+    }
+    // The run's own thread: --print on a --fallback body, where nothing answered.
+    let out = poll()
+        .args(["--print", "def f: [f]; f", "--fallback", "{}", "--timeout", "500ms", "http://127.0.0.1:1/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--fallback: --print: jq error in `def f: [f]; f`: recursion too deep"), "{err}");
+    assert!(!err.contains("overflowed its stack"), "{err}");
+    let deep = "def f: if . == 0 then 0 else 1 + (. - 1 | f) end; 200 | f";
+    let out = poll().args(["--print", deep, &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"200\n");
+}
+
 /// `fromjson` reads the whole string as one JSON value, nested no deeper than a body may be: two
 /// values fail (it gave 1, then 2), and a string of 100,000 `[` from the server is a jq error, where it
 /// overflowed the loop's stack and aborted the process (exit 134).
