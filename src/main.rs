@@ -1,6 +1,6 @@
 //! The `poll` binary: flags -> Config -> run -> print -> exit code. The body
 //! and the one final error line are printed here; only a signal that comes
-//! while they are written has a line of its own (`run/mod.rs`), as it ends
+//! while they are written has a line of its own (`process/signals.rs`), as it ends
 //! the process at once.
 
 use std::io::{self, Write};

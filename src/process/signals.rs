@@ -1,8 +1,72 @@
 //! The signals that end a run, one call for every platform: [`listen`]
 //! turns SIGINT, SIGTERM and SIGHUP (Unix), or Ctrl-C and Ctrl-Break
-//! (Windows), into calls on a thread of their own, which tell the run to end.
+//! (Windows), into calls on a thread of their own, which tell the run to end;
+//! [`SignalEnd`] makes the first signal decide the run's words and exit code,
+//! whatever comes after it.
 
-use crate::error::Signal;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Signal};
+
+/// How long a second signal lets the ending of a run that a first signal
+/// ended go on (a signal sent twice, as GNU `timeout` sends one to the
+/// process and one to its group, must not cut its report short), before it
+/// takes that ending as stuck (`--report-junit` to a FIFO nobody reads).
+const SECOND_SIGNAL_GRACE: Duration = Duration::from_millis(250);
+
+/// The signal that ended the run, if one did, and who says the run's last
+/// word: its ending (`Ending::close`), or a signal that comes while the
+/// ending is still being written and ends the process itself.
+#[derive(Debug, Default)]
+pub(crate) struct SignalEnd {
+    by: OnceLock<Signal>,
+    spoken: AtomicBool,
+}
+
+impl SignalEnd {
+    /// The run's coordinator heard `signal` first: it ends the run, and its words and code are the run's.
+    pub(crate) fn ended_by(&self, signal: Signal) {
+        let _ = self.by.set(signal);
+    }
+
+    /// Takes the last word; `false` when it was taken already.
+    pub(crate) fn speak(&self) -> bool {
+        !self.spoken.swap(true, Ordering::SeqCst)
+    }
+
+    /// `signal` came once the coordinator stopped listening, while the
+    /// ending is being written. After a run that a first signal ended, the
+    /// first signal decides: the ending finishes in its words and with its
+    /// code, or, still unfinished after [`SECOND_SIGNAL_GRACE`], the process
+    /// ends here with them. Otherwise `signal` ends the process at once, in
+    /// its own words and with its own code. Returns only when the ending spoke.
+    pub(crate) fn late(&self, signal: Signal) {
+        let first = match self.by.get() {
+            Some(&first) => {
+                let until = Instant::now() + SECOND_SIGNAL_GRACE;
+                while Instant::now() < until {
+                    if self.spoken.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if !self.speak() {
+                    return;
+                }
+                first
+            }
+            None => {
+                let _ = self.speak();
+                signal
+            }
+        };
+        let error = Error::signalled(first, 0);
+        eprintln!("poll: error: {} while the run's output was written", error.kind().row().words);
+        std::process::exit(i32::from(error.exit_code()));
+    }
+}
 
 /// Calls `on_signal` on a thread of its own for every SIGINT, SIGTERM and
 /// SIGHUP (a closed terminal; some CI runners send it on cancel).

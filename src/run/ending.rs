@@ -96,6 +96,12 @@ impl Ending {
                 _ => (error_line, code, voice),
             },
             LastWord::Due { common, mut summary } => {
+                if !common.signal_end.speak() {
+                    // A later signal found this ending stuck and is ending the process with the run's words.
+                    loop {
+                        std::thread::park();
+                    }
+                }
                 if let (Err(e), true) = (written, summary.answered) {
                     let error = Error::permanent(format!("cannot write the body to stdout: {e}"));
                     summary.failed(&error);

@@ -120,6 +120,7 @@ pub fn run(config: Config) -> Ending {
         reporter,
         progress: Progress::new(urls.len()),
         cancel: Cancel::default(),
+        signal_end: Arc::default(),
     });
     let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
     let over = match start(&common, &targets) {
@@ -142,13 +143,11 @@ pub fn run(config: Config) -> Ending {
 fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Heard>, String> {
     let (events_tx, events) = mpsc::channel();
     let signals = events_tx.clone();
+    let signal_end = Arc::clone(&common.signal_end);
     signals::listen(move |signal| {
-        // Once the run is over, nobody listens: a signal while its ending is written (to a
-        // FIFO with no reader, a stdout nobody reads) ends the process at once, with the signal's code.
+        // Once the run is over, nobody listens: the signal comes while its ending is written.
         if signals.send(Heard::Signal(signal)).is_err() {
-            let error = Error::signalled(signal, 0);
-            eprintln!("poll: error: {} while the run's output was written", error.kind().row().words);
-            std::process::exit(i32::from(error.exit_code()));
+            signal_end.late(signal);
         }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
@@ -215,7 +214,10 @@ fn watch(
             },
         };
         let (t, end) = match event {
-            Heard::Signal(signal) => return Over::Signal(signal),
+            Heard::Signal(signal) => {
+                common.signal_end.ended_by(signal);
+                return Over::Signal(signal);
+            }
             Heard::Ended(t, end) => (t, end),
         };
         common.reporter.ended(t);

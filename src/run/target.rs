@@ -7,6 +7,7 @@
 //! the run's ending (`run/ending.rs`) decides what the whole run says.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cli::config::{Polling, Target};
@@ -14,6 +15,7 @@ use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
 use crate::http::request::{self, Client, Fault, Idle, Opened, Reply, Request, Stream};
+use crate::process::signals::SignalEnd;
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::record::{self, Record};
 use crate::report::reporter::{LoopReporter, Reporter};
@@ -48,6 +50,8 @@ pub(crate) struct Common {
     /// What each loop has done so far, for the run's ending.
     pub progress: Progress,
     pub cancel: Cancel,
+    /// The signal that ended the run, and who says its last word.
+    pub signal_end: Arc<SignalEnd>,
 }
 
 /// Why a loop stopped without its ending: an error, or the run ended first.

@@ -594,6 +594,58 @@ fn sigterm_ends_a_request_in_flight_at_once_with_143() {
     assert!(stderr(&out).contains("terminated after 1 attempt"), "{}", stderr(&out));
 }
 
+/// SIGTERM, then SIGINT while the run's ending is being written (its JUnit report waits for a
+/// FIFO's reader, as there is no deadline): the first signal decides, one line and exit 143.
+#[cfg(unix)]
+#[test]
+fn a_second_signal_ends_a_stuck_ending_in_the_first_ones_words() {
+    let folder = std::env::temp_dir().join(format!("poll-second-signal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let fifo = folder.join("report.xml");
+    assert!(StdCommand::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let report = fifo.to_str().unwrap();
+    let child =
+        spawn_poll(&["--until", ".done", "-i", "30s", "--timeout", "0", "--report-junit", report, &server.url("/")]);
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&child, "-TERM");
+    // The run is over and its ending waits for the FIFO's reader.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = kill(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "poll: error: terminated while the run's output was written\n");
+    assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(3), "exit took {took:?}");
+    assert_eq!(out.stdout, b"");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// SIGTERM and SIGINT sent together (GNU `timeout` forwards one while sending the other): one
+/// line, whose words are those of the exit code, whichever of them the run heard first.
+#[cfg(unix)]
+#[test]
+fn two_signals_at_once_end_a_run_with_one_line_that_agrees_with_the_exit_code() {
+    for round in 0..6 {
+        let server = Server::start(vec![Reply::json(200, PENDING)]);
+        let child = spawn_poll(&["--until", ".done", "-i", "30s", &server.url("/")]);
+        assert!(server.wait_hits(1, Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(100));
+        let pid = child.id();
+        let both = format!("kill -TERM {pid}; kill -INT {pid}");
+        assert!(StdCommand::new("sh").args(["-c", &both]).status().unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        let line = match out.status.code() {
+            Some(143) => "poll: error: terminated after 1 attempt\n",
+            Some(130) => "poll: error: interrupted after 1 attempt\n",
+            code => panic!("round {round}: exit {code:?}: {}", stderr(&out)),
+        };
+        assert_eq!(stderr(&out), line, "round {round}, exit {:?}", out.status.code());
+    }
+}
+
 /// `-o -` is stdout, as curl's: the body is printed, and no file named `-` is made.
 #[test]
 fn o_dash_is_stdout() {
