@@ -87,8 +87,10 @@ impl Kind {
             Kind::Permanent => {
                 (3, "permanent", "permanent failure", "permanent failure: a non-retryable status or error", 4)
             }
+            // One ending for --fail-when, --fail-on and --submit's built-in failure test: the words fit
+            // each, and the error's own words say which.
             Kind::FailWhen => {
-                (4, "fail_when", "--fail-when matched", "--fail-when matched, or a status in --fail-on arrived", 5)
+                (4, "fail_when", "failure condition met", "--fail-when matched, or a status in --fail-on arrived", 5)
             }
             Kind::GaveUp => (
                 5,

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error;
+use crate::error::{self, Error};
 use crate::report::result::UrlResult;
 use crate::util::file;
 use crate::util::text::{count, human, printable};
@@ -47,9 +47,12 @@ pub(crate) fn render(results: &[UrlResult], run_wide: Option<u8>, code: u8, elap
     text.push_str("|---|---|---:|---:|---:|---|\n");
     for row in results {
         let exit_code = row.exit_code().or(run_wide);
-        let result = match row.error() {
-            Some(error) => format!("{}: {}", words(exit_code), error.without_url()),
-            None => words(exit_code).to_string(),
+        let words = words(exit_code);
+        let result = match row.error().map(Error::without_url) {
+            // An error that opens with its ending's words (`deadline: ...`, `interrupted after ...`) says them once.
+            Some(what) if what.starts_with(words) => what,
+            Some(what) => format!("{words}: {what}"),
+            None => words.to_string(),
         };
         let exit = exit_code.map_or_else(|| "–".to_string(), |code| code.to_string());
         let last = if row.last.is_empty() { "–" } else { row.last.as_str() };
@@ -165,7 +168,10 @@ mod tests {
         let rows = [row("http://h/", true, Some((Kind::HungUp, "hung up after 3 attempts")), "–")];
         let text = render(&rows, None, 129, Duration::ZERO);
         assert!(text.starts_with("\n#### poll: hung up (exit 129), 3 attempts in "), "{text}");
-        assert!(text.contains("| `http://h/` | hung up: hung up after 3 attempts | 129 |"), "{text}");
+        assert!(text.contains("| `http://h/` | hung up after 3 attempts | 129 |"), "its words once: {text}");
+        let rows = [row("http://h/", true, Some((Kind::Deadline, "deadline: only 2s is left")), "200 pending")];
+        let text = render(&rows, None, 1, Duration::ZERO);
+        assert!(text.contains("| `http://h/` | deadline: only 2s is left | 1 |"), "{text}");
     }
 
     #[test]

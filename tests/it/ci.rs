@@ -116,6 +116,43 @@ fn three_urls_are_three_rows_with_their_own_endings() {
     );
 }
 
+/// The title and the Result cell name what ended the run once: a `--fail-on` status is not
+/// "--fail-when matched", and a deadline's words do not repeat its row's (`deadline: deadline:`).
+#[test]
+fn the_summary_says_what_ended_the_run_in_its_own_words_once() {
+    let server = Server::routes(vec![
+        ("/gone", vec![Reply::json(404, r#"{"error":"gone"}"#)]),
+        ("/job", vec![Reply::json(200, r#"{"s":"pending"}"#)]),
+    ]);
+    let file = scratch("words.md");
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &file)
+        .args(["-v", "--fail-on", "404", &server.url("/gone")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("\npoll: failure condition met after 1 attempt in "), "{}", stderr(&out));
+    let summary = std::fs::read_to_string(&file).unwrap();
+    assert!(summary.starts_with("\n#### poll: failure condition met (exit 4), 1 attempt in "), "{summary}");
+    let row = &rows(&summary)[0];
+    assert_eq!(row[1..4], ["failure condition met: HTTP 404 is in --fail-on", "4", "1"], "{summary}");
+
+    std::fs::remove_file(&file).unwrap();
+    let out = poll()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &file)
+        .args(["--until", r#".s=="done""#, "-i", "500ms", "--timeout", "700ms", &server.url("/job")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary = std::fs::read_to_string(&file).unwrap();
+    assert!(summary.starts_with("\n#### poll: deadline (exit 1), 2 attempts in "), "{summary}");
+    let result = &rows(&summary)[0][1];
+    assert!(result.starts_with("deadline: the next attempt would start in 500ms (interval) but only "), "{summary}");
+    assert_eq!(result.matches("deadline").count(), 1, "{summary}");
+}
+
 #[test]
 fn pipes_and_newlines_in_a_url_or_a_reason_are_escaped() {
     let server = Server::start(vec![Reply::json(200, r#"{"s":1}"#)]);
