@@ -365,9 +365,10 @@ impl Client {
         };
         result.map_err(|e| {
             let mut fault = classify(&e);
-            // An end of stream before any reply is a dropped connection, not a short body.
+            // An end of stream before any reply is a closed connection, not a short body. (ureq
+            // says the same of a reply's head cut short, which is no reply either.)
             if fault.failure == Failure::Truncated {
-                fault.failure = Failure::Reset;
+                fault.failure = Failure::Closed;
             }
             // The alert of a server that wants a certificate it was not shown says so.
             if fault.failure == Failure::CertRefused && !self.presents_certificate(url) {

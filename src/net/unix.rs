@@ -118,12 +118,19 @@ mod socket {
         let shown = path.display();
         match std::fs::metadata(path) {
             Ok(meta) if !meta.file_type().is_socket() => {
-                let what = if meta.is_dir() {
+                let kind = meta.file_type();
+                let what = if kind.is_dir() {
                     "a folder"
-                } else if meta.is_file() {
+                } else if kind.is_file() {
                     "a regular file"
+                } else if kind.is_char_device() {
+                    "a character device"
+                } else if kind.is_block_device() {
+                    "a block device"
+                } else if kind.is_fifo() {
+                    "a FIFO"
                 } else {
-                    "no socket"
+                    "something else"
                 };
                 let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
                 return Err(io::Error::new(ErrorKind::InvalidInput, why));

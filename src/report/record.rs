@@ -26,7 +26,8 @@ pub(crate) struct Record {
     /// A connection failure before the URL's first reply ([`Outcome::not_up_yet`]):
     /// no `--retries` spent, nothing told to the breaker, "never reached" at the deadline.
     pub not_up_yet: bool,
-    /// `--stable N`: the condition held on this many polls in a row, of N, and is polled again.
+    /// `--stable N`: the condition held on this many polls in a row, of N, and that was not yet
+    /// enough (polled again, or the deadline came first).
     pub held: Option<(u32, u32)>,
     pub action: Action,
     /// `--rate auto`: the rate the fleet had learned at this attempt's turn, in requests a second.

@@ -56,8 +56,11 @@ pub enum Failure {
     ConnectTimeout,
     /// The connection was set up but the reply did not finish in time.
     Timeout,
-    /// The connection was reset or closed before a reply.
+    /// The connection was reset (ECONNRESET, a broken pipe) before a reply.
     Reset,
+    /// The server closed the connection cleanly before replying: retried
+    /// as a reset is, and the same `error_kind`; only the words differ.
+    Closed,
     /// The reply ended before its body did.
     Truncated,
     /// A status line, header or chunk that does not parse.
@@ -152,6 +155,9 @@ impl Failure {
             Failure::ConnectTimeout => (true, true, true, true, false, "connect", "connect timed out"),
             Failure::Timeout => (true, false, false, true, false, "timeout", "request timed out"),
             Failure::Reset => (true, false, true, true, false, "reset", "connection reset"),
+            Failure::Closed => {
+                (true, false, true, true, false, "reset", "the server closed the connection before replying")
+            }
             Failure::Truncated => (true, false, false, true, false, "truncated", "body truncated"),
             Failure::Malformed => (true, false, false, true, true, "malformed", "malformed reply"),
             Failure::Tls => (false, false, false, true, true, "tls", "TLS handshake failed"),
@@ -259,6 +265,7 @@ mod tests {
         Failure::ConnectTimeout,
         Failure::Timeout,
         Failure::Reset,
+        Failure::Closed,
         Failure::Truncated,
         Failure::Malformed,
         Failure::Tls,
@@ -286,6 +293,6 @@ mod tests {
             assert!(!t.kind.is_empty() && !t.words.is_empty(), "{failure:?}");
         }
         let transient: Vec<Failure> = ALL.into_iter().filter(|f| f.traits().transient).collect();
-        assert_eq!(transient.len(), 7, "README's transient list: {transient:?}");
+        assert_eq!(transient.len(), 8, "README's transient list: {transient:?}");
     }
 }

@@ -609,6 +609,8 @@ pub struct Judgement {
     pub errors: Vec<JqError>,
     /// What `--show` printed, if anything.
     pub shown: Option<String>,
+    /// `--show`'s jq error: warned of, but no reason the condition is not met.
+    pub show_error: Option<JqError>,
 }
 
 impl Conditions {
@@ -632,7 +634,7 @@ impl Conditions {
         let mut errors = Vec::new();
         let read = self.input(message);
         let input = read.as_ref().ok();
-        let shown = self.shown(input, &mut errors);
+        let (shown, show_error) = self.shown(input);
         let in_use = self.builtin_done() || self.builtin_fails();
         // The built-ins read JSON bodies only: an empty one is "not JSON" to them (done on a status reply).
         let json = input.filter(|_| in_use && !is_empty(message.body));
@@ -663,7 +665,7 @@ impl Conditions {
             Some(false) => Verdict::NotMet,
             None => Verdict::NotJson,
         };
-        (Judgement { verdict, errors, shown }, word)
+        (Judgement { verdict, errors, shown, show_error }, word)
     }
 
     /// The built-in done test is in use: `--submit` without `--until`.
@@ -676,13 +678,13 @@ impl Conditions {
         self.builtin.is_some() && self.fail_when.is_none()
     }
 
-    /// `--show`'s line on a body, its jq error kept in `errors`.
-    fn shown(&self, input: Option<&Input>, errors: &mut Vec<JqError>) -> Option<String> {
-        let (show, input) = (self.show.as_ref()?, input?);
-        show.show(input).unwrap_or_else(|e| {
-            errors.push(e);
-            None
-        })
+    /// `--show`'s line on a body, or its jq error.
+    fn shown(&self, input: Option<&Input>) -> (Option<String>, Option<JqError>) {
+        let (Some(show), Some(input)) = (self.show.as_ref(), input) else { return (None, None) };
+        match show.show(input) {
+            Ok(shown) => (shown, None),
+            Err(e) => (None, Some(e)),
+        }
     }
 
     /// Judges a 2xx body: `--fail-when` first, then `--until`. Without either,
@@ -699,16 +701,16 @@ impl Conditions {
 
     fn judge_input(&self, read: Result<Input, NotJson>) -> Judgement {
         let mut errors = Vec::new();
-        let shown = self.shown(read.as_ref().ok(), &mut errors);
+        let (shown, show_error) = self.shown(read.as_ref().ok());
         // Without --until nothing objects to any 2xx: whether that is done is the policy's to say (--done-on).
         let Some(first) = self.fail_when.as_ref().or(self.until.as_ref()) else {
-            return Judgement { verdict: Verdict::Met, errors, shown };
+            return Judgement { verdict: Verdict::Met, errors, shown, show_error };
         };
         let input = match read {
             Ok(input) => input,
             Err(_) => {
                 unread(first, &read, &mut errors);
-                return Judgement { verdict: Verdict::NotJson, errors, shown };
+                return Judgement { verdict: Verdict::NotJson, errors, shown, show_error };
             }
         };
         let mut test = |filter: &Option<Filter>| filter.as_ref().map(|filter| holds(filter, &input, &mut errors));
@@ -721,7 +723,7 @@ impl Conditions {
                 Some(false) => Verdict::NotMet,
             }
         };
-        Judgement { verdict, errors, shown }
+        Judgement { verdict, errors, shown, show_error }
     }
 }
 

@@ -240,6 +240,8 @@ impl Stop {
     /// The stop in words; `detail` (the transport's own message) follows the cause.
     pub fn describe(&self, detail: Option<&str>) -> String {
         let with_detail = |cause: &str| match detail {
+            // A detail that says the cause itself stands alone (`... is a FIFO, not a socket`).
+            Some(detail) if detail.contains(cause) => detail.to_string(),
             Some(detail) => format!("{cause} ({detail})"),
             None => cause.to_string(),
         };
@@ -667,8 +669,8 @@ mod tests {
         use Failure::*;
         #[rustfmt::skip] // One list, not a column.
         let every = [
-            Refused, Dns, ConnectTimeout, Timeout, Reset, Truncated, Malformed, Tls, TooManyRedirects, BadRedirect,
-            BodyTooLarge, ProxyRefused, NotASocket, NoPermission, Credential, CertRefused, CertWanted,
+            Refused, Dns, ConnectTimeout, Timeout, Reset, Closed, Truncated, Malformed, Tls, TooManyRedirects,
+            BadRedirect, BodyTooLarge, ProxyRefused, NotASocket, NoPermission, Credential, CertRefused, CertWanted,
         ];
         for kind in every.map(Failure::kind).into_iter().chain(["not_json"]) {
             assert!(row.contains(&format!("`{kind}`")), "`{kind}` is missing: {row}");

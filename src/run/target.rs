@@ -519,8 +519,9 @@ impl Loop<'_> {
             }
             _ => policy.decide(&outcome, &attempt, rng),
         };
-        let polls_again = matches!(action, Action::Poll { .. }) && policy.holds(&outcome, phase);
-        let held = (policy.stable > 1 && polls_again).then_some((streak + 1, policy.stable));
+        // Met but not done: polled again, or the deadline came first (still "met, 3 of 5", not "done").
+        let short_of_stable = !matches!(action, Action::Done) && policy.holds(&outcome, phase);
+        let held = (policy.stable > 1 && short_of_stable).then_some((streak + 1, policy.stable));
         Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
     }
 
@@ -652,7 +653,10 @@ impl Loop<'_> {
         let Ok(reply) = reply else { return (None, None) };
         // What the user's own validator names has not changed: not yet.
         if answer == Answer::Unchanged {
-            return (Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None }), None);
+            return (
+                Some(Judgement { verdict: Verdict::NotMet, errors: Vec::new(), shown: None, show_error: None }),
+                None,
+            );
         }
         // A status in --done-on, --pending-on or --fail-on is judged by its list, not by the filters.
         if self.common.polling.policy.listed(status, self.phase).is_some() {
@@ -668,7 +672,10 @@ impl Loop<'_> {
         }
         // What a PUT or PATCH made or changed: any 2xx is the final body.
         if self.phase == Phase::Final {
-            return (Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None }), None);
+            return (
+                Some(Judgement { verdict: Verdict::Met, errors: Vec::new(), shown: None, show_error: None }),
+                None,
+            );
         }
         let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
         // Kept only for conditional polls: a 304 hands back the very bytes judged
@@ -684,7 +691,7 @@ impl Loop<'_> {
         let conditions = &self.common.polling.conditions;
         let message = Message { event, ..Message::reply(status, &reply.headers, &reply.body) };
         let (mut judgement, word) = conditions.judge_reply(self.phase, subject, message);
-        for error in &judgement.errors {
+        for error in judgement.errors.iter().chain(&judgement.show_error) {
             self.reporter.jq_error(error);
         }
         if self.phase != Phase::Submit {

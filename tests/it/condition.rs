@@ -243,7 +243,7 @@ fn show_renders_the_first_output() {
         let judged = conditions(None, None, Some(source)).judge(body.as_bytes());
         assert_eq!(
             judged,
-            Judgement { verdict: Met, errors: vec![], shown: want.map(String::from) },
+            Judgement { verdict: Met, errors: vec![], shown: want.map(String::from), show_error: None },
             "judge with --show `{source}`"
         );
     }
@@ -253,20 +253,26 @@ fn show_renders_the_first_output() {
 fn show_alongside_conditions() {
     let c = conditions(Some(".ready"), None, Some(".state"));
     let judged = c.judge(br#"{"ready":false,"state":"booting"}"#);
-    assert_eq!(judged, Judgement { verdict: NotMet, errors: vec![], shown: Some("state booting".into()) });
+    assert_eq!(
+        judged,
+        Judgement { verdict: NotMet, errors: vec![], shown: Some("state booting".into()), show_error: None }
+    );
     // A non-JSON body has nothing to show.
     let judged = c.judge(b"<html>");
-    assert_eq!(judged, Judgement { verdict: NotJson, errors: vec![], shown: None });
-    // A --show error is recorded and shows nothing, but does not change the verdict.
+    assert_eq!(judged, Judgement { verdict: NotJson, errors: vec![], shown: None, show_error: None });
+    // A --show error is recorded apart and shows nothing: no error of the condition, whose verdict it leaves.
     let c = conditions(Some(".ready"), None, Some(".state.x"));
-    let judged = c.judge(br#"{"ready":true,"state":"up"}"#);
-    assert_eq!(judged.verdict, Met);
-    assert_eq!(judged.shown, None);
-    assert_eq!(judged.errors.len(), 1, "{judged:?}");
-    assert!(judged.errors[0].starts_with("jq error in `.state.x`: "), "{judged:?}");
+    for (body, verdict) in [(&br#"{"ready":true,"state":"up"}"#[..], Met), (br#"{"ready":false,"state":"up"}"#, NotMet)]
+    {
+        let judged = c.judge(body);
+        assert_eq!(judged.verdict, verdict);
+        assert_eq!((judged.shown.as_deref(), judged.errors.len()), (None, 0), "{judged:?}");
+        let shown = judged.show_error.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(shown.starts_with("jq error in `.state.x`: "), "{judged:?}");
+    }
     // Without --until, a --show on a non-JSON body is no error.
     let judged = conditions(None, None, Some(".state")).judge(b"plain text");
-    assert_eq!(judged, Judgement { verdict: Met, errors: vec![], shown: None });
+    assert_eq!(judged, Judgement { verdict: Met, errors: vec![], shown: None, show_error: None });
 }
 
 #[test]
@@ -325,7 +331,11 @@ fn hostile_bodies_are_not_json_without_crashing() {
     for body in [&b""[..], b" ", b"{", b"[1,]", b"{\"a\":1} {\"b\":2}", b"\xff\xfe", b"NaN", b"undefined", b"'x'"] {
         assert_eq!(Input::parse(body).err(), Some(condition::NotJson::Invalid), "{:?}", String::from_utf8_lossy(body));
         let until = conditions(Some("."), None, None).judge(body);
-        assert_eq!(until, Judgement { verdict: NotJson, errors: vec![], shown: None }, "no error: it is just not JSON");
+        assert_eq!(
+            until,
+            Judgement { verdict: NotJson, errors: vec![], shown: None, show_error: None },
+            "no error: it is just not JSON"
+        );
     }
     // JSON with surrounding whitespace, scalars and unicode is.
     for body in [" {\"a\":1}\n", "1", "\"s\"", "null", "[\"\\u00e9\"]", "{\"é\":\"ü\"}"] {

@@ -209,6 +209,7 @@ fn every_failure_variant() {
         (ConnectTimeout, "connect timed out"),
         (Timeout, "request timed out"),
         (Reset, "connection reset"),
+        (Closed, "the server closed the connection before replying"),
         (Truncated, "body truncated"),
         (Malformed, "malformed reply"),
     ];

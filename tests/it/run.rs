@@ -143,6 +143,81 @@ fn every_transient_failure_class_is_retried() {
     }
 }
 
+/// `line` with its latency (`in 3ms ->`) as `in L ->`.
+fn without_latency(line: &str) -> String {
+    let Some(arrow) = line.find(" -> ") else { return line.to_string() };
+    match line[..arrow].rfind(" in ") {
+        Some(at) => format!("{} in L{}", &line[..at], &line[arrow..]),
+        None => line.to_string(),
+    }
+}
+
+/// A server that closes the connection cleanly before any byte of a reply is not said to have
+/// reset it; both are retried alike, and the JSON log's `error_kind` stays `reset` for both.
+#[test]
+fn a_connection_closed_before_any_reply_is_said_so_and_a_reset_is_a_reset() {
+    let server = Server::start(vec![Reply::close(), Reply::json(200, PENDING), Reply::close(), Reply::reset()]);
+    let out = poll()
+        .args(["-v", "--until", ".done", "-i", "20ms", "--retries", "1", "--backoff", "10ms", "--jitter", "none"])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(server.hits(), 4);
+    let err = stderr(&out);
+    let attempts: Vec<String> = err.lines().filter(|l| l.starts_with("attempt ")).map(without_latency).collect();
+    assert_eq!(
+        attempts,
+        [
+            "attempt 1: the server closed the connection before replying in L -> poll again in 20ms (not up yet)",
+            "attempt 2: 200 pending in L -> poll again in 20ms (interval)",
+            "attempt 3: the server closed the connection before replying in L -> retry in 10ms (backoff)",
+            "attempt 4: connection reset in L -> stop (retries spent)",
+        ],
+        "{err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    let want = format!(
+        "poll: error: gave up after 2 consecutive failures; last: connection reset (raise --retries to tolerate more) [{}]",
+        server.url("/")
+    );
+    assert_eq!(last, want);
+
+    // A POST whose connection was closed may have been processed, as a reset one: not re-sent.
+    let server = Server::start(vec![Reply::close()]).expect_hits(1);
+    let out = poll().args(["-d", "x", "--log-format", "json", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stderr(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["error_kind"], "reset", "{}", lines[0]);
+    let message = lines[1]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("the server closed the connection before replying: the request may have been processed"),
+        "{message}"
+    );
+}
+
+/// `--stable N` cut short by the deadline says how many polls in a row held, not "done".
+#[test]
+fn stable_cut_short_by_the_deadline_says_met_not_done() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(3);
+    let out =
+        poll().args(["-v", "--stable", "5", "-i", "400ms", "--timeout", "1s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let attempts: Vec<String> = err.lines().filter(|l| l.starts_with("attempt ")).map(without_latency).collect();
+    assert_eq!(
+        attempts,
+        [
+            "attempt 1: 200 met, 1 of 5 in L -> poll again in 400ms (interval)",
+            "attempt 2: 200 met, 2 of 5 in L -> poll again in 400ms (interval)",
+            "attempt 3: 200 met, 3 of 5 in L -> stop (deadline)",
+        ],
+        "{err}"
+    );
+    assert!(err.lines().last().unwrap_or_default().contains("; last: condition met, not yet --stable ("), "{err}");
+    assert_eq!(out.stdout, b"");
+}
+
 #[test]
 fn refused_connections_after_the_first_reply_are_retried_then_give_up_with_a_hint() {
     // The server answers once, then is gone: from the first reply on, a refused connection is a failure.

@@ -116,15 +116,26 @@ fn a_regular_file_or_a_folder_given_as_the_socket_is_exit_3_at_once() {
     assert_eq!(
         last,
         format!(
-            "poll: error: not a socket (--unix-socket `{}` is a regular file, not a socket): not retryable [http://localhost/x]",
+            "poll: error: --unix-socket `{}` is a regular file, not a socket: not retryable [http://localhost/x]",
             file.display()
         )
     );
     assert!(out.stdout.is_empty());
 
-    let out = poll().args(["--unix-socket", path_arg(&dir.0), "http://localhost/x"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is a folder, not a socket"), "{}", stderr(&out));
+    // Each says once what it is, a device and a FIFO too.
+    let fifo = dir.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (path, what) in
+        [(dir.0.as_path(), "a folder"), (Path::new("/dev/null"), "a character device"), (&fifo, "a FIFO")]
+    {
+        let out = poll().args(["--unix-socket", path_arg(path), "http://localhost/x"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        let line = format!(
+            "poll: error: --unix-socket `{}` is {what}, not a socket: not retryable [http://localhost/x]\n",
+            path.display()
+        );
+        assert_eq!(stderr(&out), line);
+    }
 }
 
 #[test]

@@ -527,6 +527,37 @@ fn a_jq_error_is_warned_once_and_named_by_the_deadline() {
     assert!(!last.contains("condition not met yet"), "{last}");
 }
 
+/// A `--show` filter that fails on the body is warned of, but it is no reason the condition is
+/// not met: the deadline names the condition's last word, and the log calls it not met.
+#[test]
+fn a_show_error_is_a_warning_not_the_runs_reason() {
+    let server = Server::start(vec![Reply::json(200, r#"{"done":false,"n":"x"}"#)]).expect_hits(3);
+    let args = ["--show", ".n | tonumber", "--until", ".done", "-i", "400ms"];
+    let out = poll().args(args).args(["--timeout", "1s", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with("poll: warning: jq error in `.n | tonumber`: "), "{err}");
+    let prefix = "poll: error: deadline: the next attempt would start in 400ms (interval) but only ";
+    let suffix =
+        format!(" is left; last: condition not met yet (raise --timeout to wait longer) [{}]", server.url("/"));
+    assert!(lines[1].starts_with(prefix) && lines[1].ends_with(&suffix), "{err}");
+
+    let server = Server::start(vec![Reply::json(200, r#"{"done":false,"n":"x"}"#)]).expect_hits(1);
+    let out =
+        poll().args(args).args(["--timeout", "300ms", "--log-format", "json", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let events = events(&out);
+    assert_eq!(events[0]["condition"], "not_met", "{}", events[0]);
+    assert!(
+        events[1]["message"].as_str().unwrap_or_default().contains("; last: condition not met yet ("),
+        "{}",
+        events[1]
+    );
+}
+
+// `-- CMD`.
 // `-- CMD`.
 
 #[cfg(unix)]
