@@ -33,7 +33,20 @@ impl Command {
         };
         let here = std::env::current_dir().unwrap_or_default();
         let program = which::which_in(name, search_path(), here).map_err(|_| unfound(name))?;
+        // A script whose #! interpreter is not there cannot be run either, and exec would not say why.
+        if let Some(why) = imp::cannot_load(&program) {
+            return Err(Error::new(Kind::CannotRun, format!("cannot run `{}`: {why}", shown(name))));
+        }
         Ok(Command { name: name.clone(), program, args: args.to_vec(), env: Vec::new() })
+    }
+
+    /// The command looked for again as the run ends, just before the last
+    /// word: one removed during the wait (or whose interpreter went) ends the
+    /// run with 127 or 126, which the JSON log's final object then says too,
+    /// instead of a line after a final object that said 0.
+    pub(crate) fn found_again(self) -> Result<Command, Error> {
+        let argv: Vec<OsString> = std::iter::once(self.name).chain(self.args).collect();
+        Ok(Command { env: self.env, ..Command::find(&argv)? })
     }
 
     /// The command, handed the run's trace as a span of its own (`TRACEPARENT`, `TRACESTATE`).
@@ -49,10 +62,17 @@ impl Command {
     /// started (or, on Windows, with its exit status once it is over).
     pub(crate) fn hand_over(&self) -> Result<i32, Error> {
         imp::hand_over(self).map_err(|e| {
-            let why = format!("cannot run `{}`: {e}", shown(&self.name));
+            let shown = shown(&self.name);
             match e.kind() {
-                std::io::ErrorKind::NotFound => Error::new(Kind::NotFound, why),
-                _ => Error::new(Kind::CannotRun, why),
+                // The file is there: what the kernel did not find is what runs it.
+                std::io::ErrorKind::NotFound if self.program.exists() => {
+                    let why = imp::cannot_load(&self.program).unwrap_or_else(|| {
+                        format!("{e}: what loads it is not there (a binary built for another system or C library?)")
+                    });
+                    Error::new(Kind::CannotRun, format!("cannot run `{shown}`: {why}"))
+                }
+                std::io::ErrorKind::NotFound => Error::new(Kind::NotFound, format!("cannot run `{shown}`: {e}")),
+                _ => Error::new(Kind::CannotRun, format!("cannot run `{shown}`: {e}")),
             }
         })
     }
@@ -97,8 +117,9 @@ fn unfound(name: &OsStr) -> Error {
 #[cfg(unix)]
 mod imp {
     use std::ffi::{CString, OsStr};
-    use std::io;
+    use std::io::{self, Read as _};
     use std::os::unix::ffi::OsStrExt as _;
+    use std::path::Path;
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
@@ -143,6 +164,21 @@ mod imp {
         })
     }
 
+    /// Why the kernel could not load `program`, when it is a script whose
+    /// `#!` line names an interpreter that is not there: exec fails with
+    /// ENOENT then, as for a file that is not there at all.
+    pub(super) fn cannot_load(program: &Path) -> Option<String> {
+        // The kernel reads no more of a #! line than this (BINPRM_BUF_SIZE).
+        let mut head = [0u8; 256];
+        let read = std::fs::File::open(program).and_then(|mut file| file.read(&mut head)).ok()?;
+        let line = head.get(..read)?.strip_prefix(b"#!")?.split(|&b| b == b'\n').next()?;
+        // As the kernel reads it: a CR stays (a script saved with CRLF names `/bin/sh\r`).
+        let interpreter = line.split(|b| matches!(b, b' ' | b'\t')).find(|word| !word.is_empty())?;
+        let interpreter = Path::new(OsStr::from_bytes(interpreter));
+        let shown = crate::util::text::printable(&interpreter.to_string_lossy());
+        (!interpreter.exists()).then(|| format!("its interpreter `{shown}` (its #! line) is not there"))
+    }
+
     fn c_string(text: &OsStr) -> io::Result<CString> {
         CString::new(text.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in it"))
     }
@@ -150,6 +186,11 @@ mod imp {
 
 #[cfg(windows)]
 mod imp {
+    /// No `#!` lines on Windows: what runs a file is its extension's business.
+    pub(super) fn cannot_load(_program: &std::path::Path) -> Option<String> {
+        None
+    }
+
     /// No exec on Windows: the command runs as a child on poll's console
     /// (Ctrl-C reaches both; poll's handler only records it), and its exit
     /// status is returned to become poll's.
@@ -174,5 +215,26 @@ mod tests {
         let not_a_program = Command::find(&[manifest.into()]).map_err(|e| e.exit_code());
         assert_eq!(not_a_program, Err(126));
         assert_eq!(Command::find(&[]).map_err(|e| e.exit_code()), Err(2));
+    }
+
+    /// A script's missing `#!` interpreter is named; one that is there, or no `#!` line, is no reason.
+    #[cfg(unix)]
+    #[test]
+    fn a_missing_interpreter_is_named_by_the_scripts_first_line() {
+        let folder = std::env::temp_dir().join(format!("poll-exec-unit-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&folder);
+        let script = |name: &str, text: &str| {
+            let path = folder.join(name);
+            let _ = std::fs::write(&path, text);
+            imp::cannot_load(&path)
+        };
+        let missing = script("missing", "#! /nonexistent/bin/tool -x\necho\n");
+        assert_eq!(missing.as_deref(), Some("its interpreter `/nonexistent/bin/tool` (its #! line) is not there"));
+        let crlf = script("crlf", "#!/bin/sh\r\necho\r\n");
+        assert_eq!(crlf.as_deref(), Some("its interpreter `/bin/sh\\r` (its #! line) is not there"));
+        assert_eq!(script("there", "#!/bin/sh\necho\n"), None);
+        assert_eq!(script("plain", "echo\n"), None);
+        assert_eq!(script("empty", "#!\n"), None);
+        let _ = std::fs::remove_dir_all(&folder);
     }
 }

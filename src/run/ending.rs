@@ -178,14 +178,23 @@ pub(super) fn finish(
         Some(path) => (Vec::new(), write_output(&common, path, &stdout, error, fell_back)),
         None => (stdout, error),
     };
+    // `-- CMD` is due: found again now, so that one gone meanwhile is the run's ending (127, 126).
+    let due = finale.command.filter(|_| error.is_none());
+    let hands_over = due.is_some();
+    let (command, error) = match due.map(Command::found_again) {
+        Some(Err(gone)) => (None, Some(gone)),
+        Some(Ok(command)) => (Some(command), error),
+        None => (None, error),
+    };
     let mut summary = summarise(&common, results, error.as_ref(), finale.junit.as_deref());
     summary.events = common.polling.client.watch.is_some().then(|| progress.events());
     reporter.settle(&summary);
     // What stdout holds is the run's answer (not a fallback), so a stdout that cannot take it fails the run.
     summary.answered = !fell_back && error.as_ref().is_none_or(Error::keeps_body);
-    let then = finale.command.filter(|_| summary.code() == 0).map(Box::new);
-    // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too).
-    let stdout = if then.is_some() && !to_stdout { Vec::new() } else { stdout };
+    let then = command.filter(|_| summary.code() == 0).map(Box::new);
+    // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too);
+    // nor when it could not be found again, as when it could not be exec'd.
+    let stdout = if hands_over && !to_stdout { Vec::new() } else { stdout };
     Ending { stdout, last_word: LastWord::Due { common: Arc::clone(&common), summary: Box::new(summary) }, then }
 }
 

@@ -685,6 +685,56 @@ fn an_executable_file_that_exec_refuses_is_126_with_one_line_and_no_shell_runs_i
     }
 }
 
+/// A script whose `#!` interpreter is not there: one line that says so, exit 126 as bash's
+/// "bad interpreter", before anything is sent as for any command that cannot be run.
+#[cfg(unix)]
+#[test]
+fn a_script_whose_interpreter_is_missing_says_so() {
+    let folder = Folder::new("interpreter");
+    let script = folder.path("x.sh");
+    file_with_mode(&script, b"#!/nonexistent/poll-test-shell -e\necho hi\n", 0o755);
+    let server = Server::start(vec![Reply::status(200)]).expect_hits(0);
+    let out = poll().current_dir(&folder.0).args([&server.url("/"), "--", "./x.sh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    let line =
+        "poll: error: cannot run `./x.sh`: its interpreter `/nonexistent/poll-test-shell` (its #! line) is not there\n";
+    assert_eq!(stderr(&out), line);
+    assert_eq!(out.stdout, b"");
+}
+
+/// A command found at the start but gone by the time the run is done: the JSON log's final
+/// object says the exit the process has, 127, and stdout gets no body.
+#[cfg(unix)]
+#[test]
+fn a_command_gone_before_the_exec_is_127_in_the_log_as_in_the_exit() {
+    let folder = Folder::new("gone");
+    let command = folder.path("poll-test-gone");
+    file_with_mode(&command, b"#!/bin/sh\necho ran\n", 0o755);
+    let server = Server::start(vec![Reply::json(200, r#"{"ok":false}"#), Reply::json(200, r#"{"ok":true}"#)]);
+    let child = poll_std()
+        .args(["--until", ".ok", "-i", "500ms", "--log-format", "json", &server.url("/")])
+        .args(["--", command.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    std::fs::remove_file(&command).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"");
+    let events = events(&out);
+    assert_eq!(events.len(), 3, "two attempts and the final object, nothing after it: {}", stderr(&out));
+    let last = &events[2];
+    assert_eq!(
+        (last["event"].as_str(), last["exit_code"].as_u64(), last["reason"].as_str()),
+        (Some("done"), Some(127), Some("not_found")),
+        "{last}"
+    );
+    let message = format!("`{}` not found (the command after --)", command.display());
+    assert_eq!(last["message"], message.as_str(), "{last}");
+}
+
 #[test]
 fn help_and_the_man_page_show_a_pending_on_and_a_command_example() {
     let out = poll().arg("--help").output().unwrap();
