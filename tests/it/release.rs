@@ -1,7 +1,9 @@
 //! The release as users get it, tested against a release made here and served on 127.0.0.1:
 //! dist's plan and workflow name every target (`[workspace.metadata.dist]` in Cargo.toml), binstall's templates name
-//! the archives dist makes, dist's shell installer installs from a loopback release (or refuses
-//! a wrong checksum, or an unreachable server, with a clear line), and the steps of `action.yml`
+//! the archives dist makes, dist's shell installer, hardened by release.yml's one step of ours,
+//! installs from a loopback release (or refuses a wrong checksum, an archive whose `poll` is a
+//! link, or an unreachable server, with a clear line, checking with `shasum` or `openssl`
+//! where `sha256sum` is missing, and leaving nothing in its temporary folder), and the steps of `action.yml`
 //! and of `.github/workflows/release-extras.yml` run here as the runner would run them. CI's
 //! workflow (`ci.yml`) cannot run here: it is read, and so is the release's gate
 //! (`ci-passed.yml`), whose step runs against a stand-in for `gh`.
@@ -10,11 +12,13 @@
 //! `poll-TARGET.tar.gz` packed from the debug build of `poll` with the files dist's plan puts in
 //! it, in dist's layout (everything under `poll-TARGET/`), and the installer rendered by the
 //! pinned dist (`dist build --artifacts=global`) from a manifest that gives that archive's
-//! SHA-256, as the workflow's global job renders it from the local jobs' manifests. Nothing
+//! SHA-256, as the workflow's global job renders it from the local jobs' manifests, then hardened by
+//! its step (`install/harden-installer.py`). Nothing
 //! reaches GitHub: `POLL_DOWNLOAD_URL` points the installer and the action at the test server.
 //!
 //! Tools: `dist` (cargo-dist, the version Cargo.toml pins), Python's PyYAML (to read the
-//! workflows), `curl`, `tar`, `sha256sum`, `git` and `jq`; `.ci/run` installs them.
+//! workflows), `curl`, `tar`, `sha256sum`, `git` and `jq`, and `shasum` and `openssl` for the
+//! installer without `sha256sum`; `.ci/run` installs them.
 
 use crate::support;
 
@@ -119,9 +123,9 @@ fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
     if !have_release_tools() {
         return;
     }
-    // Valid YAML, and what `dist generate` makes of Cargo.toml's settings today.
+    // Valid YAML, and what `dist generate` makes of Cargo.toml's settings today, plus the step that hardens the installer.
     let workflow = yaml(".github/workflows/release.yml");
-    dist(&["generate", "--check"], None);
+    release_yml_is_dists_plus_the_hardening();
     // PyYAML reads the bare key `on` as true, as YAML 1.1 does; GitHub reads it as `on`.
     let on = &workflow["true"];
     assert!(on["push"]["tags"].is_array(), "release.yml runs on a version tag: {on}");
@@ -186,6 +190,55 @@ fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
         .collect();
     assert_eq!(debs, ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"]);
     assert!(extras["jobs"]["powershell-installer"].is_object());
+}
+
+/// The step of release.yml that is not dist's: the installer dist rendered is hardened before it is published.
+const HARDENING_STEP: &str =
+    "      # Not dist's: its shell installer, hardened before it is published (Cargo.toml, allow-dirty).
+      - name: Harden the shell installer
+        run: python3 install/harden-installer.py target/distrib/poll-installer.sh
+";
+
+/// release.yml is what `dist generate` makes of Cargo.toml today, plus [`HARDENING_STEP`] after
+/// the global job's build: Cargo.toml's `allow-dirty = ["ci"]` keeps dist from checking it (or
+/// writing it), so this regenerates it without that line in a copy of the repository's files.
+fn release_yml_is_dists_plus_the_hardening() {
+    let copy = Folder::new("release-generate");
+    let files = must("git", &["ls-files", "-z"], &root());
+    for file in files.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let file = String::from_utf8_lossy(file).into_owned();
+        let (from, to) = (root().join(&file), copy.path(&file));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        // A file deleted in the work tree but still in the index is not copied.
+        if from.is_file() {
+            std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {file}: {e}"));
+        }
+    }
+    let manifest = std::fs::read_to_string(copy.path("Cargo.toml")).unwrap();
+    let allow = "allow-dirty = [\"ci\"]\n";
+    assert_eq!(
+        manifest.matches(allow).count(),
+        1,
+        "Cargo.toml's dist settings allow release.yml to differ from dist's"
+    );
+    std::fs::write(copy.path("Cargo.toml"), manifest.replace(allow, "")).unwrap();
+    let mut generate = Command::new("dist");
+    generate.args(["generate", "--mode", "ci"]).current_dir(copy.path("")).env("CARGO_TARGET_DIR", copy.path("target"));
+    let out = generate.stdin(Stdio::null()).output().expect("run dist");
+    assert!(out.status.success(), "dist generate: {}", text(&out).1);
+    let dists = std::fs::read_to_string(copy.path(".github/workflows/release.yml")).unwrap();
+    let ours = std::fs::read_to_string(root().join(".github/workflows/release.yml")).unwrap();
+    // Where the step goes: after the global job's build, before its upload.
+    let anchor = "          cp dist-manifest.json \"$BUILD_MANIFEST_NAME\"\n      - name: \"Upload artifacts\"\n        uses: actions/upload-artifact@v7\n        with:\n          name: artifacts-build-global\n";
+    assert_eq!(dists.matches(anchor).count(), 1, "dist's release.yml changed where the hardening step goes");
+    let (before, after) = anchor.split_at(anchor.find("      - name: \"Upload").unwrap());
+    let want = dists.replace(anchor, &format!("{before}{HARDENING_STEP}{after}"));
+    assert!(
+        ours == want,
+        "release.yml is not dist's workflow plus the hardening step: run `dist generate --mode ci` without \
+         Cargo.toml's allow-dirty line, then put HARDENING_STEP (tests/it/release.rs) back after the \
+         build-global-artifacts job's build step"
+    );
 }
 
 /// The repository's URL as Cargo.toml gives it, with the package's metadata.
@@ -320,11 +373,48 @@ fn pack(folder: &Folder, target: &str, extra: Option<&str>) -> (String, Vec<u8>)
     (name, std::fs::read(file).unwrap())
 }
 
+/// The archive for `target` as [`pack`] makes it, but with `poll` a link to `to`.
+#[cfg(unix)]
+fn pack_linked(folder: &Folder, target: &str, to: &Path) -> (String, Vec<u8>) {
+    let (name, _) = pack(folder, target, None);
+    let top = name.trim_end_matches(".tar.gz");
+    let stage = folder.path("stage-false");
+    let poll = stage.join(top).join("poll");
+    std::fs::remove_file(&poll).unwrap();
+    std::os::unix::fs::symlink(to, &poll).unwrap();
+    let file = folder.path(&format!("linked-{name}"));
+    must("tar", &["-czf", file.to_str().unwrap(), "-C", stage.to_str().unwrap(), top], &root());
+    (name, std::fs::read(file).unwrap())
+}
+
 fn sha256(bytes: &[u8], folder: &Folder) -> String {
     let file = folder.path("to-hash");
     std::fs::write(&file, bytes).unwrap();
     let out = must("sha256sum", &[file.to_str().unwrap()], &root());
     text(&out).0.split_whitespace().next().unwrap().to_string()
+}
+
+/// The installer the release publishes for the archive `name` of `target` whose SHA-256 is
+/// `sha256`: rendered by dist from the local build's manifest, as the workflow's global job
+/// renders it, then hardened by the workflow's own step.
+fn render_installer(folder: &Folder, name: &str, target: &str, sha256: &str) -> Vec<u8> {
+    // The local build's manifest, as each build job of the workflow leaves one for the global job.
+    let target_dir = folder.path("target");
+    let distrib = target_dir.join("distrib");
+    let _ = std::fs::remove_dir_all(&distrib);
+    std::fs::create_dir_all(&distrib).unwrap();
+    let local = json!({ "artifacts": { name: {
+        "name": name, "kind": "executable-zip", "target_triples": [target], "checksums": { "sha256": sha256 },
+    }}});
+    std::fs::write(distrib.join(format!("{target}-dist-manifest.json")), local.to_string()).unwrap();
+    dist(&["build", "--artifacts=global", "--output-format=json"], Some(&target_dir));
+    let sums = std::fs::read_to_string(distrib.join("sha256.sum")).expect("dist wrote sha256.sum");
+    assert!(sums.lines().any(|l| l == format!("{sha256} *{name}")), "{sums}");
+    // HARDENING_STEP's command, on the file dist rendered.
+    let installer = distrib.join("poll-installer.sh");
+    let script = root().join("install/harden-installer.py");
+    must("python3", &[script.to_str().unwrap(), installer.to_str().unwrap()], &root());
+    std::fs::read(installer).expect("dist rendered poll-installer.sh")
 }
 
 impl Built {
@@ -335,18 +425,7 @@ impl Built {
             let target = host_target();
             let (name, archive) = pack(&folder, &target, None);
             let sha256 = sha256(&archive, &folder);
-            // The local build's manifest, as each build job of the workflow leaves one for the global job.
-            let target_dir = folder.path("target");
-            let distrib = target_dir.join("distrib");
-            std::fs::create_dir_all(&distrib).unwrap();
-            let local = json!({ "artifacts": { &name: {
-                "name": &name, "kind": "executable-zip", "target_triples": [&target], "checksums": { "sha256": &sha256 },
-            }}});
-            std::fs::write(distrib.join(format!("{target}-dist-manifest.json")), local.to_string()).unwrap();
-            dist(&["build", "--artifacts=global", "--output-format=json"], Some(&target_dir));
-            let installer = std::fs::read(distrib.join("poll-installer.sh")).expect("dist rendered poll-installer.sh");
-            let sums = std::fs::read_to_string(distrib.join("sha256.sum")).expect("dist wrote sha256.sum");
-            assert!(sums.lines().any(|l| l == format!("{sha256} *{name}")), "{sums}");
+            let installer = render_installer(&folder, &name, &target, &sha256);
             Built { name, archive, sha256, installer }
         })
     }
@@ -482,6 +561,157 @@ fn the_shell_installer_refuses_an_archive_whose_sha256_is_not_the_release_s() {
     assert!(stderr.contains(&format!("got:  {got}")), "{stderr}");
     assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 0, "nothing is installed");
     assert_eq!(std::fs::read_to_string(&github_path).unwrap(), "");
+}
+
+/// A folder of links to the programs of the system's PATH but `hidden`: a machine without them.
+#[cfg(unix)]
+fn path_without(release: &Release, name: &str, hidden: &[&str]) -> PathBuf {
+    let bin = release.dir(name);
+    for dir in SYSTEM_PATH.split(':') {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let (program, link) = (entry.file_name(), bin.join(entry.file_name()));
+            if hidden.iter().any(|h| program == *h) || link.symlink_metadata().is_ok() {
+                continue;
+            }
+            std::os::unix::fs::symlink(entry.path(), link).unwrap();
+        }
+    }
+    bin
+}
+
+/// Whether `dir` is empty: nothing installed, or no temporary file left.
+#[cfg(unix)]
+fn is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+/// Without sha256sum, the installer checks the SHA-256 with shasum (macOS has it) or openssl:
+/// the release's archive is installed and another is refused, nothing installed and nothing
+/// left in its temporary folder; with none of the three, nothing is installed at all.
+#[cfg(unix)]
+#[test]
+fn without_sha256sum_the_installer_checks_with_shasum_or_openssl_and_else_refuses() {
+    if !have_release_tools()
+        || !have_tool("shasum", "apt-get install perl")
+        || !have_tool("openssl", "apt-get install openssl")
+    {
+        return;
+    }
+    let release = Release::new("install-no-sha256sum");
+    let (_, other) = pack(&release.folder, &host_target(), Some("EXTRA"));
+    let home = release.dir("home");
+    // Each with the tool it leaves: shasum, openssl.
+    for (hidden, tool) in [(["sha256sum", "openssl"], "shasum"), (["sha256sum", "shasum"], "openssl")] {
+        let path = path_without(&release, &format!("path-{tool}"), &hidden);
+        for (archive, good) in [(release.built.archive.clone(), true), (other.clone(), false)] {
+            let server =
+                Server::routes(vec![(&archive_route(&release), vec![Reply::status(200).body(archive)])]).expect_hits(1);
+            let bin = release.dir(&format!("bin-{tool}-{good}"));
+            let tmp = release.dir(&format!("tmp-{tool}-{good}"));
+            let env = [
+                ("PATH", path.to_str().unwrap()),
+                ("TMPDIR", tmp.to_str().unwrap()),
+                ("POLL_DOWNLOAD_URL", &server.origin()),
+                ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+            ];
+            let out = run_installer(&release, &home, &env);
+            let (stdout, stderr) = text(&out);
+            if good {
+                assert_eq!(out.status.code(), Some(0), "{tool}: {stdout}{stderr}");
+                assert_installed(&bin.join("poll"));
+            } else {
+                assert_eq!(out.status.code(), Some(1), "{tool}: {stdout}{stderr}");
+                assert!(stderr.contains("ERROR: checksum mismatch\n"), "{tool}: {stderr}");
+                assert!(stderr.contains(&format!("want: {}\n", release.built.sha256)), "{tool}: {stderr}");
+                assert!(is_empty(&bin), "{tool}: nothing is installed");
+            }
+            assert!(is_empty(&tmp), "{tool}: the temporary folder is removed");
+        }
+    }
+
+    // None of them: refused, before anything is unpacked.
+    let path = path_without(&release, "path-none", &["sha256sum", "shasum", "openssl"]);
+    let server =
+        Server::routes(vec![(&archive_route(&release), vec![Reply::status(200).body(release.built.archive.clone())])])
+            .expect_hits(1);
+    let (bin, tmp) = (release.dir("bin-none"), release.dir("tmp-none"));
+    let env = [
+        ("PATH", path.to_str().unwrap()),
+        ("TMPDIR", tmp.to_str().unwrap()),
+        ("POLL_DOWNLOAD_URL", &server.origin()),
+        ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+    ];
+    let out = run_installer(&release, &home, &env);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let line = "ERROR: cannot check the archive's SHA-256: none of sha256sum, shasum and openssl is installed";
+    assert!(stderr.lines().any(|l| l == line), "{stderr}");
+    assert!(is_empty(&bin) && is_empty(&tmp), "nothing installed, nothing left");
+}
+
+/// An archive whose `poll` is a link is refused, even with the right SHA-256: `chmod +x` would
+/// have followed it and the link would have been installed.
+#[cfg(unix)]
+#[test]
+fn the_installer_refuses_an_archive_whose_poll_is_a_link() {
+    if !have_release_tools() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let release = Release::new("install-link");
+    let victim = release.folder.path("victim");
+    std::fs::write(&victim, "someone's file\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let target = host_target();
+    let (name, archive) = pack_linked(&release.folder, &target, &victim);
+    let installer = render_installer(&release.folder, &name, &target, &sha256(&archive, &release.folder));
+    let server = Server::routes(vec![(&format!("/{name}"), vec![Reply::status(200).body(archive)])]).expect_hits(1);
+    let (home, bin, tmp) = (release.dir("home"), release.dir("bin"), release.dir("tmp"));
+    let script = release.folder.path("linked-installer.sh");
+    std::fs::write(&script, installer).unwrap();
+    let env = [
+        ("TMPDIR", tmp.to_str().unwrap()),
+        ("POLL_DOWNLOAD_URL", &server.origin()),
+        ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+    ];
+    let out = clean("sh", &home, &env).arg(&script).output().expect("run sh");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let line = "ERROR: the archive's poll is not a regular file: refusing to install it";
+    assert!(stderr.lines().any(|l| l == line), "{stderr}");
+    assert!(is_empty(&bin) && is_empty(&tmp), "nothing installed, nothing left");
+    assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o644, "chmod followed the link");
+}
+
+/// A download that fails part way (the server promised more than it sent) leaves nothing in the
+/// installer's temporary folder.
+#[cfg(unix)]
+#[test]
+fn a_failed_download_leaves_nothing_behind() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = Release::new("install-partial");
+    let server =
+        Server::routes(vec![(&archive_route(&release), vec![Reply::truncated(200, "partial archive")])]).expect_hits(1);
+    let (home, bin, tmp) = (release.dir("home"), release.dir("bin"), release.dir("tmp"));
+    let env = [
+        ("TMPDIR", tmp.to_str().unwrap()),
+        ("POLL_DOWNLOAD_URL", &server.origin()),
+        ("POLL_INSTALL_DIR", bin.to_str().unwrap()),
+    ];
+    let out = run_installer(&release, &home, &env);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let line = format!("failed to download {}/{}", server.origin(), release.built.name);
+    assert!(stderr.lines().any(|l| l == line), "{stderr}");
+    assert!(is_empty(&bin), "nothing is installed");
+    assert!(
+        is_empty(&tmp),
+        "the partial download is removed: {:?}",
+        std::fs::read_dir(&tmp).unwrap().collect::<Vec<_>>()
+    );
 }
 
 /// A loopback port that nothing listens on: taken from the system, then let go.
