@@ -4,6 +4,9 @@
     python3 benches/bench.py            # full run, prints a Markdown table
     python3 benches/bench.py --quick    # fewer rounds, for a smoke test
     python3 benches/bench.py --several  # 100 URLs at once beside one URL (needs only GNU time)
+    python3 benches/bench.py --storm [--poll BIN]  # 50 polls sharing one --state (a file, redis://): a
+                                        # brownout and bare 429s, without and with --retry-budget
+                                        # 20% and --rate auto (rows whose flag BIN lacks: skipped)
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
     python3 benches/bench.py --limits [--before BIN]  # one-shot, tight polling, 1,000 URLs, syscalls
@@ -16,7 +19,7 @@
 Needs: Debian's hyperfine, wrk, curl, jq and time (`apt-get install hyperfine wrk curl jq time`);
 Hurl is measured when `hurl` is on PATH (see README). `--state` needs only redis-server
 (`apt-get install redis-server`, which brings redis-cli), which it starts on free loopback ports
-(one node, and a three-master cluster) and stops.
+(one node, and a three-master cluster) and stops. `--storm` likewise (one node), with 50 polls.
 Only 127.0.0.1 is contacted. The alternatives are interleaved round by round so that
 machine noise hits all alike.
 """
@@ -839,6 +842,213 @@ def watch_main(args):
         print(f"| {name} | {p50:.1f} ms | {p99:.1f} ms | {requests} |")
 
 
+# --storm: 50 processes sharing one --state against the job server's /storm (issue 37).
+FLEET = 50
+# The fleet is not pinned (the job server and redis-server still are, by their classes). PIN is
+# for round trips of microseconds, where an idle vCPU's 80 µs wake-up would be measured; here
+# each process sleeps a second between polls and the figures are counts of requests over tens
+# of seconds, which a wake-up of 80 µs does not move. Fifty processes, the server and Redis on
+# one CPU would instead queue every wake-up behind the others' and behind whatever else runs
+# on CPU 0 (another engineer's build), stretching the intervals the counts depend on. Spread
+# over both CPUs the whole of a --storm (fleets, job server and Redis) used 6.6 s of CPU in its
+# 3 min 49 s, about 3% of one.
+STORM_BASE = ["--interval", "1s", "--until", "false", "--retries", "1000", "--breaker-min-success", "0%"]
+
+
+def storm_supports(binary, server, folder, flags):
+    """Whether `binary` takes `flags` (with --state): one short run against /ok, where a build
+    without them stops at once with a usage error, exit 2 (any other end counts as taking them:
+    the fleet's own flags with `--until false` end at the 2 s deadline, exit 1). Returns
+    (True, "") or (False, poll's first line)."""
+    state = os.path.join(folder, "probe.state")
+    out = subprocess.run([binary, "--state", state, *flags, "--timeout", "2s", server.base + "/ok"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if out.returncode != 2:
+        return True, ""
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    return False, f"exit 2: {lines[0] if lines else 'nothing on stderr'}"
+
+
+class Fleet:
+    """`FLEET` polls of one command line, started evenly over one --interval (20 ms apart, as
+    independent jobs start, not all in the same millisecond), each with its stderr in a file of
+    its own. `--timeout` is the run's length plus 30 s, so that a fleet the harness lost still
+    ends by itself; on leaving, each poll still running gets SIGINT, then SIGKILL after 5 s."""
+
+    def __init__(self, binary, state, url, extra, seconds, folder):
+        self.cmd = [binary, "--state", state, *STORM_BASE, *extra, "--timeout", f"{int(seconds) + 30}s", url]
+        self.folder = folder
+
+    def __enter__(self):
+        self.procs, self.logs = [], []
+        try:
+            for i in range(FLEET):
+                log = open(os.path.join(self.folder, f"poll-{i}.stderr"), "w+")
+                self.logs.append(log)
+                self.procs.append(subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=log))
+                time.sleep(1 / FLEET)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def exited(self):
+        """The polls that ended on their own so far: [(index, exit code, last line of stderr)]."""
+        ended = []
+        for i, proc in enumerate(self.procs):
+            if proc.poll() is not None:
+                self.logs[i].seek(0)
+                lines = [line.strip() for line in self.logs[i] if line.strip()]
+                ended.append((i, proc.returncode, lines[-1] if lines else ""))
+        return ended
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        deadline = time.time() + 5
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for log in self.logs:
+            log.close()
+
+
+def storm_stats(server):
+    """/storm's counts since its last reset, and the seconds since then."""
+    return server.get("/storm/stats")
+
+
+def storm_until(start, seconds):
+    """Sleeps until `seconds` after `start` (time.monotonic())."""
+    time.sleep(max(0.0, start + seconds - time.monotonic()))
+
+
+def storm_brownout(binary, server, state, extra, times, folder):
+    """One fleet: warm up on a healthy /storm, count `healthy` seconds, switch to the brownout,
+    let it settle (the retry budget's 10 s window then holds only brownout requests), count
+    `brownout` seconds. Returns the two /storm/stats and the polls that ended early."""
+    warm, healthy, settle, brownout = times
+    server.get("/storm/reset?mode=healthy")
+    with Fleet(binary, state, server.base + "/storm", extra, warm + healthy + settle + brownout + 1, folder) as fleet:
+        time.sleep(warm)
+        start = time.monotonic()
+        server.get("/storm/reset")
+        storm_until(start, healthy)
+        calm = storm_stats(server)
+        server.get("/storm/reset?mode=brownout")
+        storm_until(start, healthy + settle)
+        server.get("/storm/reset")
+        storm_until(start, healthy + settle + brownout)
+        storm = storm_stats(server)
+        early = fleet.exited()
+    return {"healthy": calm, "brownout": storm, "early": early}
+
+
+def storm_limit(binary, server, state, extra, times, folder):
+    """One fleet: warm up on a healthy /storm, then the limit of 10 requests a wall-clock second
+    from t = 0, read at `middle` and `end` seconds. Returns both /storm/stats and the early exits."""
+    warm, middle, end = times
+    server.get("/storm/reset?mode=healthy")
+    with Fleet(binary, state, server.base + "/storm", extra, warm + end + 1, folder) as fleet:
+        time.sleep(warm)
+        start = time.monotonic()
+        server.get("/storm/reset?mode=limit&limit=10")
+        storm_until(start, middle)
+        first = storm_stats(server)
+        storm_until(start, end)
+        whole = storm_stats(server)
+        early = fleet.exited()
+    return {"first": first, "whole": whole, "early": early}
+
+
+def storm_window(before, after):
+    """/storm's counts between two /storm/stats of one reset: (seconds, requests, ok, limited)."""
+    keys = ("seconds", "requests", "ok", "limited")
+    return tuple(after[k] - before[k] for k in keys)
+
+
+def storm_main(args):
+    """Issue 37's fleet: 50 polls sharing one --state (a file; one redis-server node), against a
+    brownout (every other request a 503) and a bare-429 limit of 10 requests a second, without and
+    with --retry-budget 20% and --rate auto. A row whose flag the build lacks is reported skipped."""
+    need(("redis-server", "redis-cli"), "redis-server")
+    build()
+    binary = os.path.abspath(args.poll) if args.poll else POLL
+    # (warm-up, healthy, settle, brownout) and (warm-up, middle, end), in seconds.
+    brown_times, limit_times = ((2, 5, 5, 5), (2, 10, 20)) if args.quick else ((3, 15, 10, 20), (3, 30, 60))
+    folder = tempfile.mkdtemp(prefix="poll-bench-storm-")
+    rows, notes = [], []
+    try:
+        with JobServer() as server, RedisServer() as redis:
+            base_ok, why = storm_supports(binary, server, folder, STORM_BASE)
+            if not base_ok:
+                sys.exit(f"bench: {binary} refuses the fleet's flags ({' '.join(STORM_BASE)}): {why}")
+            configs = [("brownout", "no flag", []), ("brownout", "--retry-budget 20%", ["--retry-budget", "20%"]),
+                       ("bare 429s", "no flag", []), ("bare 429s", "--rate auto", ["--rate", "auto"])]
+            runs = 0
+            for case, name, extra in configs:
+                supported, why = storm_supports(binary, server, folder, extra) if extra else (True, "")
+                for store in ("file", "redis"):
+                    if not supported:
+                        rows.append((case, name, store, None, why))
+                        if store == "file":
+                            notes.append(f"{name}: skipped, {binary} refused it ({why}); `--poll BIN` runs it")
+                        continue
+                    if store == "file":
+                        state = os.path.join(folder, f"fleet-{runs}.state")
+                    else:
+                        redis.command("FLUSHALL")
+                        state = redis.url
+                    runs += 1
+                    run = storm_brownout if case == "brownout" else storm_limit
+                    times = brown_times if case == "brownout" else limit_times
+                    result = run(binary, server, state, extra, times, folder)
+                    rows.append((case, name, store, result, ""))
+                    for i, code, last in result["early"]:
+                        notes.append(f"{case}, {name}, {store}: poll {i} exited {code} early: {last}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    warm, healthy, settle, brownout = brown_times
+    print(f"\n{FLEET} polls sharing one --state ({' '.join(STORM_BASE)}), started 20 ms apart and warmed up "
+          f"{warm} s on a healthy server; poll: {binary}; cpus={os.cpu_count()}, job server and redis-server pinned "
+          f"to CPU 0, the polls not pinned\n")
+    print(f"Brownout: {healthy} s healthy, then every other request a 503; {settle} s to settle, then {brownout} s "
+          f"counted. Bare 429s: at most 10 requests a wall-clock second, the rest a bare 429, from t = 0 for "
+          f"{limit_times[2]} s; figures over {limit_times[1]}-{limit_times[2]} s (the whole run in brackets).\n")
+    print("| case | config | store | requests/s | amplification or 429 share | successes/s | goal | met |")
+    print("|---|---|---|---|---|---|---|---|")
+    for case, name, store, result, why in rows:
+        goal = "amplification <= 1.2" if case == "brownout" else "<= 5% 429s, >= 9 successes/s"
+        if result is None:
+            print(f"| {case} | {name} | {store} | skipped: this poll lacks the flag | | | {goal} | - |")
+            continue
+        alive = f" ({len(result['early'])} of {FLEET} polls exited early)" if result["early"] else ""
+        if case == "brownout":
+            calm, storm = result["healthy"], result["brownout"]
+            calm_rate, storm_rate = calm["requests"] / calm["seconds"], storm["requests"] / storm["seconds"]
+            amplification = storm_rate / calm_rate
+            ok_rate = storm["ok"] / storm["seconds"]
+            met = amplification <= 1.2
+            print(f"| {case} | {name} | {store} | {calm_rate:.1f} healthy, {storm_rate:.1f} in the brownout{alive} "
+                  f"| {amplification:.2f} | {ok_rate:.1f} | {goal} | {'yes' if met else '**no**'} |")
+        else:
+            late = storm_window(result["first"], result["whole"])
+            whole = storm_window({k: 0 for k in ("seconds", "requests", "ok", "limited")}, result["whole"])
+            rate = lambda w: w[1] / w[0]
+            share = lambda w: w[3] / max(w[1], 1)
+            ok = lambda w: w[2] / w[0]
+            met = share(late) <= 0.05 and ok(late) >= 9
+            print(f"| {case} | {name} | {store} | {rate(late):.1f} ({rate(whole):.1f}){alive} "
+                  f"| {share(late):.1%} 429s ({share(whole):.1%}) | {ok(late):.1f} ({ok(whole):.1f}) | {goal} "
+                  f"| {'yes' if met else '**no**'} |")
+    for note in notes:
+        print(f"\n- {note}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -850,8 +1060,13 @@ def main():
                         help="only issue 27's figures: one-shot, tight polling, 1,000 URLs, syscalls")
     parser.add_argument("--watch", action="store_true",
                         help="only --watch against polling: change-to-exit latency and a long wait's requests")
+    parser.add_argument("--storm", action="store_true",
+                        help="only issue 37's fleet: 50 polls sharing one --state in a brownout and under bare 429s")
     parser.add_argument("--before", help="with --https or --limits: another build of poll to compare with")
+    parser.add_argument("--poll", help="with --storm: the poll to run (default: this tree's release build)")
     args = parser.parse_args()
+    if args.storm:
+        return storm_main(args)
     if args.watch:
         return watch_main(args)
     if args.https:

@@ -90,6 +90,16 @@
 //!   GET  /rollout/stats           {"requests":R,"done_at_ns":T,"sent_ns":S}: the requests to the
 //!                     routes above, when the rollout was due and when its done event was written
 //!                     (nanoseconds since the Unix epoch; null until then)
+//!   The fleet of `benches/bench.py --storm` (many polls sharing one `--state`), counted apart:
+//!   GET  /storm       the fleet's API: 200 {} while healthy; in a brownout every other request to
+//!                     it (one counter for all clients, alternating) is a 503; under a limit the
+//!                     first N requests of each wall-clock second (a fixed window) are 200 {} and
+//!                     the rest a bare 429 (no Retry-After, no rate-limit headers)
+//!   GET  /storm/reset[?mode=healthy|brownout|limit][&limit=N]
+//!                     the mode from now on (unchanged when not given; limit N is 10 unless given),
+//!                     and /storm's counts start again
+//!   GET  /storm/stats {"mode":M,"seconds":S,"requests":R,"ok":O,"unavailable":U,"limited":L}: the
+//!                     requests to /storm since its last reset (S seconds ago), its 200s, 503s and 429s
 //!   anything else     404
 
 use std::collections::HashMap;
@@ -126,6 +136,34 @@ struct Counters {
     outage: AtomicBool,
     /// The rollout of the stream routes.
     rollout: Mutex<Rollout>,
+    /// The fleet's API of `/storm`.
+    storm: Mutex<Storm>,
+}
+
+/// What `/storm` does: answer every request, fail every other one with 503, or allow
+/// a number of requests per wall-clock second and refuse the rest with a bare 429.
+#[derive(Default, Clone, Copy)]
+enum StormMode {
+    #[default]
+    Healthy,
+    Brownout,
+    Limit,
+}
+
+/// `/storm`'s mode and its counts since the last `/storm/reset`.
+#[derive(Default)]
+struct Storm {
+    mode: StormMode,
+    /// Requests allowed per wall-clock second under `Limit`.
+    limit: u64,
+    /// When the counts started (`None`: never reset, zero seconds).
+    since: Option<Instant>,
+    requests: u64,
+    ok: u64,
+    unavailable: u64,
+    limited: u64,
+    /// Under `Limit`: the wall-clock second (since the Unix epoch) of the window, and its requests so far.
+    window: (u64, u64),
 }
 
 /// The rollout the stream routes watch: when it is done (`None`: not yet set), the
@@ -375,6 +413,79 @@ fn outage(target: &str, counters: &Counters) -> Option<Answer> {
     let spared = ["/reset", "/stats", "/gh/stats"].contains(&path);
     (counters.outage.load(Ordering::Relaxed) && !spared)
         .then(|| Answer::Reply("503 Service Unavailable", String::new(), r#"{"error":"outage"}"#.to_string()))
+}
+
+/// The fleet's routes (`/storm`, `/storm/reset`, `/storm/stats`): (status, extra header lines, body),
+/// or `None` for another route.
+fn storm(method: &str, target: &str, counters: &Counters) -> Option<(&'static str, String, String)> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let value = |key: &str| query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='));
+    let json = |status, body: &str| Some((status, String::new(), body.to_string()));
+    let mut storm = lock(&counters.storm);
+    match (method, path) {
+        // The fleet's API: every request is counted, then answered as the mode says.
+        ("GET", "/storm") => {
+            storm.requests += 1;
+            let refused = match storm.mode {
+                StormMode::Healthy => false,
+                // One counter for the whole fleet: the 2nd, 4th, 6th ... request since the reset fails.
+                StormMode::Brownout => storm.requests.is_multiple_of(2),
+                // A fixed window per wall-clock second, as a simple server-side limiter keeps it.
+                StormMode::Limit => {
+                    let second = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    if storm.window.0 != second {
+                        storm.window = (second, 0);
+                    }
+                    storm.window.1 += 1;
+                    storm.window.1 > storm.limit
+                }
+            };
+            match (refused, storm.mode) {
+                (false, _) => {
+                    storm.ok += 1;
+                    json("200 OK", "{}")
+                }
+                (true, StormMode::Limit) => {
+                    storm.limited += 1;
+                    json("429 Too Many Requests", r#"{"error":"too many requests"}"#)
+                }
+                (true, _) => {
+                    storm.unavailable += 1;
+                    json("503 Service Unavailable", r#"{"error":"brownout"}"#)
+                }
+            }
+        }
+        // A new mode (or the same), and the counts start again from now.
+        ("GET", "/storm/reset") => {
+            let mode = match value("mode") {
+                None => storm.mode,
+                Some("healthy") => StormMode::Healthy,
+                Some("brownout") => StormMode::Brownout,
+                Some("limit") => StormMode::Limit,
+                Some(_) => return json("400 Bad Request", r#"{"error":"mode is healthy, brownout or limit"}"#),
+            };
+            let limit = value("limit").and_then(|n| n.parse().ok()).unwrap_or(10);
+            *storm = Storm { mode, limit, since: Some(Instant::now()), ..Storm::default() };
+            json("200 OK", &format!(r#"{{"limit":{limit}}}"#))
+        }
+        // The counts since the last reset, and how long ago it was.
+        ("GET", "/storm/stats") => {
+            let mode = match storm.mode {
+                StormMode::Healthy => "healthy",
+                StormMode::Brownout => "brownout",
+                StormMode::Limit => "limit",
+            };
+            let seconds = storm.since.map_or(0.0, |at| at.elapsed().as_secs_f64());
+            json(
+                "200 OK",
+                &format!(
+                    r#"{{"mode":"{mode}","seconds":{seconds:.6},"requests":{},"ok":{},"unavailable":{},"limited":{}}}"#,
+                    storm.requests, storm.ok, storm.unavailable, storm.limited
+                ),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Status polls after which an ARM operation is done.
@@ -674,6 +785,7 @@ fn serve(read_half: impl Read, mut writer: impl Write, tcp: Option<TcpStream>, c
             let (status, headers, body) = arm(&method, &target, counters)
                 .or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters))
                 .or_else(|| waits(&method, &target, counters))
+                .or_else(|| storm(&method, &target, counters))
                 .unwrap_or_else(|| {
                     let (status, body) = route(&target, bearer.as_deref(), counters);
                     (status, String::new(), body)
