@@ -259,7 +259,7 @@ pub struct Budget {
 mod tests {
     use super::*;
 
-    const ALL: [Failure; 18] = [
+    const ALL: [Failure; 19] = [
         Failure::Refused,
         Failure::Dns,
         Failure::ConnectTimeout,
