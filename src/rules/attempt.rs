@@ -241,7 +241,7 @@ pub struct Attempt {
     pub unreached: bool,
     /// `--retry-budget`: what the fleet's budget held before this attempt,
     /// as the shared state counted it; `None` without a budget.
-    pub budget: Option<Budget>,
+    pub budget: Option<RetryRoom>,
     /// `--rate auto`: the fleet's learned rate paces a `429`'s retry (the
     /// `429` itself cuts the rate before the next turn).
     pub paced: bool,
@@ -250,9 +250,9 @@ pub struct Attempt {
 /// What `--retry-budget` held before an attempt: whether one more retry
 /// fits, and what the window counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub struct RetryRoom {
     pub room: bool,
-    pub counts: crate::rules::budget::Counts,
+    pub counts: crate::rules::budget::Window,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub struct RetryBudget {
 
 impl RetryBudget {
     /// Whether one more retry fits in a window that counted `counts`.
-    pub fn has_room(&self, counts: Counts) -> bool {
+    pub fn has_room(&self, counts: Window) -> bool {
         let allowed = u128::from(self.percent) * u128::from(counts.requests)
             + 100 * u128::from(self.per_second) * u128::from(WINDOW_SECS);
         100 * (u128::from(counts.retries) + 1) <= allowed
@@ -47,7 +47,7 @@ pub(crate) fn parse(text: &str) -> Result<RetryBudget, String> {
 
 /// What a window counted: requests that were no retry, and retries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct Window {
     pub requests: u64,
     pub retries: u64,
 }
@@ -83,10 +83,10 @@ impl Traffic {
     }
 
     /// What the last [`WINDOW_SECS`] seconds counted, this one included.
-    pub fn window(&self, now: u64) -> Counts {
+    pub fn window(&self, now: u64) -> Window {
         let second = now / 1000;
         let within = self.seconds.iter().filter(|(at, ..)| *at <= second && at + WINDOW_SECS > second);
-        within.fold(Counts::default(), |sum, (_, requests, retries)| Counts {
+        within.fold(Window::default(), |sum, (_, requests, retries)| Window {
             requests: sum.requests + requests,
             retries: sum.retries + retries,
         })
@@ -140,11 +140,11 @@ mod tests {
             (5, 10, true),  // 20% of 5 is 1
         ];
         for (requests, retries, room) in rows {
-            assert_eq!(budget.has_room(Counts { requests, retries }), room, "{requests} requests, {retries} retries");
+            assert_eq!(budget.has_room(Window { requests, retries }), room, "{requests} requests, {retries} retries");
         }
         let none = RetryBudget { percent: 0, per_second: 0 };
-        assert!(!none.has_room(Counts { requests: 1_000_000, retries: 0 }), "0%/0 allows no retry");
-        let huge = Counts { requests: u64::MAX, retries: u64::MAX - 1 };
+        assert!(!none.has_room(Window { requests: 1_000_000, retries: 0 }), "0%/0 allows no retry");
+        let huge = Window { requests: u64::MAX, retries: u64::MAX - 1 };
         assert!(RetryBudget { percent: 100, per_second: 10_000 }.has_room(huge), "no overflow");
     }
 
@@ -167,12 +167,12 @@ mod tests {
             // Three requests a second for 10 s, one a retry.
             traffic.count(NOW + i * 333, i % 3 == 2);
         }
-        assert_eq!(traffic.window(NOW + 9_999), Counts { requests: 20, retries: 10 });
+        assert_eq!(traffic.window(NOW + 9_999), Window { requests: 20, retries: 10 });
         // Eleven seconds on, the first two seconds (4 and 3 requests) have left the window.
         let later = NOW + 11_000;
         assert_eq!(traffic.window(later).requests + traffic.window(later).retries, 30 - 4 - 3);
         traffic.count(NOW + 60_000, false);
-        assert_eq!(traffic.window(NOW + 60_000), Counts { requests: 1, retries: 0 });
+        assert_eq!(traffic.window(NOW + 60_000), Window { requests: 1, retries: 0 });
         assert_eq!(traffic.seconds.len(), 1, "the old seconds are gone");
     }
 

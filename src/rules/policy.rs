@@ -9,8 +9,8 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::rules::advice::Advice;
-pub use crate::rules::attempt::{Attempt, Budget, Failure, Outcome, Phase, Verdict};
-pub use crate::rules::budget::Counts;
+pub use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, RetryRoom, Verdict};
+pub use crate::rules::budget::Window;
 use crate::util::text::{human, human_pair};
 
 /// Server-advised waits longer than this are not waited for when there is no
@@ -129,7 +129,7 @@ pub enum Action {
     /// A transient failure whose retry `--retry-budget` had no room for
     /// (`counts`: what the fleet's window held): no retry is sent, the next
     /// regular poll comes after `after`. The failure counts as a retry's would.
-    HeldBack { after: Duration, reason: WaitReason, counts: Counts },
+    HeldBack { after: Duration, reason: WaitReason, counts: Window },
     /// Give up.
     Stop(Stop),
 }
@@ -430,7 +430,7 @@ impl Policy {
         let (after, reason) =
             advised.or(learned).unwrap_or_else(|| (self.backoff_delay(failures, rng), WaitReason::Backoff));
         // No room in the fleet's retry budget: no retry, the next regular poll (the server's advice when longer).
-        if let Some(Budget { room: false, counts }) = attempt.budget {
+        if let Some(RetryRoom { room: false, counts }) = attempt.budget {
             let (after, reason) = match advised {
                 Some((wait, reason)) if wait > self.interval => (wait, reason),
                 _ => (self.interval, WaitReason::Interval),

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Kind};
-use crate::rules::attempt::Budget;
+use crate::rules::attempt::RetryRoom;
 use crate::rules::breaker::{Rejection, Sample, Settings};
 use crate::rules::bucket::Rate;
 use crate::rules::budget::RetryBudget;
@@ -116,7 +116,7 @@ impl Turn {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Fleet {
     /// `--retry-budget`: the window's counts, this request's included, and whether a retry fits.
-    pub budget: Option<Budget>,
+    pub budget: Option<RetryRoom>,
     /// `--rate auto`: the learned rate in force, in requests a second.
     pub rate: Option<f64>,
     /// Epoch ms on the store's clock of the turn taken: a `429` to a request

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Admission, Ask, AttemptReport, Fleet, Refusal, Turn};
-use crate::rules::attempt::Budget;
+use crate::rules::attempt::RetryRoom;
 use crate::rules::breaker::{Admit, Breaker, BreakerState};
 use crate::rules::bucket::Bucket;
 use crate::rules::budget::Traffic;
@@ -259,7 +259,7 @@ impl Origin {
         }
         let budget = ask.budget.map(|budget| {
             let counts = self.traffic.window(now);
-            Budget { room: budget.has_room(counts), counts }
+            RetryRoom { room: budget.has_room(counts), counts }
         });
         Turn { admission: Admission::Go { wait, why }, fleet: Fleet { budget, rate, at } }
     }

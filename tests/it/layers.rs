@@ -11,7 +11,7 @@ const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "process", "report", "rul
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "absolute_form", "events", "timeout"],
-    &["wait", "url", "advice", "unix", "roots", "resume", "transport", "stall", "trace", "natives"],
+    &["wait", "url", "advice", "unix", "roots", "resume", "transport", "stall", "trace", "natives", "budget", "cubic"],
     &["error", "attempt", "tls", "prelude"],
     &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
     &["request", "child", "operation"],

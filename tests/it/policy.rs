@@ -9,8 +9,8 @@ use Verdict::*;
 use WaitReason::{Backoff, Interval, PollInterval, RateLimitReset, RetryAfter};
 use poll::advice::Advice;
 use poll::policy::{
-    Action, Attempt, Budget, Counts, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, Stop, Verdict,
-    WaitReason,
+    Action, Attempt, Failure, Jitter, MAX_ADVISED_WAIT, Outcome, Phase, Policy, RetryRoom, Stop, Verdict, WaitReason,
+    Window,
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -1067,17 +1067,17 @@ fn a_status_pending_when_calls_not_yet() {
 }
 
 /// `--retry-budget`: the fleet's window, as the shared state counted it before the attempt.
-fn budget(room: bool, requests: u64, retries: u64) -> Option<Budget> {
-    Some(Budget { room, counts: Counts { requests, retries } })
+fn budget(room: bool, requests: u64, retries: u64) -> Option<RetryRoom> {
+    Some(RetryRoom { room, counts: Window { requests, retries } })
 }
 
 /// After `failures` consecutive failures, with the fleet's budget as given.
-fn budgeted(failures: u32, budget: Option<Budget>) -> Attempt {
+fn budgeted(failures: u32, budget: Option<RetryRoom>) -> Attempt {
     Attempt { budget, ..after(failures) }
 }
 
 fn held_back(after: Duration, reason: WaitReason, requests: u64, retries: u64) -> Action {
-    Action::HeldBack { after, reason, counts: Counts { requests, retries } }
+    Action::HeldBack { after, reason, counts: Window { requests, retries } }
 }
 
 /// `--retry-budget`: a transient failure is retried when the fleet's budget has room; without

@@ -222,6 +222,9 @@ fn release_yml_is_dists_plus_the_hardening() {
         "Cargo.toml's dist settings allow release.yml to differ from dist's"
     );
     std::fs::write(copy.path("Cargo.toml"), manifest.replace(allow, "")).unwrap();
+    // A repository of its own: dist writes where git's top level is, and the copy may sit inside
+    // this repository's target/ (CI's), whose release.yml it would overwrite.
+    must("git", &["init", "-q"], &copy.path(""));
     let mut generate = Command::new("dist");
     generate.args(["generate", "--mode", "ci"]).current_dir(copy.path("")).env("CARGO_TARGET_DIR", copy.path("target"));
     let out = generate.stdin(Stdio::null()).output().expect("run dist");

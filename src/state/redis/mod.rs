@@ -58,9 +58,9 @@ pub(crate) use self::url::RedisUrl;
 use super::origin::{HORIZON, LEARNED_KEPT, MAX_AHEAD, MAX_KEPT_BODIES, MAX_KEPT_BODY, MAX_WINDOW};
 use super::{Admission, Ask, AttemptReport, Fleet, Refusal, Store, Turn};
 use crate::net::tls::Trust;
-use crate::rules::attempt::Budget;
+use crate::rules::attempt::RetryRoom;
 use crate::rules::breaker::{self, MAX_COOLDOWN, MIN_OUTCOMES, Settings};
-use crate::rules::budget::{Counts, MAX_COUNT, WINDOW_SECS};
+use crate::rules::budget::{MAX_COUNT, WINDOW_SECS, Window};
 use crate::rules::cubic::{BETA, MAX_RATE, MIN_RATE, SCALE};
 use crate::rules::policy::WaitReason;
 use crate::util::clock;
@@ -343,7 +343,7 @@ type FleetAnswer = (i8, u64, u64, String, u64);
 
 fn fleet_of((room, requests, retries, rate, at): FleetAnswer) -> Fleet {
     Fleet {
-        budget: (room >= 0).then_some(Budget { room: room == 1, counts: Counts { requests, retries } }),
+        budget: (room >= 0).then_some(RetryRoom { room: room == 1, counts: Window { requests, retries } }),
         rate: rate.parse().ok(),
         at,
     }
