@@ -989,6 +989,8 @@ def storm_main(args):
                 sys.exit(f"bench: {binary} refuses the fleet's flags ({' '.join(STORM_BASE)}): {why}")
             configs = [("brownout", "no flag", []), ("brownout", "--retry-budget 20%", ["--retry-budget", "20%"]),
                        ("bare 429s", "no flag", []), ("bare 429s", "--rate auto", ["--rate", "auto"])]
+            if args.storm_only:
+                configs = [config for config in configs if config[0] == args.storm_only]
             runs = 0
             for case, name, extra in configs:
                 supported, why = storm_supports(binary, server, folder, extra) if extra else (True, "")
@@ -1064,6 +1066,7 @@ def main():
                         help="only issue 37's fleet: 50 polls sharing one --state in a brownout and under bare 429s")
     parser.add_argument("--before", help="with --https or --limits: another build of poll to compare with")
     parser.add_argument("--poll", help="with --storm: the poll to run (default: this tree's release build)")
+    parser.add_argument("--storm-only", choices=["brownout", "bare 429s"], help="with --storm: one case only")
     args = parser.parse_args()
     if args.storm:
         return storm_main(args)

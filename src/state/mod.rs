@@ -119,8 +119,8 @@ pub(crate) struct Fleet {
     pub budget: Option<RetryRoom>,
     /// `--rate auto`: the learned rate in force, in requests a second.
     pub rate: Option<f64>,
-    /// Epoch ms on the store's clock of the turn taken: a `429` to a request
-    /// sent before the last cut cuts nothing more.
+    /// Epoch ms on the store's clock when the turn was taken: a `429` to a
+    /// request whose turn was taken before the last cut cuts nothing more.
     pub at: u64,
 }
 

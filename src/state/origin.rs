@@ -32,8 +32,8 @@ pub(crate) const LEARNED_KEPT: u64 = 3600 * 1000;
 
 /// How far ahead a learned rate hands out turns: a process whose turn is
 /// further takes a ticket and asks again near it, so that the turns a cut
-/// cannot take back are at most this far ahead.
-pub(crate) const HORIZON: u64 = 1000;
+/// cannot take back (taken at the old rate) are at most this far ahead.
+pub(crate) const HORIZON: u64 = 250;
 
 /// What is known about one key. The serde attributes are the state file's
 /// format; the fields after `last_good` are written only once used, so a
@@ -261,7 +261,7 @@ impl Origin {
             let counts = self.traffic.window(now);
             RetryRoom { room: budget.has_room(counts), counts }
         });
-        Turn { admission: Admission::Go { wait, why }, fleet: Fleet { budget, rate, at } }
+        Turn { admission: Admission::Go { wait, why }, fleet: Fleet { budget, rate, at: now } }
     }
 
     /// After an attempt at `now`: keep the server's advice and a good body,
@@ -274,7 +274,7 @@ impl Origin {
         if let Some((url, body)) = report.good_body {
             self.keep(url, body, now);
         }
-        // A 429 cuts the learned rate, unless its request was sent before the last cut: it says nothing new.
+        // A 429 cuts the learned rate, unless its turn was taken before the last cut (at the old rate): it says nothing new.
         if let Some(sent) = report.throttled_at
             && self.learned.is_none_or(|learned| learned.cut_at <= sent)
         {

@@ -123,5 +123,5 @@ if budget_pct >= 0 then
   fleet.room, fleet.requests, fleet.retries = room and 1 or 0, requests, retries
 end
 if rate then fleet.rate = rate_text(rate) end
-fleet.at = at
+fleet.at = now
 return answer('go', wait, why, '', '')

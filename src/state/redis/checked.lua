@@ -21,7 +21,7 @@ end
 
 -- What the admit script says of the fleet (fleet.lua): whether a retry fits (-1: no
 -- --retry-budget), the window's requests and retries, the learned rate ('' for none),
--- and the store's time of the turn taken.
+-- and the store's time when the turn was taken.
 local fleet = {room = -1, requests = 0, retries = 0, rate = '', at = 0}
 
 -- The answer of the admit and record scripts: kind, ms, why, prober, reason, what was odd, then the fleet's.

@@ -29,7 +29,7 @@
 -- ARGV[16] the body
 -- ARGV[17] bodies kept per key, at most
 -- ARGV[18] how long a body is kept after it was written, in ms
--- ARGV[19] --rate auto: the store's time of the turn of an attempt answered 429, -1 for none
+-- ARGV[19] --rate auto: the store's time when the turn of an attempt answered 429 was taken, -1 for none
 --
 -- Returns {'ok', 0, 0, '', '', odd}, or {'open', retry_in, 0, prober, reason, odd}
 -- when the breaker turns callers away afterwards (odd: the parts found odd,
@@ -84,7 +84,7 @@ elseif good == 'drop' then
 end
 
 -- A 429 cuts the learned rate to BETA of what the fleet was sending over its last second
--- (the lower of that and the rate in force), unless its request went before the last cut.
+-- (the lower of that and the rate in force), unless its turn was taken before the last cut.
 local throttled_at = tonumber(ARGV[19])
 if throttled_at >= 0 then
   local learned = stored_learned(redis.pcall('GET', KEYS[7]), now)
