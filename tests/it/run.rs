@@ -425,23 +425,8 @@ fn a_body_nested_too_deep_is_said_so() {
 /// ended the run with exit 0 on the first reply).
 #[test]
 fn tonumber_of_a_string_that_only_starts_with_a_number_fails() {
-    let server = Server::start(vec![Reply::json(200, DONE)]);
-    let started = Instant::now();
-    let out = poll()
-        .args(["--argjson", "r", r#""3/5""#, "--until", "($r|tonumber) >= 3", "-i", "100ms", "--timeout", "1s"])
-        .arg(server.url("/"))
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    // It ends when the next poll, 100 ms on, would start past the deadline.
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "took {took:?}");
-    assert!(server.hits() >= 5, "polled on to the deadline: {} requests", server.hits());
-    assert_eq!(out.stdout, b"");
-    let err = stderr(&out);
     let why = r#"string ("3/5") cannot be parsed as a number"#;
-    assert_eq!(err.matches(&format!("warning: jq error in `($r|tonumber) >= 3`: {why}")).count(), 1, "{err}");
-    assert!(err.contains(&format!("last: --until failed on the body: {why}")), "{err}");
+    a_jq_error_on_every_poll(&["--argjson", "r", r#""3/5""#], "($r|tonumber) >= 3", why);
 }
 
 /// A filter that recurses without end is a jq error, "recursion too deep", where it overflowed the
@@ -449,10 +434,18 @@ fn tonumber_of_a_string_that_only_starts_with_a_number_fails() {
 /// met on every poll, warned once, and the deadline names it (exit 1).
 #[test]
 fn a_runaway_recursion_is_a_jq_error_not_an_abort() {
+    let err = a_jq_error_on_every_poll(&[], "def f: 1 + f; f", "recursion too deep");
+    assert!(!err.contains("overflowed its stack"), "{err}");
+}
+
+/// `--until FILTER` (after `args`) failing with `why` on every poll of a done body: not met, polled
+/// on to its 1 s deadline (exit 1, nothing on stdout), the error warned once and named last. Its stderr.
+fn a_jq_error_on_every_poll(args: &[&str], filter: &str, why: &str) -> String {
     let server = Server::start(vec![Reply::json(200, DONE)]);
     let started = Instant::now();
     let out = poll()
-        .args(["--until", "def f: 1 + f; f", "-i", "100ms", "--timeout", "1s", &server.url("/")])
+        .args(args)
+        .args(["--until", filter, "-i", "100ms", "--timeout", "1s", &server.url("/")])
         .output()
         .unwrap();
     let took = started.elapsed();
@@ -462,9 +455,9 @@ fn a_runaway_recursion_is_a_jq_error_not_an_abort() {
     assert!(server.hits() >= 5, "polled on to the deadline: {} requests", server.hits());
     assert_eq!(out.stdout, b"");
     let err = stderr(&out);
-    assert!(!err.contains("overflowed its stack"), "{err}");
-    assert_eq!(err.matches("warning: jq error in `def f: 1 + f; f`: recursion too deep").count(), 1, "{err}");
-    assert!(err.contains("last: --until failed on the body: recursion too deep"), "{err}");
+    assert_eq!(err.matches(&format!("warning: jq error in `{filter}`: {why}")).count(), 1, "{err}");
+    assert!(err.contains(&format!("last: --until failed on the body: {why}")), "{err}");
+    err
 }
 
 /// `--print` with a runaway recursion fails on the final body as any jq error does (exit 3, nothing
