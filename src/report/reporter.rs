@@ -444,8 +444,8 @@ impl Reporter {
         let elapsed = self.started.elapsed();
         if self.style.json {
             let event = log::final_event(summary, elapsed, self.idempotency_key.as_deref());
-            self.event(event);
-            lock(&self.out).closed = true;
+            // Written and closed under one lock: a loop still running cannot slip a line in after it.
+            self.emit(event, true);
             return None;
         }
         lock(&self.out).closed = true;
@@ -495,11 +495,17 @@ impl Reporter {
         });
     }
 
-    fn event(&self, mut value: Value) {
+    fn event(&self, value: Value) {
+        self.emit(value, false);
+    }
+
+    /// One JSON line, with the warnings waiting for it; `last`: nothing follows it.
+    fn emit(&self, mut value: Value, last: bool) {
         let mut out = lock(&self.out);
         if out.closed {
             return;
         }
+        out.closed = last;
         if !out.pending_warnings.is_empty() {
             value["warnings"] = json!(std::mem::take(&mut out.pending_warnings));
         }
