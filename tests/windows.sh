@@ -4,7 +4,7 @@
 #            condition, a 503 with Retry-After, --submit, -o, a jq error, the deadline, --state
 #            shared by three processes, --auth-cmd through cmd /C (and its kill at the deadline),
 #            --unix-socket refused, --request-timeout against a server that never answers,
-#            -o NUL, a reader that closes stdout early, and Ctrl-C
+#            -o NUL, a reader that closes stdout early, Ctrl-C, and the library's unit tests
 #   musl     the static Linux build (x86_64-unknown-linux-musl): no dynamic dependencies, one poll,
 #            and, in an empty root (a `scratch` image), the built-in Mozilla roots
 #
@@ -306,6 +306,24 @@ else:
     wait "$pid" || code=$?
     unset 'pids[-1]'
     check "windows: Ctrl-C ends the run with 130" 130 "$work/empty" "$code" "$work/ctrlc.out" "$work/ctrlc.err"
+
+    # The library's unit tests as Windows builds them, the cfg(windows) halves included (files,
+    # processes, signals, sockets). The Redis store's need a redis-server Wine cannot start.
+    local units
+    units=$(cargo test --locked --quiet --target x86_64-pc-windows-gnu --lib --no-run --message-format=json |
+        python3 -c 'import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("executable") and message.get("profile", {}).get("test"):
+        print(message["executable"])')
+    if timeout 300 "$wine" "$units" --skip state::redis >"$work/units.out" 2>&1 </dev/null; then
+        echo "ok: windows: the library's unit tests ($(grep -o '[0-9]* passed' "$work/units.out" | tail -1))"
+        passed=$((passed + 1))
+    else
+        echo "FAILED: windows: the library's unit tests:" >&2
+        grep -v ' ok$' "$work/units.out" | tail -40 | sed 's/^/    /' >&2
+        failed=$((failed + 1))
+    fi
 }
 
 musl() {

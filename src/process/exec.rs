@@ -186,9 +186,20 @@ mod imp {
 
 #[cfg(windows)]
 mod imp {
-    /// No `#!` lines on Windows: what runs a file is its extension's business.
-    pub(super) fn cannot_load(_program: &std::path::Path) -> Option<String> {
-        None
+    /// What Windows can start: a program (a file that begins `MZ`, whatever
+    /// its name), or a batch file (`.bat`, `.cmd`, which std runs through
+    /// `cmd.exe`). Anything else fails at CreateProcess, so it is exit 126
+    /// before the first request, as on Unix, not after the wait.
+    pub(super) fn cannot_load(program: &std::path::Path) -> Option<String> {
+        use std::io::Read as _;
+        let extension = program.extension().map(|e| e.to_ascii_lowercase());
+        if extension.is_some_and(|e| e == "bat" || e == "cmd") {
+            return None;
+        }
+        let mut head = [0u8; 2];
+        let read = std::fs::File::open(program).and_then(|mut file| file.read_exact(&mut head));
+        (read.is_err() || head != *b"MZ")
+            .then(|| "it is not a program Windows can start (an .exe, a .bat or a .cmd)".to_string())
     }
 
     /// No exec on Windows: the command runs as a child on poll's console

@@ -150,7 +150,7 @@ pub(crate) fn replace(
     if durable {
         temp.as_file().sync_all()?;
     }
-    temp.persist(&target).map(drop).map_err(|e| e.error)
+    imp::persist(temp, &target, until)
 }
 
 /// Writes `bytes` over the regular file at `target` (its links resolved) in
@@ -398,6 +398,7 @@ mod imp {
     use std::fs::{OpenOptions, Permissions};
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
     use std::path::{Path, PathBuf};
+    use std::time::Instant;
 
     use nix::fcntl::OFlag;
 
@@ -411,6 +412,11 @@ mod imp {
 
     pub(super) fn no_link_owner_only(options: &mut OpenOptions) {
         options.mode(0o600).custom_flags(OFlag::O_NOFOLLOW.bits());
+    }
+
+    /// A rename replaces the name whoever has the old file open.
+    pub(super) fn persist(temp: tempfile::NamedTempFile, target: &Path, _: Option<Instant>) -> std::io::Result<()> {
+        temp.persist(target).map(drop).map_err(|e| e.error)
     }
 
     pub(super) fn is_fifo(metadata: &std::fs::Metadata) -> bool {
@@ -524,12 +530,45 @@ mod imp {
     //! Windows: files take the folder's access lists; no owner or mode check.
     use std::fs::{OpenOptions, Permissions};
     use std::path::Path;
+    use std::time::{Duration, Instant};
 
     pub(super) fn new_file_mode(_: super::Access) -> Option<Permissions> {
         None
     }
 
     pub(super) fn no_link_owner_only(_: &mut OpenOptions) {}
+
+    /// How long a rename refused by another handle on the target is tried again.
+    const RENAME_PATIENCE: Duration = Duration::from_secs(1);
+
+    /// Windows refuses to rename over a file another process has open (access
+    /// denied, or a sharing violation): another poll looking at the state file
+    /// before its first request, a virus scanner, an indexer. Such handles are
+    /// held for moments, so the rename is tried again every few milliseconds,
+    /// for up to [`RENAME_PATIENCE`] and never past `until`.
+    pub(super) fn persist(
+        mut temp: tempfile::NamedTempFile,
+        target: &Path,
+        until: Option<Instant>,
+    ) -> std::io::Result<()> {
+        let patience = Instant::now() + RENAME_PATIENCE;
+        let give_up = until.map_or(patience, |until| until.min(patience));
+        loop {
+            match temp.persist(target) {
+                Ok(_) => return Ok(()),
+                Err(e) if held_open(&e.error) && Instant::now() < give_up => {
+                    temp = e.file;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e.error),
+            }
+        }
+    }
+
+    /// ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION.
+    fn held_open(e: &std::io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(5 | 32 | 33))
+    }
 
     /// Windows has no FIFOs in its file system (named pipes live under `\\.\pipe\`).
     pub(super) fn is_fifo(_: &std::fs::Metadata) -> bool {
@@ -657,6 +696,31 @@ mod tests {
         replace(&path, b"two", false, Access::Owner, None).expect("second write");
         assert_eq!(fs::read(&path).ok(), Some(b"two".to_vec()));
         assert_eq!(fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1));
+        let _ = fs::remove_dir_all(&folder);
+    }
+
+    /// Windows refuses a rename over a file another process has open (another poll looking at the
+    /// state file): the rename is tried again until the handle goes, and gives up after a second.
+    #[test]
+    fn a_file_held_open_for_a_moment_is_replaced_once_let_go() {
+        let folder = folder("held");
+        let path = folder.join("state.json");
+        fs::write(&path, b"old").expect("old file");
+        let held = File::open(&path).expect("open");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(held);
+        });
+        replace(&path, b"new", false, Access::Owner, None).expect("replaced once the handle is closed");
+        let _ = release.join();
+        assert_eq!(fs::read(&path).ok(), Some(b"new".to_vec()));
+        let held = File::open(&path).expect("open");
+        let started = Instant::now();
+        let replaced = replace(&path, b"newer", false, Access::Owner, None);
+        assert_eq!(replaced.is_err(), cfg!(windows), "{replaced:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "gave up in {:?}", started.elapsed());
+        drop(held);
+        assert_eq!(fs::read_dir(&folder).map(|d| d.count()).ok(), Some(1), "no temp file is left behind");
         let _ = fs::remove_dir_all(&folder);
     }
 
