@@ -9,6 +9,8 @@
 //! follows `C (t - K)³ + W`, `W` the rate at the last cut and `K` the time
 //! the curve takes to climb back to it, then grows past it.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 /// The share of the rate kept at a `429`.
@@ -62,10 +64,21 @@ impl Learned {
     }
 }
 
-/// The spacing of `rate` requests a second in whole milliseconds, rounded up; at least 1 ms.
+/// The spacing of `rate` requests a second in whole milliseconds, as
+/// [`whole_ms`] rounds it: `1000 / rate`, rounded up (fleet.lua's `spacing_of`
+/// is its twin).
 pub fn spacing_ms(rate: f64) -> u64 {
-    let spacing = (1000.0 / bounded(rate)).ceil();
-    (spacing as u64).max(1)
+    let ms = 1000.0 / bounded(rate);
+    // Up to the nanosecond first: never below `ms`, and a whole `ms` stays whole
+    // (at most 2000 ms, so `ms * 1e6` rounds by far less than 1 ns), so this is `ms.ceil()`.
+    whole_ms(Duration::from_nanos((ms * 1e6).ceil() as u64))
+}
+
+/// A spacing in whole milliseconds, rounded up so that a rate is never
+/// exceeded (`3/s` is 334 ms apart, not 333); at least 1 ms. The one rounding
+/// of both rates: `--rate N/DURATION` (`bucket.rs`) and the learned one.
+pub(crate) fn whole_ms(spacing: Duration) -> u64 {
+    u64::try_from(spacing.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX).max(1)
 }
 
 /// `rate` within [`MIN_RATE`] and [`MAX_RATE`]; not a number is the slowest.
@@ -149,5 +162,22 @@ mod tests {
         assert_eq!(spacing_ms(0.0), 2_000);
         assert_eq!(spacing_ms(f64::NAN), 2_000);
         assert_eq!(spacing_ms(MAX_RATE), 1);
+    }
+
+    /// Through the nanoseconds, the spacing is still `1000 / rate` rounded up, which
+    /// fleet.lua computes: at the rates nearest each whole spacing, where it could slip.
+    #[test]
+    fn the_spacing_is_1000_over_the_rate_rounded_up_to_the_bit() {
+        for ms in 1..=2_000_u32 {
+            let mut rate = 1000.0 / f64::from(ms);
+            for _ in 0..50 {
+                rate = rate.next_down();
+            }
+            for _ in 0..100 {
+                let want = ((1000.0 / bounded(rate)).ceil() as u64).max(1);
+                assert_eq!(spacing_ms(rate), want, "{rate:?}");
+                rate = rate.next_up();
+            }
+        }
     }
 }
