@@ -45,6 +45,8 @@ mod cluster;
 mod node;
 mod route;
 mod sentinel;
+#[cfg(test)]
+mod twins;
 mod url;
 
 use std::sync::LazyLock;
@@ -104,12 +106,17 @@ static LAST_GOOD: LazyLock<Script> =
 /// to, written from the Rust rules the file store follows, so the two stores
 /// can never disagree on them.
 fn script(parts: &[&str]) -> Script {
+    Script::new(&source(parts))
+}
+
+/// The text of [`script`]: the bounds, then `parts`.
+fn source(parts: &[&str]) -> String {
     let bounds = format!(
         "local MAX_AHEAD, MAX_WINDOW, MAX_KEPT_BODY, LAST = {MAX_AHEAD}, {MAX_WINDOW}, {MAX_KEPT_BODY}, {LAST_RFC3339_MS}\n\
          local WINDOW_SECS, MAX_COUNT, LEARNED_KEPT, HORIZON = {WINDOW_SECS}, {MAX_COUNT}, {LEARNED_KEPT}, {HORIZON}\n\
          local BETA, SCALE, MIN_RATE, MAX_RATE = {BETA:?}, {SCALE:?}, {MIN_RATE:?}, {MAX_RATE:?}\n"
     );
-    Script::new(&[bounds.as_str()].iter().chain(parts).copied().collect::<String>())
+    [bounds.as_str()].iter().chain(parts).copied().collect()
 }
 
 // A kept body comes back as one reply (`$LEN\r\nBODY\r\n`): it must fit in what a step reads.
