@@ -131,11 +131,14 @@ pub(crate) mod vectors {
     ];
 
     /// (a learned rate, now, the rate in force).
-    pub(crate) const RATES: [(Learned, u64, f64); 4] = [
+    pub(crate) const RATES: [(Learned, u64, f64); 6] = [
         (Learned { sending: 8.0, cut_at: 1_000 }, 1_000, 8.0 * 0.7), // cut by β
         (Learned { sending: 0.5, cut_at: 1_000 }, 1_000, MIN_RATE),  // never below the floor
         (Learned { sending: 10.0, cut_at: 0 }, u64::MAX, MAX_RATE),
         (Learned { sending: 10.0, cut_at: 5_000 }, 0, 7.0), // a clock before the cut is at the cut
+        // Between whole seconds (ours, from the formula).
+        (Learned { sending: 10.0, cut_at: 5_000 }, 6_789, 9.998088616243551),
+        (Learned { sending: 7.3, cut_at: 1_000 }, 3_217, 7.337555562448463),
     ];
 
     /// (a rate, its spacing in ms).
