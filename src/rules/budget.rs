@@ -169,6 +169,10 @@ pub(crate) mod vectors {
             Read(9_999, Window { requests: 20, retries: 10 }, 2.003),
             // Eleven seconds on, the first two seconds (4 and 3 requests) have left the window.
             Read(11_000, Window { requests: 15, retries: 8 }, 0.0),
+            // Second 1, ten seconds old, is out of the window and still kept: where pruning could slip.
+            Count(11_500, false),
+            Kept(10),
+            Read(11_999, Window { requests: 16, retries: 8 }, 1.0),
             Count(60_000, false),
             Read(60_000, Window { requests: 1, retries: 0 }, 1.0),
             Kept(1), // the old seconds are gone
