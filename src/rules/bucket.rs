@@ -39,10 +39,8 @@ impl Bucket {
 }
 
 /// The spacing of `--rate` in whole milliseconds, rounded up so that the rate
-/// is never exceeded (`3/s` is 334 ms apart, not 333); at least 1 ms.
-pub(crate) fn spacing_ms(spacing: Duration) -> u64 {
-    u64::try_from(spacing.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX).max(1)
-}
+/// is never exceeded; the learned rate's rounding too, so it lives below both.
+pub(crate) use super::cubic::whole_ms as spacing_ms;
 
 #[cfg(test)]
 mod tests {

@@ -119,31 +119,89 @@ impl Traffic {
     }
 }
 
+/// The table tests' vectors, shared with fleet.lua's test (`state/redis/twins.rs`),
+/// so that the Rust rules and their Lua twins answer the same rows.
+#[cfg(test)]
+pub(crate) mod vectors {
+    use super::{MAX_COUNT, RetryBudget, WINDOW_SECS, Window};
+
+    const TWENTY: RetryBudget = RetryBudget { percent: 20, per_second: 1 };
+    const NONE: RetryBudget = RetryBudget { percent: 0, per_second: 0 };
+    const ALL: RetryBudget = RetryBudget { percent: 100, per_second: 10_000 };
+    /// The most a window of the stores can count (Lua's doubles hold it exactly).
+    const FULL: u64 = WINDOW_SECS * MAX_COUNT;
+
+    /// (budget, what the window counted, whether one more retry fits).
+    pub(crate) const ROOM: [(RetryBudget, Window, bool); 12] = [
+        (TWENTY, Window { requests: 0, retries: 9 }, true), // the floor: 10 over 10 s
+        (TWENTY, Window { requests: 0, retries: 10 }, false), // the floor spent
+        (TWENTY, Window { requests: 50, retries: 19 }, true), // 20% of 50 is 10, plus 10
+        (TWENTY, Window { requests: 50, retries: 20 }, false), // spent
+        (TWENTY, Window { requests: 500, retries: 109 }, true),
+        (TWENTY, Window { requests: 500, retries: 110 }, false),
+        (TWENTY, Window { requests: 4, retries: 10 }, false), // 20% of 4 is 0.8: not a whole retry more
+        (TWENTY, Window { requests: 5, retries: 10 }, true),  // 20% of 5 is 1
+        (NONE, Window { requests: 1_000_000, retries: 0 }, false), // 0%/0 allows no retry
+        (NONE, Window { requests: 0, retries: 0 }, false),
+        (ALL, Window { requests: FULL, retries: FULL + 100_000 - 1 }, true), // the largest counts
+        (ALL, Window { requests: FULL, retries: FULL + 100_000 }, false),
+    ];
+
+    /// A step of a [`traffic`] table, at ms past [`START`]: a request
+    /// counted (a retry or not), what the window and the last second read,
+    /// or how many seconds are kept.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Step {
+        Count(u64, bool),
+        Read(u64, Window, f64),
+        Kept(usize),
+    }
+
+    /// A whole second of the store's clock.
+    pub(crate) const START: u64 = 1_795_000_000_000;
+
+    /// Each table starts from no traffic.
+    pub(crate) fn traffic() -> [Vec<Step>; 2] {
+        use Step::{Count, Kept, Read};
+        // Three requests a second for 10 s, one a retry.
+        let mut sliding: Vec<Step> = (0..30).map(|i| Count(i * 333, i % 3 == 2)).collect();
+        sliding.extend([
+            Read(9_999, Window { requests: 20, retries: 10 }, 2.003),
+            // Eleven seconds on, the first two seconds (4 and 3 requests) have left the window.
+            Read(11_000, Window { requests: 15, retries: 8 }, 0.0),
+            // Second 1, ten seconds old, is out of the window and still kept: where pruning could slip.
+            Count(11_500, false),
+            Kept(10),
+            Read(11_999, Window { requests: 16, retries: 8 }, 1.0),
+            Count(60_000, false),
+            Read(60_000, Window { requests: 1, retries: 0 }, 1.0),
+            Kept(1), // the old seconds are gone
+        ]);
+        // The last second slides across two: half way into the next with 4 sent, 4 + half of 10.
+        let mut two: Vec<Step> = (0..10).map(|i| Count(i * 100, false)).collect();
+        two.push(Read(999, Window { requests: 10, retries: 0 }, 10.0));
+        two.extend((0..4).map(|i| Count(1_000 + i * 100, i == 0)));
+        two.extend([
+            Read(1_500, Window { requests: 13, retries: 1 }, 9.0),
+            Read(3_000, Window { requests: 13, retries: 1 }, 0.0),
+        ]);
+        [sliding, two]
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::vectors::{ROOM, START, Step};
     use super::*;
 
-    const NOW: u64 = 1_795_000_000_000;
+    const NOW: u64 = START;
 
     #[test]
     fn the_budget_allows_pct_of_the_other_requests_plus_n_a_second() {
-        let budget = RetryBudget { percent: 20, per_second: 1 };
-        // (requests, retries so far, one more fits)
-        let rows = [
-            (0, 9, true),    // the floor: 10 over 10 s
-            (0, 10, false),  // the floor spent
-            (50, 19, true),  // 20% of 50 is 10, plus 10
-            (50, 20, false), // spent
-            (500, 109, true),
-            (500, 110, false),
-            (4, 10, false), // 20% of 4 is 0.8: not a whole retry more
-            (5, 10, true),  // 20% of 5 is 1
-        ];
-        for (requests, retries, room) in rows {
-            assert_eq!(budget.has_room(Window { requests, retries }), room, "{requests} requests, {retries} retries");
+        for (budget, counts, room) in ROOM {
+            assert_eq!(budget.has_room(counts), room, "{budget:?}, {counts:?}");
         }
-        let none = RetryBudget { percent: 0, per_second: 0 };
-        assert!(!none.has_room(Window { requests: 1_000_000, retries: 0 }), "0%/0 allows no retry");
+        // Past what the stores count (and what Lua's doubles hold): Rust's alone.
         let huge = Window { requests: u64::MAX, retries: u64::MAX - 1 };
         assert!(RetryBudget { percent: 100, per_second: 10_000 }.has_room(huge), "no overflow");
     }
@@ -161,35 +219,20 @@ mod tests {
     }
 
     #[test]
-    fn traffic_counts_a_sliding_window_of_seconds() {
-        let mut traffic = Traffic::default();
-        for i in 0..30 {
-            // Three requests a second for 10 s, one a retry.
-            traffic.count(NOW + i * 333, i % 3 == 2);
+    fn traffic_counts_a_sliding_window_and_the_last_second_slides_across_two() {
+        for (n, table) in vectors::traffic().into_iter().enumerate() {
+            let mut traffic = Traffic::default();
+            for step in table {
+                match step {
+                    Step::Count(at, retry) => traffic.count(START + at, retry),
+                    Step::Read(at, window, last_second) => {
+                        assert_eq!(traffic.window(START + at), window, "table {n}, at {at}");
+                        assert_eq!(traffic.last_second(START + at), last_second, "table {n}, at {at}");
+                    }
+                    Step::Kept(seconds) => assert_eq!(traffic.seconds.len(), seconds, "table {n}"),
+                }
+            }
         }
-        assert_eq!(traffic.window(NOW + 9_999), Window { requests: 20, retries: 10 });
-        // Eleven seconds on, the first two seconds (4 and 3 requests) have left the window.
-        let later = NOW + 11_000;
-        assert_eq!(traffic.window(later).requests + traffic.window(later).retries, 30 - 4 - 3);
-        traffic.count(NOW + 60_000, false);
-        assert_eq!(traffic.window(NOW + 60_000), Window { requests: 1, retries: 0 });
-        assert_eq!(traffic.seconds.len(), 1, "the old seconds are gone");
-    }
-
-    #[test]
-    fn the_last_second_slides_across_two() {
-        let mut traffic = Traffic::default();
-        let start = NOW - NOW % 1000;
-        for i in 0..10 {
-            traffic.count(start + i * 100, false);
-        }
-        assert_eq!(traffic.last_second(start + 999), 10.0);
-        // Half way into the next second with 4 sent: 4 + half of 10.
-        for i in 0..4 {
-            traffic.count(start + 1_000 + i * 100, i == 0);
-        }
-        assert_eq!(traffic.last_second(start + 1_500), 9.0);
-        assert_eq!(traffic.last_second(start + 3_000), 0.0);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! and `--rate auto`, with real `poll` processes sharing one `--state` (a file,
 //! a redis-server node, a three-master cluster) against the scripted loopback
 //! server. The rules themselves are table-tested (`tests/it/policy.rs`,
-//! `src/rules/budget.rs`, `src/rules/cubic.rs`), and the Lua scripts against
-//! the file store's rules in `src/state/redis/mod.rs`.
+//! `src/rules/budget.rs`, `src/rules/cubic.rs`), their Lua twins over the same
+//! tables, bit for bit, in `src/state/redis/twins.rs`, and the Lua scripts
+//! against the file store's rules in `src/state/redis/mod.rs`.
 
 use crate::support;
 

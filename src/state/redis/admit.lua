@@ -119,7 +119,7 @@ if budget_pct >= 0 or auto then
 end
 if budget_pct >= 0 then
   local requests, retries = window(traffic, now)
-  local room = 100 * (retries + 1) <= budget_pct * requests + 100 * budget_per_second * WINDOW_SECS
+  local room = has_room(budget_pct, budget_per_second, requests, retries)
   fleet.room, fleet.requests, fleet.retries = room and 1 or 0, requests, retries
 end
 if rate then fleet.rate = rate_text(rate) end

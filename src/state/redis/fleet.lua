@@ -4,7 +4,8 @@
 -- Learned in src/rules/cubic.rs (--rate auto: the AWS SDKs' CUBIC rule), read and
 -- checked as checked.lua reads the rest. Numbers are computed as the Rust rules
 -- compute them (pow for powers, the same order of operations), so that both
--- stores give the same rate to the last bit.
+-- stores give the same rate to the last bit: src/state/redis/twins.rs runs these
+-- functions over the vectors of the Rust tables and compares every answer bit for bit.
 
 -- A rate as an answer and a key hold it: every bit kept.
 local function rate_text(rate)
@@ -17,7 +18,9 @@ local function bounded(rate)
   return math.min(math.max(rate, MIN_RATE), MAX_RATE)
 end
 
--- The spacing of `rate` requests a second, in whole ms (rounded up), at least 1.
+-- The spacing of `rate` requests a second, in whole ms (rounded up), at least 1:
+-- the twin of cubic::spacing_ms (the rate is read here, within the step, so no
+-- argument can carry its spacing in).
 local function spacing_of(rate)
   return math.max(math.ceil(1000 / bounded(rate)), 1)
 end
@@ -108,9 +111,27 @@ local function stored_learned(raw, now)
   return {w = w, cut = cut}
 end
 
+-- K: the seconds the curve takes from a cut back to `w`, the rate cut.
+local function zero_point(w)
+  return (w * (1 - BETA) / SCALE) ^ (1 / 3)
+end
+
 -- The learned rate in force at `now`: C (t - K)^3 + W.
 local function learned_rate(learned, now)
   local since = math.max(now - learned.cut, 0) / 1000
-  local k = (learned.w * (1 - BETA) / SCALE) ^ (1 / 3)
-  return bounded(SCALE * (since - k) ^ 3 + learned.w)
+  return bounded(SCALE * (since - zero_point(learned.w)) ^ 3 + learned.w)
+end
+
+-- What a 429 at `now` leaves, while the fleet sent `measured` requests a second
+-- and `learned` (or nil) was in force: the lower of the two, within bounds.
+local function cut(learned, measured, now)
+  local sending = measured
+  if learned then sending = math.min(sending, learned_rate(learned, now)) end
+  return {w = bounded(sending), cut = now}
+end
+
+-- Whether one more retry fits in a window that counted `requests` and `retries`,
+-- under --retry-budget `pct`%/`per_second`.
+local function has_room(pct, per_second, requests, retries)
+  return 100 * (retries + 1) <= pct * requests + 100 * per_second * WINDOW_SECS
 end

@@ -8,18 +8,9 @@
 //!
 //! Keys, all under `poll:{KEY}:` (KEY: the origin, or `--state-key`; the
 //! braces are a hash tag, see [`key`]), each with an expiry so that a shared
-//! Redis never fills with poll's leftovers:
-//!
-//! | key | holds | expires |
-//! |---|---|---|
-//! | `rate` | the next free `--rate` slot | one spacing after that slot |
-//! | `advice` | the server's "not before" | when it passes |
-//! | `breaker` | JSON: state, until, cool-down, reason, last prober, window | [`BREAKER_KEPT`] (or the cool-down cap, if longer) after it was last written, plus the time it stays open |
-//! | `probe` | the half-open lease: the prober's token | when the lease ends: one cool-down after the probe's slot, or the probe's budget (connect plus request timeout) plus 1 s when longer |
-//! | `last`, `last_at` | hashes: URL -> last good body, and when it was kept | [`BODY_KEPT`] after each body was written |
-//! | `traffic` | JSON: the fleet's requests and retries per second (`--retry-budget`, `--rate auto`) | 12 s after the last request counted |
-//! | `learned` | JSON: the rate learned at the last `429` (`--rate auto`) | an hour after the cut |
-//! | `queue` | the next ticket of a learned rate | a second after that ticket's turn |
+//! Redis never fills with poll's leftovers. [`PARTS`] names them; what each
+//! holds and when it expires is in the one table of them, "Keys and expiries"
+//! in `docs/DESIGN.md`, which a test below checks against the scripts.
 //!
 //! No lock is held across a request: the half-open probe is a lease (`SET
 //! probe TOKEN NX PX LEASE`) that exactly one process in the fleet wins and
@@ -45,6 +36,8 @@ mod cluster;
 mod node;
 mod route;
 mod sentinel;
+#[cfg(test)]
+mod twins;
 mod url;
 
 use std::sync::LazyLock;
@@ -104,18 +97,24 @@ static LAST_GOOD: LazyLock<Script> =
 /// to, written from the Rust rules the file store follows, so the two stores
 /// can never disagree on them.
 fn script(parts: &[&str]) -> Script {
+    Script::new(&source(parts))
+}
+
+/// The text of [`script`]: the bounds, then `parts`.
+fn source(parts: &[&str]) -> String {
     let bounds = format!(
         "local MAX_AHEAD, MAX_WINDOW, MAX_KEPT_BODY, LAST = {MAX_AHEAD}, {MAX_WINDOW}, {MAX_KEPT_BODY}, {LAST_RFC3339_MS}\n\
          local WINDOW_SECS, MAX_COUNT, LEARNED_KEPT, HORIZON = {WINDOW_SECS}, {MAX_COUNT}, {LEARNED_KEPT}, {HORIZON}\n\
          local BETA, SCALE, MIN_RATE, MAX_RATE = {BETA:?}, {SCALE:?}, {MIN_RATE:?}, {MAX_RATE:?}\n"
     );
-    Script::new(&[bounds.as_str()].iter().chain(parts).copied().collect::<String>())
+    [bounds.as_str()].iter().chain(parts).copied().collect()
 }
 
 // A kept body comes back as one reply (`$LEN\r\nBODY\r\n`): it must fit in what a step reads.
 const _: () = assert!(MAX_KEPT_BODY + 64 <= node::MAX_REPLY);
 
-/// The parts of a state key, as the scripts name them when they find one odd.
+/// The parts of a state key, as the scripts name them when they find one odd
+/// (and as the key table of `docs/DESIGN.md` lists them, in this order).
 const PARTS: [&str; 9] = ["rate", "advice", "breaker", "probe", "last", "last_at", "traffic", "learned", "queue"];
 
 /// The shared state in Redis: one connection per server it talks to, each made on demand.
@@ -424,9 +423,7 @@ mod tests {
         let keys = ["", "}", "}}", "\\", "\\}", "a", "a}b", "{a}", "https://h:443", "k"];
         let mut names = std::collections::BTreeSet::new();
         for state_key in keys {
-            let slots: Vec<u16> = ["rate", "advice", "breaker", "probe", "last", "last_at"]
-                .map(|part| cluster::slot(key(state_key, part).as_bytes()))
-                .to_vec();
+            let slots: Vec<u16> = PARTS.map(|part| cluster::slot(key(state_key, part).as_bytes())).to_vec();
             assert!(slots.iter().all(|slot| *slot == slots[0]), "{state_key:?}: {slots:?}");
             assert_eq!(Call::new(&ADMIT, state_key, &["rate"]).slot, slots[0], "{state_key:?}");
             assert!(names.insert(key(state_key, "rate")), "{state_key:?} shares its name");
@@ -648,6 +645,129 @@ mod tests {
             }
         }
         assert_eq!(origin.breaker, crate::rules::breaker::Breaker::default(), "closed again by the last probe");
+    }
+
+    /// The rows of the key table in `docs/DESIGN.md` ("Keys and expiries"), the
+    /// one list of the keys: (parts, what they hold, when they expire).
+    fn key_table() -> Vec<(Vec<String>, String, String)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/DESIGN.md");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let table = text.split("### Keys and expiries").nth(1).expect("DESIGN.md has a section `Keys and expiries`");
+        let rows =
+            table.lines().skip_while(|line| !line.starts_with("| `poll:")).take_while(|line| line.starts_with('|'));
+        rows.map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(cells.len(), 3, "a row of three cells: {row}");
+            let parts = cells[0].split(", ").map(|name| name.trim_matches('`').replace("poll:{KEY}:", "")).collect();
+            (parts, cells[1].to_string(), cells[2].to_string())
+        })
+        .collect()
+    }
+
+    /// The key table against the code: its parts are [`PARTS`], each row says
+    /// what the scripts keep there and the numbers of its expiry, and a run
+    /// that writes every part leaves each key of the type its row says, expiring
+    /// when its row says.
+    #[test]
+    fn the_key_table_in_design_md_is_what_the_scripts_write() {
+        let table = key_table();
+        let named: Vec<String> = table.iter().flat_map(|(parts, ..)| parts.clone()).collect();
+        assert_eq!(named, PARTS, "docs/DESIGN.md's key table names these parts");
+        let hours = |kept: Duration| format!("{} hour", kept.as_secs() / 3600);
+        let learned_kept = Duration::from_millis(LEARNED_KEPT);
+        // (part, what its row holds, what its row's expiry says), each number from the code.
+        let rows: [(&str, &str, Vec<String>); 9] = [
+            ("rate", "(epoch ms)", vec!["one spacing after that slot".into()]),
+            ("advice", "(epoch ms)", vec!["when it passes".into()]),
+            ("breaker", "as JSON", vec![hours(BREAKER_KEPT), "cool-down cap".into(), "its lease".into()]),
+            (
+                "probe",
+                "token",
+                vec!["one cool-down after".into(), format!("plus {} s", super::super::LEASE_MARGIN.as_secs())],
+            ),
+            ("last", "hashes", vec![hours(BODY_KEPT), format!("at most {MAX_KEPT_BODIES}")]),
+            ("last_at", "hashes", vec![hours(BODY_KEPT), format!("at most {MAX_KEPT_BODIES}")]),
+            (
+                "traffic",
+                "as JSON",
+                vec![format!("{} s after the last request", WINDOW_SECS + 2), format!("last {WINDOW_SECS} s")],
+            ),
+            ("learned", "as JSON", vec![hours(learned_kept)]),
+            ("queue", "(epoch ms)", vec![format!("{HORIZON} ms after that ticket"), format!("{HORIZON} ms ahead")]),
+        ];
+        for (part, holds, says) in &rows {
+            let (_, held, expires) = table.iter().find(|(parts, ..)| parts.iter().any(|p| p == part)).expect("a row");
+            assert!(held.contains(holds), "`{part}` holds {holds}; the table says: {held}");
+            for words in says {
+                assert!(
+                    format!("{held} {expires}").contains(words.as_str()),
+                    "`{part}`: {words:?} in: {held} | {expires}"
+                );
+            }
+        }
+
+        // A run that writes every part, on a pinned clock.
+        let Some(server) = Server::start() else { return };
+        let mut store = RedisStore::new(&url_of(&server), &Trust::default()).expect("a store");
+        let settings = Settings { window: 5, min_success: 60, max_p95: 1_000, cooldown: 1_000 };
+        let now = 1_795_000_000_000;
+        let budget = Some(RetryBudget { percent: 20, per_second: 1 });
+        let ask = Ask { pid: 1, spacing: Some(60_000), breaker: Some(settings), budget, auto: true, ..Ask::default() };
+        let report = |ok, not_before_in, good_body, throttled_at| AttemptReport {
+            pid: 1,
+            sample: Sample { ok, latency: 1 },
+            not_before_in,
+            good_body,
+            breaker: Some(settings),
+            throttled_at,
+        };
+        store.now = Some(now);
+        let go = store.admit("k", &ask, SECOND).map(|turn| turn.admission);
+        assert_eq!(go, Ok(Admission::Go { wait: 0, why: None }), "rate, traffic");
+        let kept = store.record("k", &report(true, Some(5_000), Some(("http://h/", b"{}")), Some(now)), SECOND);
+        assert_eq!(kept, Ok(None), "advice, last, last_at, learned, breaker");
+        let deferred = store.admit("k", &Ask { pid: 2, ..ask }, SECOND).map(|turn| turn.admission);
+        assert!(matches!(deferred, Ok(Admission::Defer { .. })), "queue: {deferred:?}");
+        for _ in 0..MIN_OUTCOMES {
+            store.record("k", &report(false, None, None, None), SECOND).expect("a record");
+        }
+        store.now = Some(now + settings.cooldown);
+        let probe = Ask { pid: 3, breaker: Some(settings), lease: 2_500, ..Ask::default() };
+        let probing = store.admit("k", &probe, SECOND).map(|turn| turn.admission);
+        assert_eq!(probing, Ok(Admission::Go { wait: 4_000, why: Some(WaitReason::StoredAdvice) }), "probe");
+
+        // Each key is of the type its row says, and expires when it says (less the few ms the test took).
+        let keys = server.keys();
+        assert_eq!(keys.len(), PARTS.len(), "{keys:?}");
+        let number = |key: &str| server.query::<String>(&["GET", key]).parse::<u64>().expect("a number");
+        for (part, holds, _) in &rows {
+            let key = key("k", part);
+            assert!(keys.contains(&key), "{key} was written: {keys:?}");
+            let kind: String = server.query(&["TYPE", &key]);
+            assert_eq!(kind, if *holds == "hashes" { "hash" } else { "string" }, "{key}");
+            match *holds {
+                "as JSON" => {
+                    let value: String = server.query(&["GET", &key]);
+                    assert!(serde_json::from_str::<serde_json::Value>(&value).is_ok(), "{key}: {value}");
+                }
+                "(epoch ms)" => assert!(number(&key) > now, "{key}"),
+                _ => {}
+            }
+            let left: u64 = server.query(&["PTTL", &key]);
+            let after_the_slot = |slot: u64| slot - now;
+            let want = match *part {
+                "rate" => after_the_slot(number(&key)) + 60_000,
+                "advice" => after_the_slot(number(&key)),
+                "breaker" => 4_000 + 2_500 + clock::ms(BREAKER_KEPT),
+                // Written at now + cool-down: the slot 4 s on (the advice), and the budget's lease, the longer.
+                "probe" => 4_000 + 2_500,
+                "last" | "last_at" => clock::ms(BODY_KEPT),
+                "traffic" => (WINDOW_SECS + 2) * 1000,
+                "learned" => LEARNED_KEPT + 1,
+                _ => after_the_slot(number(&key)) + HORIZON,
+            };
+            assert!(left <= want && left + 2_000 > want, "{key} expires in {left} ms, the table says {want}");
+        }
     }
 
     #[test]

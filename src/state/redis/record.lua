@@ -89,9 +89,8 @@ local throttled_at = tonumber(ARGV[19])
 if throttled_at >= 0 then
   local learned = stored_learned(redis.pcall('GET', KEYS[7]), now)
   if not learned or learned.cut <= throttled_at then
-    local sending = last_second(stored_traffic(redis.pcall('GET', KEYS[6]), now), now)
-    if learned then sending = math.min(sending, learned_rate(learned, now)) end
-    local kept = string.format('{"w_max":%s,"cut_at_ms":%d}', rate_text(bounded(sending)), now)
+    local measured = last_second(stored_traffic(redis.pcall('GET', KEYS[6]), now), now)
+    local kept = string.format('{"w_max":%s,"cut_at_ms":%d}', rate_text(cut(learned, measured, now).w), now)
     redis.call('SET', KEYS[7], kept, 'PX', LEARNED_KEPT + 1)
   end
 end
