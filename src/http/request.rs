@@ -55,7 +55,7 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// The GET that watches a `--submit`'s operation at `url`: no body, none of
+    /// The GET that polls a `--submit`'s operation's status at `url`: no body, none of
     /// the submit's body headers or idempotency key (`drop`), and credentials
     /// only on the submit's origin unless `trusted` (`--location-trusted`).
     pub(crate) fn status_poll(&self, url: &str, drop: Option<&str>, trusted: bool) -> Request {

@@ -236,15 +236,15 @@ impl Reporter {
         }
     }
 
-    /// `--submit`: loop `t` now watches the operation at `url`.
-    fn watching(&self, t: usize, url: &str) {
+    /// `--submit`: loop `t` now polls the operation's status at `url`.
+    fn operation_at(&self, t: usize, url: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}operation: {}", self.named(t), url::redact(url)));
         }
     }
 
     /// `--watch`: loop `t`'s request to `url` is answered with a stream.
-    fn streaming(&self, t: usize, url: &str) {
+    fn watching(&self, t: usize, url: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}watching {}", self.named(t), url::redact(url)));
         }
@@ -571,10 +571,10 @@ impl LoopReporter<'_> {
         self.reporter.detail(self.t, message);
     }
 
-    /// `--submit`: the loop now watches the operation at `url`.
-    pub(crate) fn watching(&self, url: &str) {
-        self.progress.watching(url);
-        self.reporter.watching(self.t, url);
+    /// `--submit`: the loop now polls the operation's status at `url`.
+    pub(crate) fn operation_at(&self, url: &str) {
+        self.progress.operation_at(url);
+        self.reporter.operation_at(self.t, url);
     }
 
     /// An attempt sent `request`, and the policy decided.
@@ -593,8 +593,8 @@ impl LoopReporter<'_> {
     }
 
     /// `--watch`: the request to `url` is answered with a stream.
-    pub(crate) fn streaming(&self, url: &str) {
-        self.reporter.streaming(self.t, url);
+    pub(crate) fn watching(&self, url: &str) {
+        self.reporter.watching(self.t, url);
     }
 
     /// `--watch`: an event (of SSE type `kind`, with `id`) was judged in `record`.

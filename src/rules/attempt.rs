@@ -14,7 +14,7 @@ use crate::rules::advice::Advice;
 pub enum Outcome {
     /// A 2xx response, with what the conditions said of its body.
     Success { verdict: Verdict, advice: Advice },
-    /// `--submit`: the submit's 2xx named where the operation can be watched.
+    /// `--submit`: the submit's 2xx named where the operation's status can be polled.
     Submitted { advice: Advice },
     /// A response with any other status.
     Status { code: u16, advice: Advice },

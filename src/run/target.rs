@@ -23,7 +23,7 @@ use crate::report::result::UrlResult;
 use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
-use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
+use crate::rules::operation::{self, First, Mode, StatusPoll, SubmitReply};
 use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
@@ -90,7 +90,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         submit: target.request.clone(),
         request: target.request.clone(),
         phase: target.phase,
-        watch: None,
+        status_poll: None,
         replied: false,
         validators: Validators::new(common.polling.conditional),
         judged: None,
@@ -131,7 +131,7 @@ struct Loop<'a> {
     phase: Phase,
     /// `--submit`: where the status polls go and how they read the replies,
     /// once the submit's reply said.
-    watch: Option<Watch>,
+    status_poll: Option<StatusPoll>,
     /// A reply (of any status) has come: from then on a connection failure is a failure, not "not up yet".
     replied: bool,
     /// The last 2xx's validators and body, by URL, for conditional polls.
@@ -219,7 +219,7 @@ impl Loop<'_> {
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
-                self.watching(found.clone());
+                self.poll_status_at(found.clone());
             }
             let refusal = self.share(&record, &counts.fleet)?;
             retrying = matches!(record.action, Action::Retry { .. });
@@ -264,7 +264,7 @@ impl Loop<'_> {
         client: &Client,
         counts: &Counts,
         rng: &mut impl rand::Rng,
-    ) -> Result<(Record, Option<Watch>), Halt> {
+    ) -> Result<(Record, Option<StatusPoll>), Halt> {
         let number = counts.number;
         self.reporter.sending(number);
         let submit = self.phase == Phase::Submit;
@@ -333,7 +333,7 @@ impl Loop<'_> {
         }
         self.resume.replied(&stream.headers, stream.is_event_stream());
         self.replied = true;
-        self.reporter.streaming(&self.request.url);
+        self.reporter.watching(&self.request.url);
         loop {
             self.common.cancel.check()?;
             let event = match stream.next_event() {
@@ -444,7 +444,7 @@ impl Loop<'_> {
         latency: Duration,
         counts: &Counts,
         rng: &mut impl rand::Rng,
-    ) -> (Record, Option<Watch>) {
+    ) -> (Record, Option<StatusPoll>) {
         let status = match (&reply, answer) {
             (_, Answer::NotModified { status }) => status,
             (Ok(reply), _) => reply.status,
@@ -636,7 +636,7 @@ impl Loop<'_> {
             remaining: left.unwrap_or_default(),
             cause: self.reporter.cause(),
         };
-        let operation = self.watch.as_ref().map(|watch| watch.url.as_str());
+        let operation = self.status_poll.as_ref().map(|poll| poll.url.as_str());
         explain::error(&stop, None, "", operation)
     }
 
@@ -649,7 +649,7 @@ impl Loop<'_> {
         status: u16,
         answer: Answer,
         event: Option<&str>,
-    ) -> (Option<Judgement>, Option<Watch>) {
+    ) -> (Option<Judgement>, Option<StatusPoll>) {
         let Ok(reply) = reply else { return (None, None) };
         // What the user's own validator names has not changed: not yet.
         if answer == Answer::Unchanged {
@@ -665,7 +665,7 @@ impl Loop<'_> {
         if self.phase == Phase::Submit && request::is_see_other(reply.status) {
             // A status monitor, not ARM's Location mode: it answers with a status.
             let location = reply.headers.get("location").and_then(|location| url::resolve(&self.submit.url, location));
-            return (None, location.map(|url| Watch { url, mode: Mode::Operation { header: false } }));
+            return (None, location.map(|url| StatusPoll { url, mode: Mode::Operation { header: false } }));
         }
         if !(200..300).contains(&status) {
             return (None, None);
@@ -677,7 +677,7 @@ impl Loop<'_> {
                 None,
             );
         }
-        let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
+        let subject = self.status_poll.as_ref().map_or(Subject::Resource, |poll| poll.mode.subject());
         // Kept only for conditional polls: a 304 hands back the very bytes judged
         // last time, and gets the same verdict without parsing them again.
         let conditional = self.common.polling.conditional;
@@ -710,7 +710,7 @@ impl Loop<'_> {
         });
         match first {
             First::End(verdict) => judgement.verdict = verdict,
-            First::Poll(watch) => return (None, Some(watch)),
+            First::Poll(poll) => return (None, Some(poll)),
             // The policy says "give --status-url" to a submit that is not done.
             First::NoStatusUrl => judgement.verdict = Verdict::NotMet,
         }
@@ -718,7 +718,7 @@ impl Loop<'_> {
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
-    fn status_url(&self, reply: &Reply) -> Option<Watch> {
+    fn status_url(&self, reply: &Reply) -> Option<StatusPoll> {
         let base = &self.submit.url;
         if let Some(named) = operation::named(|name| reply.headers.get(name), base) {
             return Some(named);
@@ -729,7 +729,7 @@ impl Loop<'_> {
         match filter.first_string(&input) {
             Ok(found) => {
                 let url = found.and_then(|found| url::resolve(base, &found))?;
-                Some(Watch { url, mode: Mode::Operation { header: false } })
+                Some(StatusPoll { url, mode: Mode::Operation { header: false } })
             }
             Err(error) => {
                 self.reporter.jq_error(&error);
@@ -739,36 +739,34 @@ impl Loop<'_> {
     }
 
     /// After an attempt: the next request. A submit that named its status URL
-    /// (`named`, already in `watch`) turns into status polls; a status reply
+    /// (`named`, already in `status_poll`) turns into status polls; a status reply
     /// may move them elsewhere.
     fn follow(&mut self, named: bool, record: &Record) {
-        let moved = match (&record.reply, self.phase, &self.watch) {
-            (Ok(reply), Phase::Wait, Some(watch)) => {
-                operation::moved(|name| reply.headers.get(name), reply.status, watch)
-            }
+        let moved = match (&record.reply, self.phase, &self.status_poll) {
+            (Ok(reply), Phase::Wait, Some(now)) => operation::moved(|name| reply.headers.get(name), reply.status, now),
             _ => None,
         };
         if let Some(moved) = moved {
-            self.watching(moved);
+            self.poll_status_at(moved);
         } else if !named {
             return;
         }
-        let (Some(watch), Some(submit)) = (&self.watch, &self.common.polling.submit) else { return };
-        self.request = self.submit.status_poll(&watch.url, submit.key_header.as_deref(), submit.trusted);
+        let (Some(poll), Some(submit)) = (&self.status_poll, &self.common.polling.submit) else { return };
+        self.request = self.submit.status_poll(&poll.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
     }
 
-    /// The status polls go to `watch` from now on: kept, and shown by the progress and the reporter.
-    fn watching(&mut self, watch: Watch) {
-        self.reporter.watching(&watch.url);
-        self.watch = Some(watch);
+    /// The status polls go to `poll` from now on: kept, and shown by the progress and the reporter.
+    fn poll_status_at(&mut self, poll: StatusPoll) {
+        self.reporter.operation_at(&poll.url);
+        self.status_poll = Some(poll);
     }
 
     /// Whether an operation that is done now is followed by a GET of the
     /// submit's URL: the resource that a PUT or PATCH made or changed.
     fn resource_due(&self) -> bool {
         self.phase == Phase::Wait
-            && self.watch.as_ref().is_some_and(|watch| operation::final_get(&self.submit.method, watch.mode))
+            && self.status_poll.as_ref().is_some_and(|poll| operation::final_get(&self.submit.method, poll.mode))
     }
 
     /// The next request is the final GET of the submit's URL, retried like any GET.
@@ -864,7 +862,7 @@ impl Loop<'_> {
             keyed: polling.policy.keyed,
             reauthenticated: self.reauthenticated,
             client_cert: polling.client.trust.identity.is_some(),
-            operation: self.watch.as_ref().map(|watch| watch.url.as_str()),
+            operation: self.status_poll.as_ref().map(|poll| poll.url.as_str()),
             record,
         }
     }
