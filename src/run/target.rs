@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
@@ -17,9 +17,10 @@ use crate::http::credentials::{Credentials, Hooks};
 use crate::http::request::{self, Client, Fault, Idle, Opened, Reply, Request, Stream};
 use crate::process::signals::SignalEnd;
 use crate::report::progress::{LoopProgress, Progress};
-use crate::report::record::{self, Record};
+use crate::report::record::Record;
 use crate::report::reporter::{LoopReporter, Reporter};
 use crate::report::result::UrlResult;
+use crate::rules::advice::Advice;
 use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
@@ -458,7 +459,7 @@ impl Loop<'_> {
             self.reporter.warn(&format!("{cut} (a status list decides on the status, not the body)"));
         }
         let (judgement, found) = self.judge(&reply, status, answer, event);
-        let outcome = self.pending_when(&reply, record::outcome(&reply, status, judgement.as_ref(), found.is_some()));
+        let outcome = self.pending_when(&reply, outcome(&reply, status, judgement.as_ref(), found.is_some()));
         // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
         let outcome = self.common.polling.policy.read(&outcome, self.phase).into_owned();
         let mut record = self.decided(reply, outcome, latency, counts, rng);
@@ -864,6 +865,26 @@ impl Loop<'_> {
             client_cert: polling.client.trust.identity.is_some(),
             operation: self.status_poll.as_ref().map(|poll| poll.url.as_str()),
             record,
+        }
+    }
+}
+
+/// The plain-data outcome of a reply, where HTTP becomes the rules' words:
+/// its class, the verdict of a 2xx, and the server's advice from its headers,
+/// read against the clock now (`Retry-After` may be a date). `status` is the
+/// reply's, or for a 304 answered from the body kept, that body's.
+/// `submitted` says that a submit's 2xx named a status URL.
+fn outcome(reply: &Result<Reply, Fault>, status: u16, judgement: Option<&Judgement>, submitted: bool) -> Outcome {
+    match reply {
+        Err(fault) => Outcome::Failed(fault.failure),
+        Ok(reply) => {
+            let headers = reply.headers.iter();
+            let advice = Advice::from_headers(headers, SystemTime::now());
+            match judgement {
+                _ if submitted => Outcome::Submitted { advice },
+                Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
+                None => Outcome::Status { code: status, advice },
+            }
         }
     }
 }
