@@ -1,5 +1,5 @@
-//! The top floor: the run's coordinator here, each URL's loop (`target`), and
-//! the one place a run ends (`ending`).
+//! The top floor: the run's coordinator here, each URL's loop (`target`, and
+//! `--watch`'s attempt in `watch`), and the one place a run ends (`ending`).
 //!
 //! One loop per URL runs on a thread of its own. Everything that can end the
 //! run arrives on one channel: a loop's ending or a signal; the deadline is
@@ -8,6 +8,7 @@
 mod ending;
 mod explain;
 pub(crate) mod target;
+mod watch;
 
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! server advice, `--rate`) -> fetch -> judge the body -> [`Policy::decide`]
 //! -> share it with the shared state -> wait. With `--submit` the first request is the
 //! submit and the rest poll where its reply points ([`operation`] decides).
+//! Under `--watch` each attempt is one held request (`watch.rs`); the rest of
+//! the loop, here, is the same for both.
 //!
 //! The loop never prints the end of the run: it returns a [`UrlResult`] and
 //! the run's ending (`run/ending.rs`) decides what the whole run says.
@@ -14,7 +16,7 @@ use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
-use crate::http::request::{self, Client, Fault, Idle, Opened, Reply, Request, Stream};
+use crate::http::request::{self, Client, Fault, Reply, Request};
 use crate::process::signals::SignalEnd;
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::record::Record;
@@ -36,9 +38,6 @@ use crate::util::text::{human, printable};
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
 
-/// The `Accept` of a watch's requests, unless `-H` gives one.
-const WATCH_ACCEPT: &str = "text/event-stream, application/json;q=0.9, */*;q=0.8";
-
 /// What every loop of a run shares.
 pub(crate) struct Common {
     /// How every URL is polled.
@@ -56,7 +55,7 @@ pub(crate) struct Common {
 }
 
 /// Why a loop stopped without its ending: an error, or the run ended first.
-enum Halt {
+pub(super) enum Halt {
     Failed(Error),
     Cancelled,
 }
@@ -109,10 +108,12 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
     }
 }
 
-struct Loop<'a> {
-    common: &'a Common,
+/// One URL's loop: what it holds between attempts. Its fields and methods
+/// that the `--watch` attempt (`watch.rs`) uses are `pub(super)`.
+pub(super) struct Loop<'a> {
+    pub(super) common: &'a Common,
     /// What this loop shows on stderr, and the progress it keeps.
-    reporter: &'a LoopReporter<'a>,
+    pub(super) reporter: &'a LoopReporter<'a>,
     /// How `--auth-cmd` warns, shows its tokens, and ends with the run.
     hooks: Hooks<'a>,
     /// What `-v` shows of this loop, such as a state store left alone.
@@ -128,19 +129,19 @@ struct Loop<'a> {
     /// The request as given: with `--submit`, the submit.
     submit: Request,
     /// The request the next attempt sends.
-    request: Request,
+    pub(super) request: Request,
     phase: Phase,
     /// `--submit`: where the status polls go and how they read the replies,
     /// once the submit's reply said.
     status_poll: Option<StatusPoll>,
     /// A reply (of any status) has come: from then on a connection failure is a failure, not "not up yet".
-    replied: bool,
+    pub(super) replied: bool,
     /// The last 2xx's validators and body, by URL, for conditional polls.
-    validators: Validators,
+    pub(super) validators: Validators,
     /// The last body judged, by what was asked of it, and what it was found.
     judged: Option<(JudgedFor, Judgement)>,
     /// `--watch`: what the next request resumes with.
-    resume: Resume,
+    pub(super) resume: Resume,
     /// `--stall`: how long the progress line has shown the same.
     stall: Option<Stall>,
     /// A status list's body over `--max-body` was cut, and the warning said so.
@@ -150,21 +151,21 @@ struct Loop<'a> {
 /// What one attempt's sending brought back: the reply (or under `--watch`,
 /// the opened stream) and latency of its last request, and whether that was
 /// the second, with a new `--auth-cmd` token.
-struct Delivery<T> {
-    reply: Result<T, Fault>,
-    latency: Duration,
+pub(super) struct Delivery<T> {
+    pub(super) reply: Result<T, Fault>,
+    pub(super) latency: Duration,
     reauthenticated: bool,
 }
 
 /// What a loop counts between its attempts, for the policy.
 #[derive(Debug, Default, Clone, Copy)]
-struct Counts {
+pub(super) struct Counts {
     /// The attempt in flight, from 1.
-    number: u32,
+    pub(super) number: u32,
     /// Transient failures in a row.
     failures: u32,
     /// Polls in a row on which the condition held (`--stable`).
-    streak: u32,
+    pub(super) streak: u32,
     /// "Not yet" polls so far (`--interval-max` grows the wait with them).
     not_yet: u32,
     /// What the shared state said of the fleet at this attempt's turn.
@@ -279,103 +280,9 @@ impl Loop<'_> {
         Ok((record, found))
     }
 
-    /// `--watch`: attempt `counts.number` is one request, resuming where the
-    /// last reply ended; a 2xx's events are judged as they arrive, each as a
-    /// body is, until one decides or the reply ends.
-    fn watch(&mut self, client: &Client, counts: &mut Counts, rng: &mut impl rand::Rng) -> Result<Record, Halt> {
-        let number = counts.number;
-        self.reporter.sending(number);
-        let resumed = self.resumed();
-        let (sending, validated) = self.validators.prepare(&resumed, false);
-        let started = Instant::now();
-        let open = |request: &Request| client.open(request, self.left(), &|status| self.cuts(status));
-        let sent = self.send(&sending, number, &open, Opened::status);
-        drop(sending);
-        let Delivery { reply: opened, latency, .. } = self.delivered(client, sent)?;
-        let mut reply = match opened {
-            Ok(Opened::Stream(stream)) => {
-                let head =
-                    Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new(), cut: false };
-                let mut head = Ok(head);
-                // A long poll resumes by the validators of the reply it held.
-                self.validators.settle(&resumed, false, validated, &mut head);
-                return self.stream(stream, head, started, counts, rng);
-            }
-            Ok(Opened::Reply(reply)) => Ok(reply),
-            Err(fault) => Err(fault),
-        };
-        // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
-        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
-            let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
-            let record = self.decided(reply, ended, latency, counts, rng);
-            self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
-            return Ok(record);
-        }
-        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
-        let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
-        Ok(self.report(record))
-    }
-
-    /// `--watch`: a 2xx reply's events, each judged and decided on as a body
-    /// is, until one ends the run (the record of that event) or the reply
-    /// ends, breaks or goes idle (the record of the request).
-    fn stream(
-        &mut self,
-        mut stream: Stream,
-        head: Result<Reply, Fault>,
-        started: Instant,
-        counts: &mut Counts,
-        rng: &mut impl rand::Rng,
-    ) -> Result<Record, Halt> {
-        // EventSource stops reconnecting when a reconnect is answered 204.
-        if stream.status == 204 && self.resume.event_stream {
-            let record = self.decided(head, Outcome::StreamClosed, started.elapsed(), counts, rng);
-            return Ok(self.report(record));
-        }
-        self.resume.replied(&stream.headers, stream.is_event_stream());
-        self.replied = true;
-        self.reporter.watching(&self.request.url);
-        loop {
-            self.common.cancel.check()?;
-            let event = match stream.next_event() {
-                Some(Ok(event)) => event,
-                Some(Err(fault)) if fault.failure != Failure::Timeout => {
-                    let (record, _) = self.conclude(Err(fault), Answer::Fresh, None, started.elapsed(), counts, rng);
-                    return Ok(self.report(record));
-                }
-                ended => {
-                    // The request's bound is the deadline: the run ends, naming the last event judged.
-                    if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
-                        return Err(self.deadline().into());
-                    }
-                    // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
-                    let idle = ended.is_some();
-                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle };
-                    let record = self.decided(head, outcome, started.elapsed(), counts, rng);
-                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
-                    return Ok(record);
-                }
-            };
-            self.resume.event_id(stream.last_event_id());
-            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data, cut: false };
-            let kind = event.kind.as_deref();
-            let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
-            self.reporter.event(&event.kind, &event.id, &record);
-            match &record.action {
-                // Not yet (or met, not yet --stable): the stream goes on; the deadline ends the run on its own.
-                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => {
-                    let held = self.common.polling.policy.holds(&record.outcome, record.phase);
-                    counts.streak = if held { counts.streak + 1 } else { 0 };
-                    self.stalled(&record)?;
-                }
-                _ => return Ok(record),
-            }
-        }
-    }
-
     /// `--stall`: the error of a wait whose progress line has shown the same
     /// for that long (a "not yet" reply or event just recorded in `record`).
-    fn stalled(&mut self, record: &Record) -> Result<(), Error> {
+    pub(super) fn stalled(&mut self, record: &Record) -> Result<(), Error> {
         let Some(stall) = &mut self.stall else { return Ok(()) };
         let shown = record.judgement.as_ref().and_then(|judgement| judgement.shown.as_deref());
         let body = record.reply.as_ref().map_or(&[][..], |reply| reply.body.as_slice());
@@ -390,37 +297,13 @@ impl Loop<'_> {
         Err(Error::new(Kind::Stalled, format!("stalled: {} for {}", printable(&what), human(unchanged))))
     }
 
-    /// The deadline came while a reply was held: its error names the last event judged.
-    fn deadline(&self) -> Error {
-        let stop = Stop::Deadline {
-            wait: Duration::ZERO,
-            reason: WaitReason::Interval,
-            remaining: Duration::ZERO,
-            cause: self.reporter.cause(),
-        };
-        explain::error(&stop, None, "", None)
-    }
-
-    /// The request the next watch sends: the one given, resuming where the
-    /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
-    fn resumed(&self) -> Request {
-        let mut request = self.request.clone();
-        // As EventSource asks (nchan refuses an event stream to a request that does not), JSON welcome too.
-        request.headers.set_default("Accept", WATCH_ACCEPT);
-        if let Some(id) = self.resume.last_event_id() {
-            request.headers.set("Last-Event-ID", id.to_string());
-        }
-        let idle = self.common.polling.client.watch.and_then(|Idle(idle)| idle);
-        let query = self.resume.query(idle, self.left());
-        if !query.is_empty() {
-            request.url = url::with_query(&request.url, &query);
-        }
-        request
-    }
-
     /// What was sent, or the error that kept it from being sent (a credential
     /// command that failed); the roots' note for `-v` once they are read.
-    fn delivered<T>(&mut self, client: &Client, sent: Result<Delivery<T>, Error>) -> Result<Delivery<T>, Halt> {
+    pub(super) fn delivered<T>(
+        &mut self,
+        client: &Client,
+        sent: Result<Delivery<T>, Error>,
+    ) -> Result<Delivery<T>, Halt> {
         let delivery = match sent {
             Ok(sent) => sent,
             Err(error) => {
@@ -437,7 +320,7 @@ impl Loop<'_> {
 
     /// A reply settled by the validators, judged (as an event of type `event`
     /// under `--watch`) and decided on; and for a submit, where the polls go.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         reply: Result<Reply, Fault>,
         answer: Answer,
@@ -489,7 +372,7 @@ impl Loop<'_> {
     }
 
     /// The record of `reply`, whose outcome is `outcome`, with the policy's decision on it.
-    fn decided(
+    pub(super) fn decided(
         &mut self,
         reply: Result<Reply, Fault>,
         outcome: Outcome,
@@ -526,17 +409,11 @@ impl Loop<'_> {
         Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
     }
 
-    /// `record`, as the reporter shows an attempt.
-    fn report(&self, record: Record) -> Record {
-        self.reporter.attempt(&self.request, &record);
-        record
-    }
-
     /// One attempt by `exchange`: the request with its credentials of the
     /// moment, and when `--auth-cmd`'s token gets a 401 (a reply's `status`),
     /// a new token and the request sent again at once (no retry: no backoff,
     /// nothing spent of `--retries`).
-    fn send<T>(
+    pub(super) fn send<T>(
         &self,
         request: &Request,
         number: u32,
@@ -584,7 +461,7 @@ impl Loop<'_> {
 
     /// Whether a reply of `status` has a body over `--max-body` cut, not refused: a status
     /// list (`--done-on`, `--fail-on`, `--pending-on`) decides on it whatever its body says.
-    fn cuts(&self, status: u16) -> bool {
+    pub(super) fn cuts(&self, status: u16) -> bool {
         self.common.polling.policy.listed(status, self.phase).is_some()
     }
 
@@ -597,7 +474,7 @@ impl Loop<'_> {
     }
 
     /// Time left before `--timeout`.
-    fn left(&self) -> Option<Duration> {
+    pub(super) fn left(&self) -> Option<Duration> {
         self.common.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 

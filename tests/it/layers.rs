@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["explain"],
     &["target"],
+    &["watch"],
     &["ending"],
     &["run"],
     &["fuzz"],
