@@ -55,7 +55,7 @@ pub fn spawn_on_a_large_stack<T: Send + 'static>(
 
 /// The stack of each URL's loop, which evaluates the filters, and the reserve
 /// at its bottom that a recursion stops short of ("recursion too deep", see
-/// `gaps/natives.rs`): the loop's own frames (its request's), and for each
+/// `rules/jq/natives.rs`): the loop's own frames (its request's), and for each
 /// level its deepest filter nests, twice what jaq's recursive evaluation
 /// spends on a level in a debug build (docs/BENCHMARKS.md). A thousand URLs
 /// under plain filters reserve 2 GiB of address space, which `ulimit -v
