@@ -58,7 +58,7 @@ pub(crate) struct Style {
     pub warnings: Vec<String>,
 }
 
-/// Writes progress, attempt lines and events to stderr, for every loop of
+/// Writes progress, attempt lines and the JSON log's objects to stderr, for every loop of
 /// the run (each loop is a target, numbered from 0).
 pub(crate) struct Reporter {
     style: Style,
@@ -251,16 +251,16 @@ impl Reporter {
     }
 
     /// `--watch`: loop `t` judged event `n` (of SSE type `kind`, with `id`) in `record`.
-    fn stream_event(&self, t: usize, n: u32, kind: Option<&str>, id: Option<&str>, record: &Record) {
+    fn event(&self, t: usize, n: u32, kind: Option<&str>, id: Option<&str>, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
         let shown = record.judgement.as_ref().and_then(|j| j.shown.as_deref());
         let shown = shown.map(|shown| format!(" {}", printable(&crate::util::text::shorten(shown))));
         if self.style.json {
-            let mut event = log::stream_event(n, kind, id, record, self.started.elapsed());
+            let mut object = log::event_object(n, kind, id, record, self.started.elapsed());
             if self.several() {
-                event["target"] = json!(t);
+                object["target"] = json!(t);
             }
-            self.event(event);
+            self.log_object(object);
         } else if self.style.verbose >= 1 {
             let named =
                 [kind.map(|kind| format!("type {}", printable(kind))), id.map(|id| format!("id {}", printable(id)))];
@@ -289,17 +289,17 @@ impl Reporter {
         let summary = record.summary();
         if self.style.json {
             let url = url::redact(&request.url);
-            let mut event = log::attempt_event(record, &request.method, &url, self.started.elapsed());
+            let mut object = log::attempt_object(record, &request.method, &url, self.started.elapsed());
             if self.several() {
-                event["target"] = json!(t);
+                object["target"] = json!(t);
             }
             if let (Some(key), true) = (&self.idempotency_key, record.phase.sends_the_key()) {
-                event["idempotency_key"] = json!(key);
+                object["idempotency_key"] = json!(key);
             }
             if target.reauthenticated.swap(false, Ordering::SeqCst) {
-                event["reauthenticated"] = json!(true);
+                object["reauthenticated"] = json!(true);
             }
-            self.event(event);
+            self.log_object(object);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
             let line = match (&record.outcome, &record.action) {
@@ -443,9 +443,9 @@ impl Reporter {
         self.settle(summary);
         let elapsed = self.started.elapsed();
         if self.style.json {
-            let event = log::final_event(summary, elapsed, self.idempotency_key.as_deref());
+            let object = log::final_object(summary, elapsed, self.idempotency_key.as_deref());
             // Written and closed under one lock: a loop still running cannot slip a line in after it.
-            self.emit(event, true);
+            self.emit(object, true);
             return None;
         }
         lock(&self.out).closed = true;
@@ -495,8 +495,9 @@ impl Reporter {
         });
     }
 
-    fn event(&self, value: Value) {
-        self.emit(value, false);
+    /// One object of the JSON log, not the last.
+    fn log_object(&self, object: Value) {
+        self.emit(object, false);
     }
 
     /// One JSON line, with the warnings waiting for it; `last`: nothing follows it.
@@ -600,7 +601,7 @@ impl LoopReporter<'_> {
     /// `--watch`: an event (of SSE type `kind`, with `id`) was judged in `record`.
     pub(crate) fn event(&self, kind: &Option<String>, id: &Option<String>, record: &Record) {
         let n = self.progress.event(record);
-        self.reporter.stream_event(self.t, n, kind.as_deref(), id.as_deref(), record);
+        self.reporter.event(self.t, n, kind.as_deref(), id.as_deref(), record);
     }
 
     /// `--auth-cmd` made a token (`new`: never seen before in this run).
