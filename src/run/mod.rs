@@ -111,8 +111,8 @@ pub fn run(config: Config) -> Ending {
     };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     // How long a half-open probe may take: its lease must outlast it.
-    let probe_budget = client.connect_timeout + client.request_timeout;
-    let shared = Shared::new(store, limits.rate, limits.retry_budget, limits.breaker, limits.state_fail, probe_budget);
+    let probe_time = client.connect_timeout + client.request_timeout;
+    let shared = Shared::new(store, limits.rate, limits.retry_budget, limits.breaker, limits.state_fail, probe_time);
     let common = Arc::new(Common {
         polling,
         keep_last: limits.fallback == Some(Fallback::Last),

@@ -99,7 +99,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         said_cut: false,
     };
     let client = Client::new(&common.polling.client, &target.request);
-    let ended = looping.start(&client).and_then(|()| looping.poll(&client));
+    let ended = looping.start(&client).and_then(|()| looping.attempts(&client));
     match ended {
         Ok(record) => Ok(looping.finish(record, &target.shown, progress)),
         // Each error is on the URL the loop was at when it ended (a status URL, after the submit).
@@ -203,9 +203,9 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// The attempts, until one ends the loop with exit 0 or 4 (the record
-    /// holds the final body).
-    fn poll(&mut self, client: &Client) -> Result<Record, Halt> {
+    /// The attempts, each a poll or under `--watch` a watch, until one ends the
+    /// loop with exit 0 or 4 (the record holds the final body).
+    fn attempts(&mut self, client: &Client) -> Result<Record, Halt> {
         let policy = &self.common.polling.policy;
         let mut rng = rand::rng();
         let mut counts = Counts::default();
@@ -217,7 +217,7 @@ impl Loop<'_> {
             counts.fleet = self.turn(counts.number, retrying)?;
             let (record, found) = match self.common.polling.client.watch {
                 Some(_) => (self.watch(client, &mut counts, &mut rng)?, None),
-                None => self.attempt(client, &counts, &mut rng)?,
+                None => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
@@ -258,10 +258,10 @@ impl Loop<'_> {
         }
     }
 
-    /// Attempt `counts.number`: sent, its validators settled, judged, and
-    /// decided on, as the reporter shows; and where a submit's reply says
+    /// Attempt `counts.number`, a poll: sent, its validators settled, judged,
+    /// and decided on, as the reporter shows; and where a submit's reply says
     /// the status polls go.
-    fn attempt(
+    fn poll(
         &mut self,
         client: &Client,
         counts: &Counts,

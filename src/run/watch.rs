@@ -4,7 +4,7 @@
 //! decided on as a body is, until one decides or the reply ends, breaks or
 //! goes idle. The loop itself, and all that polling and watching share (the
 //! turn, sending, judging, deciding, sharing), is `target.rs`'s: its
-//! `Loop::poll` calls [`Loop::watch`] here for each attempt under `--watch`.
+//! `Loop::attempts` calls [`Loop::watch`] here for each attempt under `--watch`.
 
 use std::time::{Duration, Instant};
 
