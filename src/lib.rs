@@ -6,10 +6,11 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! The folders are rooms whose modules only point down (the layers in
-//! `tests/it/layers.rs`), roughly: `run/` (the coordinator, each URL's loop,
-//! the words for a stop, the ending) -> `cli/` (flags, Config, docs) ->
-//! `report/` (the record, progress, each URL's result, the reporter and its
-//! voice, log and live lines) -> `state/` (the shared state) -> `http/`
+//! `tests/it/layers.rs`), roughly: `run/` (the coordinator, each URL's loop
+//! and `--watch`'s attempt, the words for a stop, the ending) -> `cli/`
+//! (flags, Config, docs) -> `report/` (the record, progress, each URL's
+//! result, the reporter and its voice, log and live lines) -> `state/` (the
+//! shared state) -> `http/`
 //! (requests, proxies, cookies, validators, credentials, bodies decoded, and
 //! in `http/transport/` the connections beneath ureq) and `process/`
 //! (signals, `--auth-cmd`, `-- CMD`) -> `rules/` (pure: the attempt's
