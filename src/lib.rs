@@ -6,22 +6,23 @@
 //! returns the one [`Ending`] that `main` prints.
 //!
 //! The folders are rooms whose modules only point down (the layers in
-//! `tests/it/layers.rs`), roughly: `run/` (the coordinator, each URL's loop,
-//! the words for a stop, the ending) -> `cli/` (flags, Config, docs) ->
-//! `report/` (the record, progress, each URL's result, the reporter and its
-//! voice, log and live lines) -> `state/` (the shared state) -> `http/`
-//! (requests, proxies, cookies, validators, credentials) and `process/`
+//! `tests/it/layers.rs`), roughly: `run/` (the coordinator, each URL's loop
+//! and `--watch`'s attempt, the words for a stop, the ending) -> `cli/`
+//! (flags, Config, docs) -> `report/` (the record, progress, each URL's
+//! result, the reporter and its voice, log and live lines) -> `state/` (the
+//! shared state) -> `http/`
+//! (requests, proxies, cookies, validators, credentials, bodies decoded, and
+//! in `http/transport/` the connections beneath ureq) and `process/`
 //! (signals, `--auth-cmd`, `-- CMD`) -> `rules/` (pure: the attempt's
-//! vocabulary, decide, conditions, advice, breaker, bucket, operations) ->
-//! `error.rs` (the exit codes' table) -> `net/` (trusted roots, TLS, Unix
-//! sockets) and `gaps/` (what poll owns beneath ureq and jaq) -> `util/`
-//! (URLs, text, headers, the clock, files, waits).
+//! vocabulary, decide, conditions and in `rules/jq/` the jq runtime they run
+//! on, advice, breaker, bucket, operations) -> `error.rs` (the exit codes'
+//! table) -> `net/` (trusted roots, TLS, Unix sockets) -> `util/` (URLs,
+//! text, headers, the clock, files, waits).
 
 mod cli;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
-mod gaps;
 mod http;
 mod net;
 mod process;

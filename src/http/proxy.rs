@@ -2,7 +2,7 @@
 //! reads it (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`). The
 //! proxy is set per request in ureq's request-level config, so every hop of
 //! a redirect is checked against `no_proxy` again; the connection to it is
-//! made in `gaps/connect.rs` (an `https://` URL through ureq's own `CONNECT`
+//! made in `transport/connect.rs` (an `https://` URL through ureq's own `CONNECT`
 //! tunnel, an `http://` one in absolute form).
 
 use ureq::http::Uri;

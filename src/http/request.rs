@@ -1,5 +1,5 @@
 //! The one place HTTP requests are made: what a request is ([`Request`]),
-//! one ureq `Agent` per loop (its connections are `gaps/connect.rs`'s), and
+//! one ureq `Agent` per loop (its connections are `transport/connect.rs`'s), and
 //! [`Client::fetch`], which sends a request, follows redirects as curl does
 //! and reads the body to the end. It returns plain data; no ureq type leaves
 //! this module. Each request (each redirect hop too) takes its proxy from
@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use ureq::http;
 
-use crate::gaps::connect::{self, Unresolved};
-use crate::gaps::decode::{self, Undecodable};
 use crate::http::cookies::Jar;
+use crate::http::decode::{self, Undecodable};
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
+use crate::http::transport::connect::{self, Unresolved};
 use crate::net::roots;
 use crate::net::tls::{CertScope, Trust};
 use crate::net::unix::{NoPermission, NotASocket};
@@ -55,7 +55,7 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// The GET that watches a `--submit`'s operation at `url`: no body, none of
+    /// The GET that polls a `--submit`'s operation's status at `url`: no body, none of
     /// the submit's body headers or idempotency key (`drop`), and credentials
     /// only on the submit's origin unless `trusted` (`--location-trusted`).
     pub(crate) fn status_poll(&self, url: &str, drop: Option<&str>, trusted: bool) -> Request {

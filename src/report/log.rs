@@ -1,6 +1,8 @@
 //! `--log-format json`: NDJSON on stderr, one object per attempt
-//! ([`attempt_event`]) and one final object ([`final_event`]), with the keys
-//! README's schema lists, in that order.
+//! ([`attempt_object`]), one per `--watch` event judged ([`event_object`])
+//! and one final object ([`final_object`]), with the keys README's schema
+//! lists, in that order. In the code an event is a `--watch` event; the JSON
+//! key `"event"` (the contract's word) names an object's kind.
 
 use std::time::{Duration, SystemTime};
 
@@ -12,8 +14,8 @@ use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::policy::Action;
 
 /// The object of one attempt (the reporter adds `target`, `idempotency_key`, `reauthenticated`).
-pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
-    let mut event = json!({
+pub(crate) fn attempt_object(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
+    let mut object = json!({
         "event": "attempt",
         "attempt": record.number,
         "ts": now_rfc3339(),
@@ -23,30 +25,30 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
         "latency_ms": record.latency.as_millis() as u64,
     });
     if let Some(phase) = record.phase.name() {
-        event["phase"] = json!(phase);
+        object["phase"] = json!(phase);
     }
     match &record.reply {
-        Ok(reply) => event["status"] = json!(reply.status),
+        Ok(reply) => object["status"] = json!(reply.status),
         Err(fault) => {
-            event["error"] = json!(fault.detail);
-            event["error_kind"] = json!(fault.failure.kind());
+            object["error"] = json!(fault.detail);
+            object["error_kind"] = json!(fault.failure.kind());
         }
     }
     if let Some(condition) = condition(record) {
-        event["condition"] = json!(condition);
+        object["condition"] = json!(condition);
     }
     // --watch: how the request's stream ended, when no event decided.
     match &record.outcome {
-        Outcome::StreamEnded { idle: false, .. } => event["stream"] = json!("ended"),
-        Outcome::StreamEnded { idle: true, .. } => event["stream"] = json!("idle"),
-        Outcome::StreamClosed => event["stream"] = json!("closed"),
+        Outcome::StreamEnded { idle: false, .. } => object["stream"] = json!("ended"),
+        Outcome::StreamEnded { idle: true, .. } => object["stream"] = json!("idle"),
+        Outcome::StreamClosed => object["stream"] = json!("closed"),
         _ => {}
     }
     if let Outcome::Success { verdict: Verdict::NotJson, .. } = &record.outcome {
-        event["error_kind"] = json!("not_json");
+        object["error_kind"] = json!("not_json");
     }
     if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
-        event["show"] = json!(shown);
+        object["show"] = json!(shown);
     }
     // `done` is for exit 0 only: a --fail-when match ends the run too, but with 4.
     let (action, wait) = match &record.action {
@@ -57,24 +59,24 @@ pub(crate) fn attempt_event(record: &Record, method: &str, url: &str, elapsed: D
         // No retry was sent: the budget had no room; the next regular poll follows.
         Action::HeldBack { after, reason, .. } => ("held_back", Some((after, reason))),
     };
-    event["action"] = json!(action);
+    object["action"] = json!(action);
     if let Some((after, reason)) = wait {
-        event["wait_ms"] = json!(after.as_millis() as u64);
-        event["wait_reason"] = json!(reason.name());
+        object["wait_ms"] = json!(after.as_millis() as u64);
+        object["wait_reason"] = json!(reason.name());
     }
     if let Action::HeldBack { counts, .. } = &record.action {
-        event["retry_budget"] = json!({ "retries": counts.retries, "requests": counts.requests + counts.retries });
+        object["retry_budget"] = json!({ "retries": counts.retries, "requests": counts.requests + counts.retries });
     }
     // --rate auto: the learned rate in force, to a hundredth of a request a second.
     if let Some(rate) = record.rate {
-        event["rate"] = json!((rate * 100.0).round() / 100.0);
+        object["rate"] = json!((rate * 100.0).round() / 100.0);
     }
-    event
+    object
 }
 
 /// The final object: how the run ended, and with several URLs how each did.
-pub(crate) fn final_event(summary: &RunEnd, elapsed: Duration, idempotency_key: Option<&str>) -> Value {
-    let mut event = json!({
+pub(crate) fn final_object(summary: &RunEnd, elapsed: Duration, idempotency_key: Option<&str>) -> Value {
+    let mut object = json!({
         "event": "done",
         // What a consumer may rely on (docs/guide/output.md): the keys and meanings of schema 1.
         "schema": 1,
@@ -87,28 +89,28 @@ pub(crate) fn final_event(summary: &RunEnd, elapsed: Duration, idempotency_key: 
         "message": summary.message,
     });
     if let Some(targets) = &summary.targets {
-        event["targets"] = targets
+        object["targets"] = targets
             .iter()
             .map(|t| json!({ "url": t.url, "exit_code": t.exit_code(), "reason": t.reason(), "attempts": t.attempts }))
             .collect();
     }
     if let Some(operation) = &summary.operation_url {
-        event["operation_url"] = json!(operation);
+        object["operation_url"] = json!(operation);
     }
     // --watch: a request is one attempt, and many events may come on it.
     if let Some(events) = summary.events {
-        event["events"] = json!(events);
-        event["requests"] = json!(summary.attempts);
+        object["events"] = json!(events);
+        object["requests"] = json!(summary.attempts);
     }
     if let Some(key) = idempotency_key {
-        event["idempotency_key"] = json!(key);
+        object["idempotency_key"] = json!(key);
     }
-    event
+    object
 }
 
 /// `--watch`: the object of event `n` of a stream, judged in `record`.
-pub(crate) fn stream_event(n: u32, kind: Option<&str>, id: Option<&str>, record: &Record, elapsed: Duration) -> Value {
-    let mut event = json!({
+pub(crate) fn event_object(n: u32, kind: Option<&str>, id: Option<&str>, record: &Record, elapsed: Duration) -> Value {
+    let mut object = json!({
         "event": "stream_event",
         "n": n,
         "ts": now_rfc3339(),
@@ -119,9 +121,9 @@ pub(crate) fn stream_event(n: u32, kind: Option<&str>, id: Option<&str>, record:
         "verdict": condition(record),
     });
     if let Some(shown) = record.judgement.as_ref().and_then(|j| j.shown.as_ref()) {
-        event["show"] = json!(shown);
+        object["show"] = json!(shown);
     }
-    event
+    object
 }
 
 /// What the conditions said of a 2xx body: `met`, `failed`, `not_met` or `error`.

@@ -1,5 +1,5 @@
 //! What each loop of a run has done so far, kept by the loop itself: the
-//! attempts it made, the last outcome it saw, the operation it watches and
+//! attempts it made, the last outcome it saw, the operation whose status it polls and
 //! when it ended. The run's ending reads these facts here (a loop still in
 //! flight when the run ends returns nothing), and the reporter only shows them.
 
@@ -26,7 +26,7 @@ pub(crate) struct LoopProgress {
     /// `--watch`: the events judged so far.
     events: AtomicU32,
     last: Mutex<Seen>,
-    /// `--submit`: where the operation is watched, once known.
+    /// `--submit`: where the operation's status is polled, once known.
     operation: Mutex<Option<String>>,
     /// When the loop ended, from the start of the run.
     ended: Mutex<Option<Duration>>,
@@ -102,8 +102,8 @@ impl LoopProgress {
         self.events.load(Ordering::Relaxed)
     }
 
-    /// `--submit`: the loop now watches the operation at `url`.
-    pub(crate) fn watching(&self, url: &str) {
+    /// `--submit`: the loop now polls the operation's status at `url`.
+    pub(crate) fn operation_at(&self, url: &str) {
         *lock(&self.operation) = Some(url.to_string());
     }
 
@@ -127,7 +127,7 @@ impl LoopProgress {
         lock(&self.last).cause().filter(|cause| !cause.is_empty())
     }
 
-    /// `--submit`: the status URL watched, once known.
+    /// `--submit`: the status URL polled, once known.
     pub(crate) fn operation(&self) -> Option<String> {
         lock(&self.operation).clone()
     }

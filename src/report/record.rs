@@ -1,11 +1,13 @@
-//! One attempt, recorded once: what came back, what the conditions and the
-//! policy said of it. The reporter, the shared state and the ending all read
-//! this one record.
+//! One attempt, recorded once ([`Record`]): what came back, what the
+//! conditions and the policy said of it. The reporter (its `-v` lines and JSON
+//! log), each loop's progress, the words of a stop and the URL's result (made
+//! from the last) read this one record.
+//! The shared state is told less, and after it: `state::AttemptReport`, which
+//! the loop makes from the record (`run/target.rs`, `share`).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::http::request::{Fault, Reply};
-use crate::rules::advice::Advice;
 use crate::rules::attempt::{Outcome, Phase, Verdict};
 use crate::rules::condition::{JqError, Judgement};
 use crate::rules::policy::{self, Action};
@@ -32,30 +34,6 @@ pub(crate) struct Record {
     pub action: Action,
     /// `--rate auto`: the rate the fleet had learned at this attempt's turn, in requests a second.
     pub rate: Option<f64>,
-}
-
-/// The plain-data outcome of a reply: its class, the verdict of a 2xx, and
-/// the server's advice from its headers. `status` is the reply's, or for a
-/// 304 answered from the body kept, that body's. `submitted` says that a
-/// submit's 2xx named a status URL.
-pub(crate) fn outcome(
-    reply: &Result<Reply, Fault>,
-    status: u16,
-    judgement: Option<&Judgement>,
-    submitted: bool,
-) -> Outcome {
-    match reply {
-        Err(fault) => Outcome::Failed(fault.failure),
-        Ok(reply) => {
-            let headers = reply.headers.iter();
-            let advice = Advice::from_headers(headers, SystemTime::now());
-            match judgement {
-                _ if submitted => Outcome::Submitted { advice },
-                Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
-                None => Outcome::Status { code: status, advice },
-            }
-        }
-    }
 }
 
 impl Record {

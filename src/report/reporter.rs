@@ -58,7 +58,7 @@ pub(crate) struct Style {
     pub warnings: Vec<String>,
 }
 
-/// Writes progress, attempt lines and events to stderr, for every loop of
+/// Writes progress, attempt lines and the JSON log's objects to stderr, for every loop of
 /// the run (each loop is a target, numbered from 0).
 pub(crate) struct Reporter {
     style: Style,
@@ -236,31 +236,31 @@ impl Reporter {
         }
     }
 
-    /// `--submit`: loop `t` now watches the operation at `url`.
-    fn watching(&self, t: usize, url: &str) {
+    /// `--submit`: loop `t` now polls the operation's status at `url`.
+    fn operation_at(&self, t: usize, url: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}operation: {}", self.named(t), url::redact(url)));
         }
     }
 
     /// `--watch`: loop `t`'s request to `url` is answered with a stream.
-    fn streaming(&self, t: usize, url: &str) {
+    fn watching(&self, t: usize, url: &str) {
         if self.verbose_text() {
             self.line(t, &format!("{}watching {}", self.named(t), url::redact(url)));
         }
     }
 
     /// `--watch`: loop `t` judged event `n` (of SSE type `kind`, with `id`) in `record`.
-    fn stream_event(&self, t: usize, n: u32, kind: Option<&str>, id: Option<&str>, record: &Record) {
+    fn event(&self, t: usize, n: u32, kind: Option<&str>, id: Option<&str>, record: &Record) {
         let Some(target) = self.targets.get(t) else { return };
         let shown = record.judgement.as_ref().and_then(|j| j.shown.as_deref());
         let shown = shown.map(|shown| format!(" {}", printable(&crate::util::text::shorten(shown))));
         if self.style.json {
-            let mut event = log::stream_event(n, kind, id, record, self.started.elapsed());
+            let mut object = log::event_object(n, kind, id, record, self.started.elapsed());
             if self.several() {
-                event["target"] = json!(t);
+                object["target"] = json!(t);
             }
-            self.event(event);
+            self.log_object(object);
         } else if self.style.verbose >= 1 {
             let named =
                 [kind.map(|kind| format!("type {}", printable(kind))), id.map(|id| format!("id {}", printable(id)))];
@@ -289,17 +289,17 @@ impl Reporter {
         let summary = record.summary();
         if self.style.json {
             let url = url::redact(&request.url);
-            let mut event = log::attempt_event(record, &request.method, &url, self.started.elapsed());
+            let mut object = log::attempt_object(record, &request.method, &url, self.started.elapsed());
             if self.several() {
-                event["target"] = json!(t);
+                object["target"] = json!(t);
             }
             if let (Some(key), true) = (&self.idempotency_key, record.phase.sends_the_key()) {
-                event["idempotency_key"] = json!(key);
+                object["idempotency_key"] = json!(key);
             }
             if target.reauthenticated.swap(false, Ordering::SeqCst) {
-                event["reauthenticated"] = json!(true);
+                object["reauthenticated"] = json!(true);
             }
-            self.event(event);
+            self.log_object(object);
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
             let line = match (&record.outcome, &record.action) {
@@ -443,9 +443,9 @@ impl Reporter {
         self.settle(summary);
         let elapsed = self.started.elapsed();
         if self.style.json {
-            let event = log::final_event(summary, elapsed, self.idempotency_key.as_deref());
+            let object = log::final_object(summary, elapsed, self.idempotency_key.as_deref());
             // Written and closed under one lock: a loop still running cannot slip a line in after it.
-            self.emit(event, true);
+            self.emit(object, true);
             return None;
         }
         lock(&self.out).closed = true;
@@ -495,8 +495,9 @@ impl Reporter {
         });
     }
 
-    fn event(&self, value: Value) {
-        self.emit(value, false);
+    /// One object of the JSON log, not the last.
+    fn log_object(&self, object: Value) {
+        self.emit(object, false);
     }
 
     /// One JSON line, with the warnings waiting for it; `last`: nothing follows it.
@@ -571,10 +572,10 @@ impl LoopReporter<'_> {
         self.reporter.detail(self.t, message);
     }
 
-    /// `--submit`: the loop now watches the operation at `url`.
-    pub(crate) fn watching(&self, url: &str) {
-        self.progress.watching(url);
-        self.reporter.watching(self.t, url);
+    /// `--submit`: the loop now polls the operation's status at `url`.
+    pub(crate) fn operation_at(&self, url: &str) {
+        self.progress.operation_at(url);
+        self.reporter.operation_at(self.t, url);
     }
 
     /// An attempt sent `request`, and the policy decided.
@@ -593,14 +594,14 @@ impl LoopReporter<'_> {
     }
 
     /// `--watch`: the request to `url` is answered with a stream.
-    pub(crate) fn streaming(&self, url: &str) {
-        self.reporter.streaming(self.t, url);
+    pub(crate) fn watching(&self, url: &str) {
+        self.reporter.watching(self.t, url);
     }
 
     /// `--watch`: an event (of SSE type `kind`, with `id`) was judged in `record`.
     pub(crate) fn event(&self, kind: &Option<String>, id: &Option<String>, record: &Record) {
         let n = self.progress.event(record);
-        self.reporter.stream_event(self.t, n, kind.as_deref(), id.as_deref(), record);
+        self.reporter.event(self.t, n, kind.as_deref(), id.as_deref(), record);
     }
 
     /// `--auth-cmd` made a token (`new`: never seen before in this run).

@@ -14,7 +14,7 @@ use crate::rules::advice::Advice;
 pub enum Outcome {
     /// A 2xx response, with what the conditions said of its body.
     Success { verdict: Verdict, advice: Advice },
-    /// `--submit`: the submit's 2xx named where the operation can be watched.
+    /// `--submit`: the submit's 2xx named where the operation's status can be polled.
     Submitted { advice: Advice },
     /// A response with any other status.
     Status { code: u16, advice: Advice },
@@ -188,6 +188,39 @@ impl Failure {
     }
 }
 
+/// What a reply's status means to the retries and to the circuit breaker, in one row per
+/// class: the policy and the breaker both read it here. The two columns differ on purpose: a
+/// 429 is retried (after the server's advice) but the origin answered it, up and counting, so
+/// the breaker does not count it; a 501 is the origin's 5xx, so the breaker counts it, but no
+/// retry implements the method. `--retry-on` and a keyed 409 add to the retries
+/// (the policy's), not to this table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StatusTraits {
+    /// Retried with backoff, against `--retries`; otherwise the status ends the run (exit 3)
+    /// unless a list (`--done-on`, `--pending-on`, `--fail-on`) names it.
+    pub transient: bool,
+    /// Counts against the origin in the circuit breaker: the origin failed to answer well.
+    pub counts_for_breaker: bool,
+}
+
+impl StatusTraits {
+    /// The one table of the statuses.
+    pub(crate) const fn of(code: u16) -> StatusTraits {
+        // transient, counts for the breaker
+        let (transient, counts_for_breaker) = match code {
+            // Request Timeout: the server gave up waiting for the request.
+            408 => (true, true),
+            // Too Many Requests: come back later; the origin is up and said so.
+            429 => (true, false),
+            // Not Implemented: the origin's 5xx, and the same answer every time.
+            501 => (false, true),
+            500..=599 => (true, true),
+            _ => (false, false),
+        };
+        StatusTraits { transient, counts_for_breaker }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.traits().words)
@@ -294,5 +327,31 @@ mod tests {
         }
         let transient: Vec<Failure> = ALL.into_iter().filter(|f| f.traits().transient).collect();
         assert_eq!(transient.len(), 8, "README's transient list: {transient:?}");
+    }
+
+    /// The retries and the breaker part ways on 429 and 501 only, and on purpose.
+    #[test]
+    fn the_table_of_statuses_says_where_retries_and_the_breaker_differ() {
+        // status, transient, counts for the breaker
+        let rows = [
+            (200, false, false),
+            (304, false, false),
+            (404, false, false),
+            (408, true, true),
+            (409, false, false),
+            (429, true, false),
+            (500, true, true),
+            (501, false, true),
+            (503, true, true),
+            (599, true, true),
+            (600, false, false),
+        ];
+        for (code, transient, counts_for_breaker) in rows {
+            assert_eq!(StatusTraits::of(code), StatusTraits { transient, counts_for_breaker }, "{code}");
+        }
+        let differ: Vec<u16> = (100..=699)
+            .filter(|code| StatusTraits::of(*code).transient != StatusTraits::of(*code).counts_for_breaker)
+            .collect();
+        assert_eq!(differ, [429, 501]);
     }
 }

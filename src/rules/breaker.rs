@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::attempt::Outcome;
+use crate::rules::attempt::{Outcome, StatusTraits};
 use crate::util::clock;
 use crate::util::text::human;
 
@@ -238,18 +238,18 @@ pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
 }
 
 /// Whether an outcome counts against the origin: no HTTP answer (network
-/// failures and timeouts), 5xx and 408. Any other answer means the origin is
-/// up, a 404 included; a redirect loop or an oversized body got answers too.
+/// failures and timeouts), 5xx and 408 ([`StatusTraits`], whose table says why
+/// a 429 does not count). Any other answer means the origin is up, a 404
+/// included; a redirect loop or an oversized body got answers too.
 pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
     match outcome {
-        // A stream that ended or was closed was an answer, a success for the breaker.
         // A stream that ended or was closed was an answer, as is a status --pending-when called not yet.
         Outcome::Success { .. }
         | Outcome::Submitted { .. }
         | Outcome::StreamEnded { .. }
         | Outcome::StreamClosed
         | Outcome::Pending { .. } => false,
-        Outcome::Status { code, .. } => *code == 408 || (500..=599).contains(code),
+        Outcome::Status { code, .. } => StatusTraits::of(*code).counts_for_breaker,
         Outcome::Failed(failure) => failure.traits().counts_for_breaker,
     }
 }

@@ -13,8 +13,8 @@ use jaq_core::{Compiler, Ctx, Native, Vars};
 use jaq_json::Val;
 use serde::Deserialize as _;
 
-use crate::gaps::natives::{self, Data};
 use crate::rules::attempt::{Phase, Verdict};
+use crate::rules::jq::natives::{self, Data};
 use crate::util::headers::Headers;
 use crate::util::text::{cut, shorten};
 
@@ -364,7 +364,7 @@ fn header_object(headers: &Headers) -> Val {
 
 impl Filter {
     /// Compiles `source` with the jq standard library (the part of it that
-    /// `source` can call: see [`crate::gaps::prelude`]). The error names the
+    /// `source` can call: see [`crate::rules::jq::prelude`]). The error names the
     /// position of the first mistake.
     pub fn compile(source: &str) -> Result<Filter, String> {
         Filter::compile_for("the filter", source, &Args::default())
@@ -383,7 +383,7 @@ impl Filter {
         };
         let bound = Bound { args: args.as_value(), named: args.named.iter().map(|(_, value)| value.clone()).collect() };
         let reads_headers = source.contains("$headers");
-        let depth = crate::gaps::prelude::depth(text).unwrap_or(0);
+        let depth = crate::rules::jq::prelude::depth(text).unwrap_or(0);
         let source = source.to_string();
         Ok(Filter { source, flag, reads_headers, depth, recurses, bound: Arc::new(bound), compiled })
     }
@@ -527,7 +527,7 @@ fn raw(value: Val) -> String {
 /// `text` compiled with the standard library and poll's natives, the `--arg`s and
 /// `--argjson`s bound; a mistake by its position in `text`.
 fn compile_text(text: &str, args: &Args) -> Result<jaq_core::compile::Filter<Native<Data>>, String> {
-    let defs = crate::gaps::prelude::for_filter(text);
+    let defs = crate::rules::jq::prelude::for_filter(text);
     // poll's natives first: a call resolves to the first native of its name.
     let funs = natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
     let arena = Arena::default();

@@ -1,4 +1,4 @@
-//! Where `--submit` watches its operation, and how: the submit reply's five
+//! Where `--submit` polls its operation's status, and how: the submit reply's five
 //! steps, the headers that name or move the status URL, and the final GET
 //! of what a PUT or PATCH made. Pure: the parts of a reply in, a decision
 //! out; the loop (`target.rs`) sends the requests.
@@ -45,7 +45,7 @@ impl Mode {
 
 /// The URL the status polls go to, and how they read its replies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Watch {
+pub(crate) struct StatusPoll {
     pub url: String,
     pub mode: Mode,
 }
@@ -56,7 +56,7 @@ pub(crate) enum First {
     /// The reply is the ending: done ([`Verdict::Met`]) or failed ([`Verdict::FailWhen`]).
     End(Verdict),
     /// Poll there.
-    Poll(Watch),
+    Poll(StatusPoll),
     /// No status URL, nothing to poll: exit 3.
     NoStatusUrl,
 }
@@ -74,7 +74,7 @@ pub(crate) struct SubmitReply<'a> {
     /// The built-in done test is in use (no `--until`).
     pub builtin_done: bool,
     /// The status URL it names, if any.
-    pub named: Option<Watch>,
+    pub named: Option<StatusPoll>,
 }
 
 /// The contract's five steps for the submit's own 2xx, in order.
@@ -94,42 +94,42 @@ pub(crate) fn first_reply(reply: SubmitReply<'_>) -> First {
     }
     // 4. A PUT or PATCH that is not done: poll the resource itself.
     if changes_a_resource(reply.method) {
-        return First::Poll(Watch { url: reply.url.to_string(), mode: Mode::Body });
+        return First::Poll(StatusPoll { url: reply.url.to_string(), mode: Mode::Body });
     }
     First::NoStatusUrl
 }
 
 /// The status URL a submit's reply names by its headers, resolved against
 /// the submit's URL. A header that names no usable URL is passed over.
-pub(crate) fn named<'h>(header: impl Fn(&str) -> Option<&'h str>, submit_url: &str) -> Option<Watch> {
+pub(crate) fn named<'h>(header: impl Fn(&str) -> Option<&'h str>, submit_url: &str) -> Option<StatusPoll> {
     NAMING_HEADERS.iter().find_map(|(name, mode)| {
         let url = header(name).and_then(|value| url::resolve(submit_url, value))?;
-        Some(Watch { url, mode: *mode })
+        Some(StatusPoll { url, mode: *mode })
     })
 }
 
 /// Where a status reply `status` moves the polling, if anywhere: a new
 /// `Operation-Location` or `Azure-AsyncOperation` on a 2xx in any mode, and
 /// in Location mode a 202's new `Location` (ARM's POST).
-pub(crate) fn moved<'h>(header: impl Fn(&str) -> Option<&'h str>, status: u16, watch: &Watch) -> Option<Watch> {
+pub(crate) fn moved<'h>(header: impl Fn(&str) -> Option<&'h str>, status: u16, now: &StatusPoll) -> Option<StatusPoll> {
     if !(200..300).contains(&status) {
         return None;
     }
-    let resolved = |name: &str| header(name).and_then(|value| url::resolve(&watch.url, value));
+    let resolved = |name: &str| header(name).and_then(|value| url::resolve(&now.url, value));
     // The headers of an operation's status move the polling in any mode; `Location` only in its own.
     let mut moving = NAMING_HEADERS.iter().filter(|(_, mode)| *mode != Mode::Location);
     let next = match moving.find_map(|(name, _)| resolved(name)) {
-        Some(url) => Watch { url, mode: Mode::Operation { header: true } },
-        None if watch.mode == Mode::Location && status == 202 => {
-            Watch { url: resolved("location")?, mode: Mode::Location }
+        Some(url) => StatusPoll { url, mode: Mode::Operation { header: true } },
+        None if now.mode == Mode::Location && status == 202 => {
+            StatusPoll { url: resolved("location")?, mode: Mode::Location }
         }
         None => return None,
     };
-    (next.url != watch.url).then_some(next)
+    (next.url != now.url).then_some(next)
 }
 
-/// Whether an operation that ended done while watched so is followed by a
-/// GET of the submit's URL: one a PUT or PATCH started, done through an
+/// Whether an operation that ended done, its status polled in `mode`, is
+/// followed by a GET of the submit's URL: one a PUT or PATCH started, done through an
 /// operation header. Its reply, the resource, is the final body.
 pub(crate) fn final_get(method: &str, mode: Mode) -> bool {
     changes_a_resource(method) && mode == Mode::Operation { header: true }
@@ -153,18 +153,19 @@ mod tests {
         move |name| headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }
 
-    fn watch(url: &str, mode: Mode) -> Option<Watch> {
-        Some(Watch { url: url.to_string(), mode })
+    fn poll_at(url: &str, mode: Mode) -> Option<StatusPoll> {
+        Some(StatusPoll { url: url.to_string(), mode })
     }
 
     #[test]
     fn the_submit_reply_is_read_in_the_contracts_five_steps() {
         use Verdict::{FailWhen, Met, NotJson, NotMet};
-        let op = || watch("http://h/ops/1", Mode::Operation { header: true });
-        let body = First::Poll(Watch { url: SUBMIT.to_string(), mode: Mode::Body });
-        let poll_op = First::Poll(Watch { url: "http://h/ops/1".to_string(), mode: Mode::Operation { header: true } });
+        let op = || poll_at("http://h/ops/1", Mode::Operation { header: true });
+        let body = First::Poll(StatusPoll { url: SUBMIT.to_string(), mode: Mode::Body });
+        let poll_op =
+            First::Poll(StatusPoll { url: "http://h/ops/1".to_string(), mode: Mode::Operation { header: true } });
         #[rustfmt::skip] // One row per line: the table is the test.
-        type Row = (&'static str, &'static str, u16, Verdict, Option<Word>, bool, Option<Watch>, First);
+        type Row = (&'static str, &'static str, u16, Verdict, Option<Word>, bool, Option<StatusPoll>, First);
         let rows: Vec<Row> = vec![
             // 1. terminal at once, even with a header that may point nowhere
             ("PATCH 200 Succeeded + header", "PATCH", 200, Met, Some(Word::Done), true, op(), First::End(Met)),
@@ -199,18 +200,18 @@ mod tests {
 
     #[test]
     fn headers_name_the_status_url_in_order_and_resolve_by_rfc_3986() {
-        let rows: [(Headers, Option<Watch>); 5] = [
+        let rows: [(Headers, Option<StatusPoll>); 5] = [
             (
                 &[("location", "/l"), ("azure-asyncoperation", "/a"), ("operation-location", "../ops/1")],
-                watch("http://h/v1/ops/1", Mode::Operation { header: true }),
+                poll_at("http://h/v1/ops/1", Mode::Operation { header: true }),
             ),
             (
                 &[("location", "/l"), ("azure-asyncoperation", "/a")],
-                watch("http://h/a", Mode::Operation { header: true }),
+                poll_at("http://h/a", Mode::Operation { header: true }),
             ),
-            (&[("location", "jobs/2")], watch("http://h/v1/things/jobs/2", Mode::Location)),
+            (&[("location", "jobs/2")], poll_at("http://h/v1/things/jobs/2", Mode::Location)),
             // An unusable header is passed over for the next.
-            (&[("operation-location", "ftp://x/1"), ("location", "/l")], watch("http://h/l", Mode::Location)),
+            (&[("operation-location", "ftp://x/1"), ("location", "/l")], poll_at("http://h/l", Mode::Location)),
             (&[("retry-after", "1")], None),
         ];
         for (headers, want) in rows {
@@ -220,21 +221,21 @@ mod tests {
 
     #[test]
     fn status_replies_move_the_polling_by_mode() {
-        let location = Watch { url: "http://h/ops/1".to_string(), mode: Mode::Location };
-        let op = Watch { url: "http://h/ops/1".to_string(), mode: Mode::Operation { header: true } };
-        let body = Watch { url: SUBMIT.to_string(), mode: Mode::Body };
+        let location = StatusPoll { url: "http://h/ops/1".to_string(), mode: Mode::Location };
+        let op = StatusPoll { url: "http://h/ops/1".to_string(), mode: Mode::Operation { header: true } };
+        let body = StatusPoll { url: SUBMIT.to_string(), mode: Mode::Body };
         #[rustfmt::skip]
-        let rows: Vec<(&str, &Watch, u16, Headers, Option<Watch>)> = vec![
-            ("Location mode, 202 + new Location", &location, 202, &[("location", "/ops/2")], watch("http://h/ops/2", Mode::Location)),
+        let rows: Vec<(&str, &StatusPoll, u16, Headers, Option<StatusPoll>)> = vec![
+            ("Location mode, 202 + new Location", &location, 202, &[("location", "/ops/2")], poll_at("http://h/ops/2", Mode::Location)),
             ("Location mode, same Location", &location, 202, &[("location", "/ops/1")], None),
             ("Location mode, 200 + Location is the resource", &location, 200, &[("location", "/ops/2")], None),
             ("operation mode ignores Location", &op, 202, &[("location", "/ops/2")], None),
-            ("any mode, Operation-Location", &location, 202, &[("operation-location", "/ops/3")], watch("http://h/ops/3", Mode::Operation { header: true })),
-            ("body polling, Azure-AsyncOperation", &body, 200, &[("azure-asyncoperation", "/ops/4")], watch("http://h/ops/4", Mode::Operation { header: true })),
+            ("any mode, Operation-Location", &location, 202, &[("operation-location", "/ops/3")], poll_at("http://h/ops/3", Mode::Operation { header: true })),
+            ("body polling, Azure-AsyncOperation", &body, 200, &[("azure-asyncoperation", "/ops/4")], poll_at("http://h/ops/4", Mode::Operation { header: true })),
             ("not on a 5xx", &op, 500, &[("operation-location", "/ops/5")], None),
         ];
-        for (what, watch, status, headers, want) in rows {
-            assert_eq!(moved(lookup(headers), status, watch), want, "{what}");
+        for (what, now, status, headers, want) in rows {
+            assert_eq!(moved(lookup(headers), status, now), want, "{what}");
         }
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use rand::{Rng, RngExt};
 
 use crate::rules::advice::Advice;
+use crate::rules::attempt::StatusTraits;
 pub use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, RetryRoom, Verdict};
 pub use crate::rules::budget::Window;
 use crate::util::text::{human, human_pair};
@@ -551,11 +552,11 @@ impl Policy {
         }
     }
 
-    /// 408, 429, 5xx but 501, `--retry-on`; and 409 for a request that carries
-    /// an idempotency key (the server is still processing the first one).
+    /// 408, 429, 5xx but 501 ([`StatusTraits`], beside what the breaker counts),
+    /// `--retry-on`; and 409 for a request that carries an idempotency key (the
+    /// server is still processing the first one).
     fn is_transient_status(&self, code: u16, phase: Phase) -> bool {
-        matches!(code, 408 | 429)
-            || (500..=599).contains(&code) && code != 501
+        StatusTraits::of(code).transient
             || self.retry_on.contains(&code)
             || code == 409 && self.keyed && phase.sends_the_key()
     }

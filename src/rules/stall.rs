@@ -1,4 +1,4 @@
-//! `--stall DUR`: a wait that no longer moves. The value watched is the one
+//! `--stall DUR`: a wait that no longer moves. The value compared is the one
 //! the progress line shows (the `--show` value, else the body); while the
 //! condition is not met, the time it stays the same adds up, a change starts
 //! it again, and a failure neither resets nor advances it (the time around a

@@ -1,13 +1,14 @@
-//! The top floor: the run's coordinator here, each URL's loop (`target`), and
-//! the one place a run ends (`ending`).
+//! The top floor: the run's coordinator here, each URL's loop (`target`, and
+//! `--watch`'s attempt in `watch`), and the one place a run ends (`ending`).
 //!
 //! One loop per URL runs on a thread of its own. Everything that can end the
 //! run arrives on one channel: a loop's ending or a signal; the deadline is
-//! the channel's receive timeout, so no thread watches the clock.
+//! the channel's receive timeout, so no thread keeps an eye on the clock.
 
 mod ending;
 mod explain;
 pub(crate) mod target;
+mod watch;
 
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -54,7 +55,7 @@ pub fn spawn_on_a_large_stack<T: Send + 'static>(
 
 /// The stack of each URL's loop, which evaluates the filters, and the reserve
 /// at its bottom that a recursion stops short of ("recursion too deep", see
-/// `gaps/natives.rs`): the loop's own frames (its request's), and for each
+/// `rules/jq/natives.rs`): the loop's own frames (its request's), and for each
 /// level its deepest filter nests, twice what jaq's recursive evaluation
 /// spends on a level in a debug build (docs/BENCHMARKS.md). A thousand URLs
 /// under plain filters reserve 2 GiB of address space, which `ulimit -v
@@ -110,8 +111,8 @@ pub fn run(config: Config) -> Ending {
     };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     // How long a half-open probe may take: its lease must outlast it.
-    let probe_budget = client.connect_timeout + client.request_timeout;
-    let shared = Shared::new(store, limits.rate, limits.retry_budget, limits.breaker, limits.state_fail, probe_budget);
+    let probe_time = client.connect_timeout + client.request_timeout;
+    let shared = Shared::new(store, limits.rate, limits.retry_budget, limits.breaker, limits.state_fail, probe_time);
     let common = Arc::new(Common {
         polling,
         keep_last: limits.fallback == Some(Fallback::Last),
@@ -124,7 +125,7 @@ pub fn run(config: Config) -> Ending {
     });
     let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
     let over = match start(&common, &targets) {
-        Ok(events) => watch(&events, &mut ends, &common, any, deadline),
+        Ok(heard) => gather_endings(&heard, &mut ends, &common, any, deadline),
         Err(why) => {
             common.cancel.cancel();
             return stopped_early(&common.reporter, &Error::permanent(why));
@@ -141,8 +142,8 @@ pub fn run(config: Config) -> Ending {
 /// Listens for signals and starts each URL's loop on a thread of its own;
 /// everything that can end the run comes on the channel returned.
 fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Heard>, String> {
-    let (events_tx, events) = mpsc::channel();
-    let signals = events_tx.clone();
+    let (tell, heard) = mpsc::channel();
+    let signals = tell.clone();
     let signal_end = Arc::clone(&common.signal_end);
     signals::listen(move |signal| {
         // Once the run is over, nobody listens: the signal comes while its ending is written.
@@ -153,19 +154,19 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let (size, reserve) = loop_stack(common.polling.filter_depth(), common.polling.filters_recurse());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
-        let (common, target, events) = (Arc::clone(common), target.clone(), events_tx.clone());
+        let (common, target, tell) = (Arc::clone(common), target.clone(), tell.clone());
         let progress = Arc::clone(progress);
         let named = target.shown.clone();
         let thread = std::thread::Builder::new().name(format!("poll-{t}"));
         stack::spawn(thread, size, reserve, move || {
             let run = || target::run(&common, t, &target, &progress);
             if let Some(end) = guarded(&target.shown, &progress, run) {
-                let _ = events.send(Heard::Ended(t, Box::new(end)));
+                let _ = tell.send(Heard::Ended(t, Box::new(end)));
             }
         })
         .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
     }
-    Ok(events)
+    Ok(heard)
 }
 
 /// A loop run so that a bug that panics it still ends the run as an error of
@@ -191,29 +192,31 @@ fn guarded(
     }
 }
 
-/// Waits for the event that ends the run.
-fn watch(
-    events: &mpsc::Receiver<Heard>,
+/// Gathers the loops' endings into `ends` as they come, until they end the
+/// run (every loop done, or with `--any` one; a failure, or with `--any` the
+/// last), or a signal or the deadline (the receive's timeout) does.
+fn gather_endings(
+    heard: &mpsc::Receiver<Heard>,
     ends: &mut [Option<UrlResult>],
     common: &Common,
     any: bool,
     deadline: Option<Instant>,
 ) -> Over {
     loop {
-        let event = match deadline {
+        let news = match deadline {
             Some(deadline) => {
                 let left = (deadline + DEADLINE_GRACE).saturating_duration_since(Instant::now());
-                match events.recv_timeout(left) {
-                    Ok(event) => event,
+                match heard.recv_timeout(left) {
+                    Ok(news) => news,
                     Err(_) => return Over::Stuck,
                 }
             }
-            None => match events.recv() {
-                Ok(event) => event,
+            None => match heard.recv() {
+                Ok(news) => news,
                 Err(_) => return Over::Stuck,
             },
         };
-        let (t, end) = match event {
+        let (t, end) = match news {
             Heard::Signal(signal) => {
                 common.signal_end.ended_by(signal);
                 return Over::Signal(signal);

@@ -2,28 +2,31 @@
 //! server advice, `--rate`) -> fetch -> judge the body -> [`Policy::decide`]
 //! -> share it with the shared state -> wait. With `--submit` the first request is the
 //! submit and the rest poll where its reply points ([`operation`] decides).
+//! Under `--watch` each attempt is one held request (`watch.rs`); the rest of
+//! the loop, here, is the same for both.
 //!
 //! The loop never prints the end of the run: it returns a [`UrlResult`] and
 //! the run's ending (`run/ending.rs`) decides what the whole run says.
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::config::{Polling, Target};
 use crate::error::{Error, Kind};
 use crate::http::conditional::{Answer, Validators};
 use crate::http::credentials::{Credentials, Hooks};
-use crate::http::request::{self, Client, Fault, Idle, Opened, Reply, Request, Stream};
+use crate::http::request::{self, Client, Fault, Reply, Request};
 use crate::process::signals::SignalEnd;
 use crate::report::progress::{LoopProgress, Progress};
-use crate::report::record::{self, Record};
+use crate::report::record::Record;
 use crate::report::reporter::{LoopReporter, Reporter};
 use crate::report::result::UrlResult;
+use crate::rules::advice::Advice;
 use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
-use crate::rules::operation::{self, First, Mode, SubmitReply, Watch};
+use crate::rules::operation::{self, First, Mode, StatusPoll, SubmitReply};
 use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
@@ -34,9 +37,6 @@ use crate::util::headers::Headers;
 use crate::util::text::{human, printable};
 use crate::util::url;
 use crate::util::wait::{Cancel, Cancelled};
-
-/// The `Accept` of a watch's requests, unless `-H` gives one.
-const WATCH_ACCEPT: &str = "text/event-stream, application/json;q=0.9, */*;q=0.8";
 
 /// What every loop of a run shares.
 pub(crate) struct Common {
@@ -55,7 +55,7 @@ pub(crate) struct Common {
 }
 
 /// Why a loop stopped without its ending: an error, or the run ended first.
-enum Halt {
+pub(super) enum Halt {
     Failed(Error),
     Cancelled,
 }
@@ -90,7 +90,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         submit: target.request.clone(),
         request: target.request.clone(),
         phase: target.phase,
-        watch: None,
+        status_poll: None,
         replied: false,
         validators: Validators::new(common.polling.conditional),
         judged: None,
@@ -99,7 +99,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         said_cut: false,
     };
     let client = Client::new(&common.polling.client, &target.request);
-    let ended = looping.start(&client).and_then(|()| looping.poll(&client));
+    let ended = looping.start(&client).and_then(|()| looping.attempts(&client));
     match ended {
         Ok(record) => Ok(looping.finish(record, &target.shown, progress)),
         // Each error is on the URL the loop was at when it ended (a status URL, after the submit).
@@ -108,10 +108,12 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
     }
 }
 
-struct Loop<'a> {
-    common: &'a Common,
+/// One URL's loop: what it holds between attempts. Its fields and methods
+/// that the `--watch` attempt (`watch.rs`) uses are `pub(super)`.
+pub(super) struct Loop<'a> {
+    pub(super) common: &'a Common,
     /// What this loop shows on stderr, and the progress it keeps.
-    reporter: &'a LoopReporter<'a>,
+    pub(super) reporter: &'a LoopReporter<'a>,
     /// How `--auth-cmd` warns, shows its tokens, and ends with the run.
     hooks: Hooks<'a>,
     /// What `-v` shows of this loop, such as a state store left alone.
@@ -127,19 +129,19 @@ struct Loop<'a> {
     /// The request as given: with `--submit`, the submit.
     submit: Request,
     /// The request the next attempt sends.
-    request: Request,
+    pub(super) request: Request,
     phase: Phase,
     /// `--submit`: where the status polls go and how they read the replies,
     /// once the submit's reply said.
-    watch: Option<Watch>,
+    status_poll: Option<StatusPoll>,
     /// A reply (of any status) has come: from then on a connection failure is a failure, not "not up yet".
-    replied: bool,
+    pub(super) replied: bool,
     /// The last 2xx's validators and body, by URL, for conditional polls.
-    validators: Validators,
+    pub(super) validators: Validators,
     /// The last body judged, by what was asked of it, and what it was found.
     judged: Option<(JudgedFor, Judgement)>,
     /// `--watch`: what the next request resumes with.
-    resume: Resume,
+    pub(super) resume: Resume,
     /// `--stall`: how long the progress line has shown the same.
     stall: Option<Stall>,
     /// A status list's body over `--max-body` was cut, and the warning said so.
@@ -149,21 +151,21 @@ struct Loop<'a> {
 /// What one attempt's sending brought back: the reply (or under `--watch`,
 /// the opened stream) and latency of its last request, and whether that was
 /// the second, with a new `--auth-cmd` token.
-struct Delivery<T> {
-    reply: Result<T, Fault>,
-    latency: Duration,
+pub(super) struct Delivery<T> {
+    pub(super) reply: Result<T, Fault>,
+    pub(super) latency: Duration,
     reauthenticated: bool,
 }
 
 /// What a loop counts between its attempts, for the policy.
 #[derive(Debug, Default, Clone, Copy)]
-struct Counts {
+pub(super) struct Counts {
     /// The attempt in flight, from 1.
-    number: u32,
+    pub(super) number: u32,
     /// Transient failures in a row.
     failures: u32,
     /// Polls in a row on which the condition held (`--stable`).
-    streak: u32,
+    pub(super) streak: u32,
     /// "Not yet" polls so far (`--interval-max` grows the wait with them).
     not_yet: u32,
     /// What the shared state said of the fleet at this attempt's turn.
@@ -201,9 +203,9 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// The attempts, until one ends the loop with exit 0 or 4 (the record
-    /// holds the final body).
-    fn poll(&mut self, client: &Client) -> Result<Record, Halt> {
+    /// The attempts, each a poll or under `--watch` a watch, until one ends the
+    /// loop with exit 0 or 4 (the record holds the final body).
+    fn attempts(&mut self, client: &Client) -> Result<Record, Halt> {
         let policy = &self.common.polling.policy;
         let mut rng = rand::rng();
         let mut counts = Counts::default();
@@ -215,11 +217,11 @@ impl Loop<'_> {
             counts.fleet = self.turn(counts.number, retrying)?;
             let (record, found) = match self.common.polling.client.watch {
                 Some(_) => (self.watch(client, &mut counts, &mut rng)?, None),
-                None => self.attempt(client, &counts, &mut rng)?,
+                None => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
-                self.watching(found.clone());
+                self.poll_status_at(found.clone());
             }
             let refusal = self.share(&record, &counts.fleet)?;
             retrying = matches!(record.action, Action::Retry { .. });
@@ -256,15 +258,15 @@ impl Loop<'_> {
         }
     }
 
-    /// Attempt `counts.number`: sent, its validators settled, judged, and
-    /// decided on, as the reporter shows; and where a submit's reply says
+    /// Attempt `counts.number`, a poll: sent, its validators settled, judged,
+    /// and decided on, as the reporter shows; and where a submit's reply says
     /// the status polls go.
-    fn attempt(
+    fn poll(
         &mut self,
         client: &Client,
         counts: &Counts,
         rng: &mut impl rand::Rng,
-    ) -> Result<(Record, Option<Watch>), Halt> {
+    ) -> Result<(Record, Option<StatusPoll>), Halt> {
         let number = counts.number;
         self.reporter.sending(number);
         let submit = self.phase == Phase::Submit;
@@ -278,103 +280,9 @@ impl Loop<'_> {
         Ok((record, found))
     }
 
-    /// `--watch`: attempt `counts.number` is one request, resuming where the
-    /// last reply ended; a 2xx's events are judged as they arrive, each as a
-    /// body is, until one decides or the reply ends.
-    fn watch(&mut self, client: &Client, counts: &mut Counts, rng: &mut impl rand::Rng) -> Result<Record, Halt> {
-        let number = counts.number;
-        self.reporter.sending(number);
-        let resumed = self.resumed();
-        let (sending, validated) = self.validators.prepare(&resumed, false);
-        let started = Instant::now();
-        let open = |request: &Request| client.open(request, self.left(), &|status| self.cuts(status));
-        let sent = self.send(&sending, number, &open, Opened::status);
-        drop(sending);
-        let Delivery { reply: opened, latency, .. } = self.delivered(client, sent)?;
-        let mut reply = match opened {
-            Ok(Opened::Stream(stream)) => {
-                let head =
-                    Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new(), cut: false };
-                let mut head = Ok(head);
-                // A long poll resumes by the validators of the reply it held.
-                self.validators.settle(&resumed, false, validated, &mut head);
-                return self.stream(stream, head, started, counts, rng);
-            }
-            Ok(Opened::Reply(reply)) => Ok(reply),
-            Err(fault) => Err(fault),
-        };
-        // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
-        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
-            let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
-            let record = self.decided(reply, ended, latency, counts, rng);
-            self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
-            return Ok(record);
-        }
-        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
-        let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
-        Ok(self.report(record))
-    }
-
-    /// `--watch`: a 2xx reply's events, each judged and decided on as a body
-    /// is, until one ends the run (the record of that event) or the reply
-    /// ends, breaks or goes idle (the record of the request).
-    fn stream(
-        &mut self,
-        mut stream: Stream,
-        head: Result<Reply, Fault>,
-        started: Instant,
-        counts: &mut Counts,
-        rng: &mut impl rand::Rng,
-    ) -> Result<Record, Halt> {
-        // EventSource stops reconnecting when a reconnect is answered 204.
-        if stream.status == 204 && self.resume.event_stream {
-            let record = self.decided(head, Outcome::StreamClosed, started.elapsed(), counts, rng);
-            return Ok(self.report(record));
-        }
-        self.resume.replied(&stream.headers, stream.is_event_stream());
-        self.replied = true;
-        self.reporter.streaming(&self.request.url);
-        loop {
-            self.common.cancel.check()?;
-            let event = match stream.next_event() {
-                Some(Ok(event)) => event,
-                Some(Err(fault)) if fault.failure != Failure::Timeout => {
-                    let (record, _) = self.conclude(Err(fault), Answer::Fresh, None, started.elapsed(), counts, rng);
-                    return Ok(self.report(record));
-                }
-                ended => {
-                    // The request's bound is the deadline: the run ends, naming the last event judged.
-                    if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
-                        return Err(self.deadline().into());
-                    }
-                    // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
-                    let idle = ended.is_some();
-                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle };
-                    let record = self.decided(head, outcome, started.elapsed(), counts, rng);
-                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
-                    return Ok(record);
-                }
-            };
-            self.resume.event_id(stream.last_event_id());
-            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data, cut: false };
-            let kind = event.kind.as_deref();
-            let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
-            self.reporter.event(&event.kind, &event.id, &record);
-            match &record.action {
-                // Not yet (or met, not yet --stable): the stream goes on; the deadline ends the run on its own.
-                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => {
-                    let held = self.common.polling.policy.holds(&record.outcome, record.phase);
-                    counts.streak = if held { counts.streak + 1 } else { 0 };
-                    self.stalled(&record)?;
-                }
-                _ => return Ok(record),
-            }
-        }
-    }
-
     /// `--stall`: the error of a wait whose progress line has shown the same
     /// for that long (a "not yet" reply or event just recorded in `record`).
-    fn stalled(&mut self, record: &Record) -> Result<(), Error> {
+    pub(super) fn stalled(&mut self, record: &Record) -> Result<(), Error> {
         let Some(stall) = &mut self.stall else { return Ok(()) };
         let shown = record.judgement.as_ref().and_then(|judgement| judgement.shown.as_deref());
         let body = record.reply.as_ref().map_or(&[][..], |reply| reply.body.as_slice());
@@ -389,37 +297,13 @@ impl Loop<'_> {
         Err(Error::new(Kind::Stalled, format!("stalled: {} for {}", printable(&what), human(unchanged))))
     }
 
-    /// The deadline came while a reply was held: its error names the last event judged.
-    fn deadline(&self) -> Error {
-        let stop = Stop::Deadline {
-            wait: Duration::ZERO,
-            reason: WaitReason::Interval,
-            remaining: Duration::ZERO,
-            cause: self.reporter.cause(),
-        };
-        explain::error(&stop, None, "", None)
-    }
-
-    /// The request the next watch sends: the one given, resuming where the
-    /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
-    fn resumed(&self) -> Request {
-        let mut request = self.request.clone();
-        // As EventSource asks (nchan refuses an event stream to a request that does not), JSON welcome too.
-        request.headers.set_default("Accept", WATCH_ACCEPT);
-        if let Some(id) = self.resume.last_event_id() {
-            request.headers.set("Last-Event-ID", id.to_string());
-        }
-        let idle = self.common.polling.client.watch.and_then(|Idle(idle)| idle);
-        let query = self.resume.query(idle, self.left());
-        if !query.is_empty() {
-            request.url = url::with_query(&request.url, &query);
-        }
-        request
-    }
-
     /// What was sent, or the error that kept it from being sent (a credential
     /// command that failed); the roots' note for `-v` once they are read.
-    fn delivered<T>(&mut self, client: &Client, sent: Result<Delivery<T>, Error>) -> Result<Delivery<T>, Halt> {
+    pub(super) fn delivered<T>(
+        &mut self,
+        client: &Client,
+        sent: Result<Delivery<T>, Error>,
+    ) -> Result<Delivery<T>, Halt> {
         let delivery = match sent {
             Ok(sent) => sent,
             Err(error) => {
@@ -436,7 +320,7 @@ impl Loop<'_> {
 
     /// A reply settled by the validators, judged (as an event of type `event`
     /// under `--watch`) and decided on; and for a submit, where the polls go.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         reply: Result<Reply, Fault>,
         answer: Answer,
@@ -444,7 +328,7 @@ impl Loop<'_> {
         latency: Duration,
         counts: &Counts,
         rng: &mut impl rand::Rng,
-    ) -> (Record, Option<Watch>) {
+    ) -> (Record, Option<StatusPoll>) {
         let status = match (&reply, answer) {
             (_, Answer::NotModified { status }) => status,
             (Ok(reply), _) => reply.status,
@@ -458,7 +342,7 @@ impl Loop<'_> {
             self.reporter.warn(&format!("{cut} (a status list decides on the status, not the body)"));
         }
         let (judgement, found) = self.judge(&reply, status, answer, event);
-        let outcome = self.pending_when(&reply, record::outcome(&reply, status, judgement.as_ref(), found.is_some()));
+        let outcome = self.pending_when(&reply, outcome(&reply, status, judgement.as_ref(), found.is_some()));
         // Kept as decide() reads it (a 2xx under --done-on without --until is not yet): -v and the log say that.
         let outcome = self.common.polling.policy.read(&outcome, self.phase).into_owned();
         let mut record = self.decided(reply, outcome, latency, counts, rng);
@@ -488,7 +372,7 @@ impl Loop<'_> {
     }
 
     /// The record of `reply`, whose outcome is `outcome`, with the policy's decision on it.
-    fn decided(
+    pub(super) fn decided(
         &mut self,
         reply: Result<Reply, Fault>,
         outcome: Outcome,
@@ -525,17 +409,11 @@ impl Loop<'_> {
         Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
     }
 
-    /// `record`, as the reporter shows an attempt.
-    fn report(&self, record: Record) -> Record {
-        self.reporter.attempt(&self.request, &record);
-        record
-    }
-
     /// One attempt by `exchange`: the request with its credentials of the
     /// moment, and when `--auth-cmd`'s token gets a 401 (a reply's `status`),
     /// a new token and the request sent again at once (no retry: no backoff,
     /// nothing spent of `--retries`).
-    fn send<T>(
+    pub(super) fn send<T>(
         &self,
         request: &Request,
         number: u32,
@@ -583,7 +461,7 @@ impl Loop<'_> {
 
     /// Whether a reply of `status` has a body over `--max-body` cut, not refused: a status
     /// list (`--done-on`, `--fail-on`, `--pending-on`) decides on it whatever its body says.
-    fn cuts(&self, status: u16) -> bool {
+    pub(super) fn cuts(&self, status: u16) -> bool {
         self.common.polling.policy.listed(status, self.phase).is_some()
     }
 
@@ -596,7 +474,7 @@ impl Loop<'_> {
     }
 
     /// Time left before `--timeout`.
-    fn left(&self) -> Option<Duration> {
+    pub(super) fn left(&self) -> Option<Duration> {
         self.common.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 
@@ -636,7 +514,7 @@ impl Loop<'_> {
             remaining: left.unwrap_or_default(),
             cause: self.reporter.cause(),
         };
-        let operation = self.watch.as_ref().map(|watch| watch.url.as_str());
+        let operation = self.status_poll.as_ref().map(|poll| poll.url.as_str());
         explain::error(&stop, None, "", operation)
     }
 
@@ -649,7 +527,7 @@ impl Loop<'_> {
         status: u16,
         answer: Answer,
         event: Option<&str>,
-    ) -> (Option<Judgement>, Option<Watch>) {
+    ) -> (Option<Judgement>, Option<StatusPoll>) {
         let Ok(reply) = reply else { return (None, None) };
         // What the user's own validator names has not changed: not yet.
         if answer == Answer::Unchanged {
@@ -665,7 +543,7 @@ impl Loop<'_> {
         if self.phase == Phase::Submit && request::is_see_other(reply.status) {
             // A status monitor, not ARM's Location mode: it answers with a status.
             let location = reply.headers.get("location").and_then(|location| url::resolve(&self.submit.url, location));
-            return (None, location.map(|url| Watch { url, mode: Mode::Operation { header: false } }));
+            return (None, location.map(|url| StatusPoll { url, mode: Mode::Operation { header: false } }));
         }
         if !(200..300).contains(&status) {
             return (None, None);
@@ -677,7 +555,7 @@ impl Loop<'_> {
                 None,
             );
         }
-        let subject = self.watch.as_ref().map_or(Subject::Resource, |watch| watch.mode.subject());
+        let subject = self.status_poll.as_ref().map_or(Subject::Resource, |poll| poll.mode.subject());
         // Kept only for conditional polls: a 304 hands back the very bytes judged
         // last time, and gets the same verdict without parsing them again.
         let conditional = self.common.polling.conditional;
@@ -710,7 +588,7 @@ impl Loop<'_> {
         });
         match first {
             First::End(verdict) => judgement.verdict = verdict,
-            First::Poll(watch) => return (None, Some(watch)),
+            First::Poll(poll) => return (None, Some(poll)),
             // The policy says "give --status-url" to a submit that is not done.
             First::NoStatusUrl => judgement.verdict = Verdict::NotMet,
         }
@@ -718,7 +596,7 @@ impl Loop<'_> {
     }
 
     /// The status URL a submit's 2xx names: its headers first, then `--status-url`.
-    fn status_url(&self, reply: &Reply) -> Option<Watch> {
+    fn status_url(&self, reply: &Reply) -> Option<StatusPoll> {
         let base = &self.submit.url;
         if let Some(named) = operation::named(|name| reply.headers.get(name), base) {
             return Some(named);
@@ -729,7 +607,7 @@ impl Loop<'_> {
         match filter.first_string(&input) {
             Ok(found) => {
                 let url = found.and_then(|found| url::resolve(base, &found))?;
-                Some(Watch { url, mode: Mode::Operation { header: false } })
+                Some(StatusPoll { url, mode: Mode::Operation { header: false } })
             }
             Err(error) => {
                 self.reporter.jq_error(&error);
@@ -739,36 +617,34 @@ impl Loop<'_> {
     }
 
     /// After an attempt: the next request. A submit that named its status URL
-    /// (`named`, already in `watch`) turns into status polls; a status reply
+    /// (`named`, already in `status_poll`) turns into status polls; a status reply
     /// may move them elsewhere.
     fn follow(&mut self, named: bool, record: &Record) {
-        let moved = match (&record.reply, self.phase, &self.watch) {
-            (Ok(reply), Phase::Wait, Some(watch)) => {
-                operation::moved(|name| reply.headers.get(name), reply.status, watch)
-            }
+        let moved = match (&record.reply, self.phase, &self.status_poll) {
+            (Ok(reply), Phase::Wait, Some(now)) => operation::moved(|name| reply.headers.get(name), reply.status, now),
             _ => None,
         };
         if let Some(moved) = moved {
-            self.watching(moved);
+            self.poll_status_at(moved);
         } else if !named {
             return;
         }
-        let (Some(watch), Some(submit)) = (&self.watch, &self.common.polling.submit) else { return };
-        self.request = self.submit.status_poll(&watch.url, submit.key_header.as_deref(), submit.trusted);
+        let (Some(poll), Some(submit)) = (&self.status_poll, &self.common.polling.submit) else { return };
+        self.request = self.submit.status_poll(&poll.url, submit.key_header.as_deref(), submit.trusted);
         self.phase = Phase::Wait;
     }
 
-    /// The status polls go to `watch` from now on: kept, and shown by the progress and the reporter.
-    fn watching(&mut self, watch: Watch) {
-        self.reporter.watching(&watch.url);
-        self.watch = Some(watch);
+    /// The status polls go to `poll` from now on: kept, and shown by the progress and the reporter.
+    fn poll_status_at(&mut self, poll: StatusPoll) {
+        self.reporter.operation_at(&poll.url);
+        self.status_poll = Some(poll);
     }
 
     /// Whether an operation that is done now is followed by a GET of the
     /// submit's URL: the resource that a PUT or PATCH made or changed.
     fn resource_due(&self) -> bool {
         self.phase == Phase::Wait
-            && self.watch.as_ref().is_some_and(|watch| operation::final_get(&self.submit.method, watch.mode))
+            && self.status_poll.as_ref().is_some_and(|poll| operation::final_get(&self.submit.method, poll.mode))
     }
 
     /// The next request is the final GET of the submit's URL, retried like any GET.
@@ -864,8 +740,28 @@ impl Loop<'_> {
             keyed: polling.policy.keyed,
             reauthenticated: self.reauthenticated,
             client_cert: polling.client.trust.identity.is_some(),
-            operation: self.watch.as_ref().map(|watch| watch.url.as_str()),
+            operation: self.status_poll.as_ref().map(|poll| poll.url.as_str()),
             record,
+        }
+    }
+}
+
+/// The plain-data outcome of a reply, where HTTP becomes the rules' words:
+/// its class, the verdict of a 2xx, and the server's advice from its headers,
+/// read against the clock now (`Retry-After` may be a date). `status` is the
+/// reply's, or for a 304 answered from the body kept, that body's.
+/// `submitted` says that a submit's 2xx named a status URL.
+fn outcome(reply: &Result<Reply, Fault>, status: u16, judgement: Option<&Judgement>, submitted: bool) -> Outcome {
+    match reply {
+        Err(fault) => Outcome::Failed(fault.failure),
+        Ok(reply) => {
+            let headers = reply.headers.iter();
+            let advice = Advice::from_headers(headers, SystemTime::now());
+            match judgement {
+                _ if submitted => Outcome::Submitted { advice },
+                Some(judgement) => Outcome::Success { verdict: judgement.verdict, advice },
+                None => Outcome::Status { code: status, advice },
+            }
         }
     }
 }

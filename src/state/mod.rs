@@ -155,7 +155,9 @@ impl Refusal {
 
 /// What the shared state is told after an attempt: the loop says what the
 /// attempt was ([`AttemptReport::of`]), [`Shared::record`] adds who tells it
-/// and the breaker's settings.
+/// and the breaker's settings. Not the attempt's `Record` (`report/record.rs`),
+/// which the reporter reads: the loop makes this from it, and the store sees
+/// only this.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AttemptReport<'a> {
     pub pid: u32,
@@ -227,7 +229,7 @@ impl Shared {
         budget: Option<RetryBudget>,
         breaker: Settings,
         fail: StateFail,
-        probe_budget: Duration,
+        probe_time: Duration,
     ) -> Shared {
         Shared {
             store: store.map(Mutex::new),
@@ -241,7 +243,7 @@ impl Shared {
             auto: rate == Some(Rate::Auto),
             budget,
             breaker,
-            lease: clock::ms(probe_budget + LEASE_MARGIN),
+            lease: clock::ms(probe_time + LEASE_MARGIN),
             pid: std::process::id(),
             out_of_bounds: std::sync::atomic::AtomicBool::new(false),
         }

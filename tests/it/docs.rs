@@ -1,7 +1,9 @@
 //! Every relative link in every Markdown file of the repository resolves: to a
 //! file that exists and, with `#anchor`, to a heading of that file. Every path
-//! of the repository that a document or a comment names exists.
+//! of the repository that a document or a comment names exists, and every
+//! module of `src/` has its line in docs/DESIGN.md's map.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -339,4 +341,121 @@ fn paths_are_read_as_written_and_patterns_are_skipped() {
     );
     let named = [(7, "`src/lib.rs` and `src/no-such-file.rs`".to_string())];
     assert_eq!(missing(&root(), &root().join("src/x.rs"), &named), ["src/x.rs:7: `src/no-such-file.rs`"]);
+}
+
+/// docs/DESIGN.md's module map: the first fenced block of its "Architecture" section.
+fn design_map() -> String {
+    let design = std::fs::read_to_string(root().join("docs/DESIGN.md")).expect("docs/DESIGN.md");
+    let architecture = design.split("\n## Architecture\n").nth(1).unwrap_or_default();
+    architecture.split("```").nth(1).unwrap_or_default().to_string()
+}
+
+/// What a module map names, as paths from `src/`: its files and its folders. A line whose first
+/// word ends in `/`, followed by two spaces, opens that folder for the lines indented deeper
+/// than it; every word of a line that ends in `.rs` names a file of the folder the line is in
+/// (`child.rs   ...   exec.rs` names two), and a word with a `/` in it (`rules/operation.rs`)
+/// is a path from `src/`.
+fn mapped(map: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut files, mut folders) = (BTreeSet::new(), BTreeSet::new());
+    // The folders the line is in: each with the indent of the line that opened it.
+    let mut open: Vec<(usize, String)> = Vec::new();
+    for line in map.lines() {
+        let text = line.trim_start();
+        if text.is_empty() {
+            continue;
+        }
+        let indent = line.len() - text.len();
+        while open.last().is_some_and(|(at, _)| *at >= indent) {
+            open.pop();
+        }
+        let folder = open.last().map(|(_, path)| path.clone()).unwrap_or_default();
+        let first = text.split_whitespace().next().unwrap_or_default();
+        if first.ends_with('/') && (text.len() == first.len() || text[first.len()..].starts_with("  ")) {
+            let path = format!("{folder}{first}");
+            folders.insert(path.trim_end_matches('/').to_string());
+            open.push((indent, path));
+        }
+        let folder = open.last().map(|(_, path)| path.clone()).unwrap_or_default();
+        for word in text.split(|c: char| c.is_whitespace() || "`()[],;:\"".contains(c)) {
+            let word = word.strip_suffix("'s").unwrap_or(word);
+            if word.ends_with(".rs") && word.len() > 3 {
+                files.insert(if word.contains('/') { word.to_string() } else { format!("{folder}{word}") });
+            }
+        }
+    }
+    (files, folders)
+}
+
+/// The modules of `modules` (paths from `src/`) that the map's files and folders do not name: a
+/// folder's `mod.rs` is named by the folder's line, or by a line of its own.
+fn unmapped(modules: &[String], files: &BTreeSet<String>, folders: &BTreeSet<String>) -> Vec<String> {
+    let named = |module: &String| {
+        files.contains(module) || module.strip_suffix("/mod.rs").is_some_and(|folder| folders.contains(folder))
+    };
+    modules.iter().filter(|module| !named(module)).cloned().collect()
+}
+
+/// Every module of `src/` has a line in DESIGN.md's map, and every file the map names is there:
+/// a module added without a line, or moved without its line, fails here.
+#[test]
+fn every_module_of_src_is_in_the_design_map() {
+    let src = root().join("src");
+    let mut sources = Vec::new();
+    source_files(&src, &mut sources);
+    let mut modules: Vec<String> = sources
+        .iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| path.strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/"))
+        .collect();
+    modules.sort();
+    assert!(modules.len() >= 80 && modules.contains(&"run/target.rs".to_string()), "{modules:?}");
+    let (files, folders) = mapped(&design_map());
+    let missing = unmapped(&modules, &files, &folders);
+    assert!(missing.is_empty(), "modules of src/ with no line in docs/DESIGN.md's map:\n{}", missing.join("\n"));
+    let gone: Vec<&String> = files.iter().filter(|file| !src.join(file).is_file()).collect();
+    let gone_folders: Vec<&String> = folders.iter().filter(|folder| !src.join(folder).is_dir()).collect();
+    assert!(
+        gone.is_empty() && gone_folders.is_empty(),
+        "docs/DESIGN.md's map names what src/ does not have: {gone:?} {gone_folders:?}"
+    );
+}
+
+#[test]
+fn the_map_is_read_by_its_folders_and_a_module_without_a_line_is_found() {
+    let map = "\
+main.rs               the binary
+run/                  the top floor
+  mod.rs              the coordinator
+  a.rs                a, asking rules/b.rs
+                      more of a.rs's words; and c.rs too
+rules/                plain values: not a folder/ here
+  d.rs                d   e.rs  e
+  jq/                 the runtime
+    f.rs              f
+  g.rs                g
+lib.rs                the library
+";
+    let (files, folders) = mapped(map);
+    let names = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&files),
+        ["lib.rs", "main.rs", "rules/b.rs", "rules/d.rs", "rules/e.rs", "rules/g.rs", "rules/jq/f.rs", "run/a.rs"]
+            .into_iter()
+            .chain(["run/c.rs", "run/mod.rs"])
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(names(&folders), ["rules", "rules/jq", "run"]);
+    let modules: Vec<String> = [
+        "main.rs",
+        "run/mod.rs",
+        "run/a.rs",
+        "run/new.rs",
+        "rules/jq/mod.rs",
+        "rules/mod.rs",
+        "rules/jq/f.rs",
+        "cli/mod.rs",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(unmapped(&modules, &files, &folders), ["run/new.rs", "cli/mod.rs"]);
 }

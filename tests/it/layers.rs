@@ -6,14 +6,14 @@ use std::path::Path;
 
 /// The folders of `src/` that group modules by floor (each file is a module
 /// of its own); any other folder (`state/`) is one module.
-const ROOMS: &[&str] = &["cli", "gaps", "http", "net", "process", "report", "rules", "run", "util"];
+const ROOMS: &[&str] = &["cli", "http", "net", "process", "report", "rules", "run", "util"];
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "absolute_form", "events", "timeout"],
-    &["wait", "url", "advice", "unix", "roots", "resume", "transport", "stall", "trace", "natives", "budget", "cubic"],
-    &["error", "attempt", "tls", "prelude"],
-    &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "connect"],
+    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout"],
+    &["wait", "url", "advice", "unix", "roots", "resume", "stall", "trace", "budget", "cubic"],
+    &["error", "attempt", "tls", "jq"],
+    &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "transport"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
     &["progress", "term"],
@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["explain"],
     &["target"],
+    &["watch"],
     &["ending"],
     &["run"],
     &["fuzz"],
@@ -175,16 +176,16 @@ fn main_goes_through_the_library_only() {
 /// keeps its Unix and Windows halves; the rest of the code calls them and
 /// names no platform.
 const SEAMS: &[&str] = &[
-    "process/signals.rs", // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
-    "process/child.rs",   // --auth-cmd: sh -c or cmd /C, and its end
-    "process/exec.rs",    // -- CMD: exec, or run and wait
-    "util/file.rs",       // a file's identity, modes and owners; device names; a reader gone
-    "util/timeout.rs",    // a socket timeout's unit: milliseconds or microseconds
-    "net/unix.rs",        // Unix sockets: --unix-socket and redis+unix://
-    "gaps/transport.rs",  // a pooled connection's liveness probe
-    "gaps/connect.rs",    // Windows' WSAEACCES on a connect
-    "net/roots.rs",       // where the system's roots are
-    "error.rs",           // Signal's variants that a platform never sends
+    "process/signals.rs",        // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
+    "process/child.rs",          // --auth-cmd: sh -c or cmd /C, and its end
+    "process/exec.rs",           // -- CMD: exec, or run and wait
+    "util/file.rs",              // a file's identity, modes and owners; device names; a reader gone
+    "util/timeout.rs",           // a socket timeout's unit: milliseconds or microseconds
+    "net/unix.rs",               // Unix sockets: --unix-socket and redis+unix://
+    "http/transport/wire.rs",    // a pooled connection's liveness probe
+    "http/transport/connect.rs", // Windows' WSAEACCES on a connect
+    "net/roots.rs",              // where the system's roots are
+    "error.rs",                  // Signal's variants that a platform never sends
 ];
 
 /// The platform conditions a source text names, before its own unit tests.

@@ -1,5 +1,5 @@
 //! How a loop's ureq agent connects and resolves, built by [`agent`]. The
-//! gaps it fills, each for the transports of `transport.rs`:
+//! gaps it fills, each for the transports of `wire.rs`:
 //!
 //! - TCP: ureq's own connector makes ureq's transport; [`Tcp`] is ureq's
 //!   connect (its address order, its geometric split of the connect
@@ -37,8 +37,8 @@ use ureq::unversioned::transport::{
 };
 use ureq::{Proxy, ProxyProtocol, Timeout};
 
-use crate::gaps::absolute_form::AbsoluteForm;
-use crate::gaps::transport::{Tls, Wire};
+use crate::http::transport::absolute_form::AbsoluteForm;
+use crate::http::transport::wire::{Tls, Wire};
 use crate::net::tls::{self, CertScope, Trust};
 use crate::net::unix;
 use crate::util::url;

@@ -32,7 +32,8 @@ fn library() -> &'static Library {
     LIBRARY.get_or_init(|| {
         let defs = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs());
         // A definition would win over poll's native of the same name.
-        let defs: Vec<Def<Name>> = defs.filter(|def| !crate::gaps::natives::REPLACED.contains(&def.name)).collect();
+        let defs: Vec<Def<Name>> =
+            defs.filter(|def| !crate::rules::jq::natives::REPLACED.contains(&def.name)).collect();
         let calls = defs
             .iter()
             .map(|def| {
@@ -267,7 +268,8 @@ mod tests {
         use jaq_core::load::{Arena, File, Loader};
         let arena = Arena::default();
         let modules = Loader::new(defs).load(&arena, File { code: source, path: () }).map_err(|e| format!("{e:?}"))?;
-        let funs = crate::gaps::natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
+        let funs =
+            crate::rules::jq::natives::funs().chain(jaq_core::funs()).chain(jaq_std::funs()).chain(jaq_json::funs());
         jaq_core::Compiler::default().with_funs(funs).compile(modules).map_err(|e| format!("{e:?}"))
     }
 
@@ -365,7 +367,7 @@ mod tests {
             .map(String::from),
         );
         let mut compared = 0;
-        let guard = |source: &str| crate::gaps::natives::guarded(source).0;
+        let guard = |source: &str| crate::rules::jq::natives::guarded(source).0;
         let changed = sources.iter().filter(|source| guard(source) != **source).count();
         assert!(changed > 2 * calls.len(), "the guard went into only {changed} of {}", sources.len());
         for source in &sources {

@@ -1,0 +1,157 @@
+//! `--watch`: one URL's attempt is one request that resumes where the last
+//! reply ended (`Last-Event-ID`, a blocking query's `index`, the validators of
+//! a long poll), and a 2xx's body is read as it arrives, each event judged and
+//! decided on as a body is, until one decides or the reply ends, breaks or
+//! goes idle. The loop itself, and all that polling and watching share (the
+//! turn, sending, judging, deciding, sharing), is `target.rs`'s: its
+//! `Loop::attempts` calls [`Loop::watch`] here for each attempt under `--watch`.
+
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::http::conditional::Answer;
+use crate::http::request::{Client, Fault, Idle, Opened, Reply, Request, Stream};
+use crate::report::record::Record;
+use crate::rules::attempt::{Failure, Outcome};
+use crate::rules::policy::{Action, Stop, WaitReason};
+use crate::run::explain;
+use crate::run::target::{Counts, Delivery, Halt, Loop};
+use crate::util::url;
+
+/// The `Accept` of a watch's requests, unless `-H` gives one.
+const WATCH_ACCEPT: &str = "text/event-stream, application/json;q=0.9, */*;q=0.8";
+
+impl Loop<'_> {
+    /// `--watch`: attempt `counts.number` is one request, resuming where the
+    /// last reply ended; a 2xx's events are judged as they arrive, each as a
+    /// body is, until one decides or the reply ends.
+    pub(super) fn watch(
+        &mut self,
+        client: &Client,
+        counts: &mut Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<Record, Halt> {
+        let number = counts.number;
+        self.reporter.sending(number);
+        let resumed = self.resumed();
+        let (sending, validated) = self.validators.prepare(&resumed, false);
+        let started = Instant::now();
+        let open = |request: &Request| client.open(request, self.left(), &|status| self.cuts(status));
+        let sent = self.send(&sending, number, &open, Opened::status);
+        drop(sending);
+        let Delivery { reply: opened, latency, .. } = self.delivered(client, sent)?;
+        let mut reply = match opened {
+            Ok(Opened::Stream(stream)) => {
+                let head =
+                    Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new(), cut: false };
+                let mut head = Ok(head);
+                // A long poll resumes by the validators of the reply it held.
+                self.validators.settle(&resumed, false, validated, &mut head);
+                return self.stream(stream, head, started, counts, rng);
+            }
+            Ok(Opened::Reply(reply)) => Ok(reply),
+            Err(fault) => Err(fault),
+        };
+        // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
+        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
+            let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
+            let record = self.decided(reply, ended, latency, counts, rng);
+            self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+            return Ok(record);
+        }
+        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
+        let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
+        Ok(self.report(record))
+    }
+
+    /// `--watch`: a 2xx reply's events, each judged and decided on as a body
+    /// is, until one ends the run (the record of that event) or the reply
+    /// ends, breaks or goes idle (the record of the request).
+    fn stream(
+        &mut self,
+        mut stream: Stream,
+        head: Result<Reply, Fault>,
+        started: Instant,
+        counts: &mut Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<Record, Halt> {
+        // EventSource stops reconnecting when a reconnect is answered 204.
+        if stream.status == 204 && self.resume.event_stream {
+            let record = self.decided(head, Outcome::StreamClosed, started.elapsed(), counts, rng);
+            return Ok(self.report(record));
+        }
+        self.resume.replied(&stream.headers, stream.is_event_stream());
+        self.replied = true;
+        self.reporter.watching(&self.request.url);
+        loop {
+            self.common.cancel.check()?;
+            let event = match stream.next_event() {
+                Some(Ok(event)) => event,
+                Some(Err(fault)) if fault.failure != Failure::Timeout => {
+                    let (record, _) = self.conclude(Err(fault), Answer::Fresh, None, started.elapsed(), counts, rng);
+                    return Ok(self.report(record));
+                }
+                ended => {
+                    // The request's bound is the deadline: the run ends, naming the last event judged.
+                    if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
+                        return Err(self.deadline().into());
+                    }
+                    // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
+                    let idle = ended.is_some();
+                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle };
+                    let record = self.decided(head, outcome, started.elapsed(), counts, rng);
+                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+                    return Ok(record);
+                }
+            };
+            self.resume.event_id(stream.last_event_id());
+            let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data, cut: false };
+            let kind = event.kind.as_deref();
+            let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
+            self.reporter.event(&event.kind, &event.id, &record);
+            match &record.action {
+                // Not yet (or met, not yet --stable): the stream goes on; the deadline ends the run on its own.
+                Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }) => {
+                    let held = self.common.polling.policy.holds(&record.outcome, record.phase);
+                    counts.streak = if held { counts.streak + 1 } else { 0 };
+                    self.stalled(&record)?;
+                }
+                _ => return Ok(record),
+            }
+        }
+    }
+
+    /// The deadline came while a reply was held: its error names the last event judged.
+    fn deadline(&self) -> Error {
+        let stop = Stop::Deadline {
+            wait: Duration::ZERO,
+            reason: WaitReason::Interval,
+            remaining: Duration::ZERO,
+            cause: self.reporter.cause(),
+        };
+        explain::error(&stop, None, "", None)
+    }
+
+    /// The request the next watch sends: the one given, resuming where the
+    /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
+    fn resumed(&self) -> Request {
+        let mut request = self.request.clone();
+        // As EventSource asks (nchan refuses an event stream to a request that does not), JSON welcome too.
+        request.headers.set_default("Accept", WATCH_ACCEPT);
+        if let Some(id) = self.resume.last_event_id() {
+            request.headers.set("Last-Event-ID", id.to_string());
+        }
+        let idle = self.common.polling.client.watch.and_then(|Idle(idle)| idle);
+        let query = self.resume.query(idle, self.left());
+        if !query.is_empty() {
+            request.url = url::with_query(&request.url, &query);
+        }
+        request
+    }
+
+    /// `record`, as the reporter shows an attempt.
+    fn report(&self, record: Record) -> Record {
+        self.reporter.attempt(&self.request, &record);
+        record
+    }
+}
