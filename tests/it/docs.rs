@@ -459,3 +459,37 @@ lib.rs                the library
     .to_vec();
     assert_eq!(unmapped(&modules, &files, &folders), ["run/new.rs", "cli/mod.rs"]);
 }
+
+/// The modules of `tests/it/` CONTRIBUTING.md says run their tests one at a time, in the paragraph
+/// that names the lock, are those that take it (`support::process::serial()`), no more, no fewer.
+#[test]
+fn contributing_names_every_module_whose_tests_run_alone() {
+    // Spelt in two halves, so that this file is not one that calls it.
+    let call = concat!("serial", "()");
+    let mut taking: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(root().join("tests/it")).expect("tests/it").flatten() {
+        let path = entry.path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut code = text.lines().filter(|line| !line.trim_start().starts_with("//"));
+        if path.extension().is_some_and(|e| e == "rs") && code.any(|line| line.contains(call)) {
+            taking.push(path.file_stem().expect("a file name").to_string_lossy().into_owned());
+        }
+    }
+    taking.sort();
+    let contributing = std::fs::read_to_string(root().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    let lock = format!("support::process::{call}");
+    let paragraph = contributing.split("\n\n").find(|p| p.contains(&lock)).expect("CONTRIBUTING.md names the lock");
+    // Its code spans `name::`, each module once.
+    let mut named: Vec<String> = paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|span| span.strip_suffix("::"))
+        .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(str::to_string)
+        .collect();
+    named.sort();
+    named.dedup();
+    assert!(!taking.is_empty(), "no module of tests/it takes the lock: is {call} still the lock?");
+    assert_eq!(named, taking, "CONTRIBUTING.md's modules that run alone (left), those that call {call} (right)");
+}

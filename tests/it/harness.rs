@@ -8,6 +8,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+#[cfg(unix)] // Its tests run `sh`.
+use support::daemon::Daemon;
 use support::server::{Reply, Server};
 
 /// Sends `request` (a request line and headers, or anything) and returns what came back.
@@ -113,4 +115,51 @@ fn expect_route_hits_is_exact() {
 fn a_panic_in_a_server_thread_fails() {
     let server = Server::start(vec![Reply::panic("scripted boom")]);
     get(&server, "/");
+}
+
+// The daemon helper under every real server (tests/support/daemon.rs), with `sh` as the daemon.
+
+/// A daemon that exits before it is ready is started again, in a new folder on new ports, up to
+/// five times; then the test fails with what it printed.
+#[cfg(unix)]
+#[test]
+fn a_daemon_that_never_starts_is_tried_five_times_and_fails_with_what_it_said() {
+    let mut tries = Vec::new();
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Daemon::new("sh").start(
+            |cmd, dir, ports| {
+                tries.push((dir.to_path_buf(), ports[0]));
+                cmd.args(["-c", "echo cannot bind port $0; exit 3", &ports[0].to_string()]);
+            },
+            Daemon::accepting,
+        )
+    }));
+    let why = started.err().and_then(|e| e.downcast::<String>().ok()).expect("a panic with a message");
+    assert_eq!(tries.len(), 5, "{why}");
+    let (_, port) = tries[4];
+    assert!(why.contains("did not start after 5 tries"), "{why}");
+    assert!(why.contains(&format!("exited with exit status: 3: cannot bind port {port}")), "{why}");
+    assert!(tries.iter().all(|(dir, _)| !dir.exists()), "every folder is removed: {tries:?}");
+}
+
+/// A daemon is ready when its check says so, keeps what it printed, and is killed by its PID,
+/// reaped, and its folder removed when dropped.
+#[cfg(unix)]
+#[test]
+fn a_dropped_daemon_is_killed_and_its_folder_removed() {
+    // A sleep of its own, to find among the processes (GNU sleep takes fractions).
+    let sleep = format!("sleep 600.{}", std::process::id());
+    let daemon = Daemon::new("sh").start(
+        |cmd, dir, _| {
+            cmd.current_dir(dir).args(["-c", &format!("echo started; touch ready; exec {sleep}")]);
+        },
+        |daemon| daemon.dir().join("ready").exists(),
+    );
+    assert!(daemon.running());
+    assert_eq!(daemon.output(), "started\n");
+    assert!(support::process::command_lines().contains(&sleep));
+    let dir = daemon.dir().to_path_buf();
+    drop(daemon);
+    assert!(!dir.exists(), "{} is removed", dir.display());
+    assert!(support::process::none_running(&sleep, Duration::from_secs(10)), "{sleep} is killed");
 }

@@ -5,7 +5,7 @@
 //! `cargo test --test it TOPIC::` runs one topic (`cargo test --test it soak::`).
 
 // tests/support/ stays beside tests/it/ rather than inside it: the crate's own unit
-// tests compile two of its files (redis.rs, tool.rs) by path (src/state/test_support.rs).
+// tests compile three of its files (daemon.rs, redis.rs, tool.rs) by path (src/state/test_support.rs).
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -28,6 +28,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
+use support::daemon::free_port;
 use support::process::Folder;
 use support::server::{Reply, Server};
 use support::{have_python_module, have_tool};
@@ -715,12 +716,6 @@ fn a_failed_download_leaves_nothing_behind() {
         "the partial download is removed: {:?}",
         std::fs::read_dir(&tmp).unwrap().collect::<Vec<_>>()
     );
-}
-
-/// A loopback port that nothing listens on: taken from the system, then let go.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 #[test]

@@ -8,17 +8,12 @@ use crate::support;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use support::daemon::free_port;
 use support::server::{Reply, Server};
 use support::{poll, poll_std};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// A port nothing listens on now (bound, then closed).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// The JSON objects a `--log-format json` run wrote.

@@ -16,6 +16,9 @@ use std::time::Duration;
 /// - Locale: `LANG`, `LANGUAGE` and every `LC_*` (`LC_ALL`, `LC_MESSAGES`, `LC_CTYPE`, ...).
 /// - `TERM`: no test wants the tester's terminal type; `tests/it/terminal.rs` sets its own.
 /// - `SSL_CERT_FILE`, `SSL_CERT_DIR`: the trusted roots are this machine's, unless a test names its own.
+/// - `poll`'s own: every `POLL_*` (a flag's setting, `POLL_VERBOSE=1` in a developer's shell, the
+///   tests' own `POLL_TEST_*`), and `TRACEPARENT` / `TRACESTATE`, which every request would join;
+///   a test of them (`tests/it/environment.rs`) sets them itself after this.
 pub const CLEARED_ENV: &[&str] = &[
     "HTTP_PROXY",
     "http_proxy",
@@ -41,6 +44,9 @@ pub const CLEARED_ENV: &[&str] = &[
     "TERM",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    "POLL_*",
+    "TRACEPARENT",
+    "TRACESTATE",
 ];
 
 /// A hard stop for any one `poll()` run, so that a hang fails its test instead of the suite.
@@ -49,9 +55,14 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 /// The names `CLEARED_ENV` stands for here: its plain names, and the variables of this process
 /// that match its prefixes.
 fn cleared() -> Vec<OsString> {
-    let (prefixes, names): (Vec<&str>, Vec<&str>) = CLEARED_ENV.iter().partition(|name| name.ends_with('*'));
-    let mut cleared: Vec<OsString> = names.into_iter().map(OsString::from).collect();
-    for (name, _) in std::env::vars_os() {
+    cleared_of(std::env::vars_os().map(|(name, _)| name))
+}
+
+/// The names `CLEARED_ENV` stands for in an environment of the variables `names`.
+fn cleared_of(names: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let (prefixes, plain): (Vec<&str>, Vec<&str>) = CLEARED_ENV.iter().partition(|name| name.ends_with('*'));
+    let mut cleared: Vec<OsString> = plain.into_iter().map(OsString::from).collect();
+    for name in names {
         let text = name.to_string_lossy();
         if prefixes.iter().any(|prefix| text.starts_with(prefix.trim_end_matches('*'))) {
             cleared.push(name);
@@ -84,4 +95,18 @@ pub fn hermetic(cmd: &mut std::process::Command) -> &mut std::process::Command {
         cmd.env_remove(name);
     }
     cmd
+}
+
+/// What a developer's shell may hold that a test must not see, and what it must keep.
+#[test]
+fn the_clean_environment_drops_polls_own_variables_and_the_trace() {
+    let shell = ["POLL_VERBOSE", "POLL_TIMEOUT", "POLL_TEST_AUTH_CMD_LIMIT_MS", "TRACEPARENT", "TRACESTATE", "LC_ALL"];
+    let kept = ["PATH", "HOME", "TMPDIR", "CARGO_HOME", "RUST_BACKTRACE", "NOT_POLL_VERBOSE", "poll_verbose"];
+    let cleared = cleared_of(shell.iter().chain(&kept).map(OsString::from));
+    for name in shell {
+        assert!(cleared.contains(&OsString::from(name)), "{name} is cleared: {cleared:?}");
+    }
+    for name in kept {
+        assert!(!cleared.contains(&OsString::from(name)), "{name} is kept: {cleared:?}");
+    }
 }

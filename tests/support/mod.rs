@@ -7,6 +7,7 @@ mod arrivals;
 pub mod breaker;
 pub mod certs;
 pub mod cmd;
+pub mod daemon;
 pub mod etcd;
 pub mod nginx;
 #[cfg(not(unix))]

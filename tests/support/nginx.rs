@@ -1,8 +1,8 @@
 //! A real nginx on 127.0.0.1: with the nchan module (Debian's `libnginx-mod-nchan`), for the
 //! `--watch` tests against a pub/sub server nobody here wrote; over TLS, asking for client
 //! certificates ([`Mtls`]), for the mutual TLS tests; and serving static files with `gzip on`
-//! ([`Gzip`]), as a stock nginx does. Each has its own nginx.conf in a temp folder, one process in
-//! the foreground (`daemon off; master_process off;`), stopped by its PID when dropped.
+//! ([`Gzip`]), as a stock nginx does. Each is a [`Daemon`] with its own nginx.conf in its temp
+//! folder, one process in the foreground (`daemon off; master_process off;`).
 //!
 //! Tests that need it call [`Nchan::start`], [`Mtls::start`] or [`Gzip::start`], which return `None` (after one
 //! loud `SKIPPED` line) when nginx or the module is not installed, unless
@@ -10,11 +10,12 @@
 //! HTTP/1.0 client of this file and of `etcd.rs`.
 
 use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::daemon::Daemon;
 
 /// How to get nginx and the module, for the `SKIPPED` line or the failure.
 const INSTALL: &str = "apt-get install nginx libnginx-mod-nchan";
@@ -24,10 +25,6 @@ const MODULES: &[&str] = &[
     "/usr/lib64/nginx/modules/ngx_nchan_module.so",
     "/usr/share/nginx/modules/ngx_nchan_module.so",
 ];
-/// How long nginx gets to accept connections after it starts.
-const READY_WAIT: Duration = Duration::from_secs(10);
-/// Attempts at a free port: another process may take the one picked before nginx binds it.
-const PORT_TRIES: usize = 5;
 /// The bound on each by-hand request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -45,9 +42,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 ///   validators; a request with the last reply's `If-None-Match` / `If-Modified-Since` gets the
 ///   next one, held until it is published.
 pub struct Nchan {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
+    daemon: Daemon,
 }
 
 /// What nchan answered a publish.
@@ -65,30 +60,17 @@ impl Nchan {
             return None;
         }
         let module = module()?;
-        let mut last = String::new();
-        for _ in 0..PORT_TRIES {
-            match Nchan::launch(module) {
-                Ok(nchan) => return Some(nchan),
-                Err(why) => last = why,
-            }
-        }
-        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
-    }
-
-    fn launch(module: &Path) -> Result<Nchan, String> {
-        let port = free_port();
-        let (child, dir) = spawn(&[port], |dir| config_text(module, dir, port))?;
-        Ok(Nchan { child, port, dir })
+        Some(Nchan { daemon: start(1, |dir, ports| config_text(module, dir, ports[0])) })
     }
 
     /// `http://127.0.0.1:PORT` and `path`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://127.0.0.1:{}{path}", self.daemon.port(0))
     }
 
     /// POSTs `body` (JSON) to `/pub/CHANNEL`.
     pub fn publish(&self, channel: &str, body: &str) -> Published {
-        let (status, text) = request(self.port, "POST", &format!("/pub/{channel}"), body);
+        let (status, text) = request(self.daemon.port(0), "POST", &format!("/pub/{channel}"), body);
         let subscribers = text.lines().find_map(|line| line.strip_prefix("active subscribers: ")?.trim().parse().ok());
         Published { status, subscribers }
     }
@@ -96,20 +78,12 @@ impl Nchan {
     /// How many requests for `path` nginx logged as done (a held one is logged when it ends).
     pub fn requests(&self, path: &str) -> usize {
         let request = format!("\"GET {path} HTTP/");
-        read(&self.dir.join("access.log")).lines().filter(|line| line.contains(&request)).count()
+        self.daemon.read("access.log").lines().filter(|line| line.contains(&request)).count()
     }
 
     /// nginx's error log so far, for a failing test's message.
     pub fn log(&self) -> String {
-        read(&self.dir.join("error.log"))
-    }
-}
-
-impl Drop for Nchan {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.daemon.read("error.log")
     }
 }
 
@@ -123,10 +97,7 @@ impl Drop for Nchan {
 /// - The second asks for one but takes a request without (`ssl_verify_client optional`): its
 ///   `/who` says whether a certificate came (`"verify":"NONE"` when none did).
 pub struct Mtls {
-    child: Child,
-    port: u16,
-    other: u16,
-    dir: PathBuf,
+    daemon: Daemon,
 }
 
 impl Mtls {
@@ -135,38 +106,22 @@ impl Mtls {
         if !super::have_tool("nginx", "apt-get install nginx") {
             return None;
         }
-        let mut last = String::new();
-        for _ in 0..PORT_TRIES {
-            let (port, other) = (free_port(), free_port());
-            match spawn(&[port, other], |dir| mtls_config(dir, certs, port, other)) {
-                Ok((child, dir)) => return Some(Mtls { child, port, other, dir }),
-                Err(why) => last = why,
-            }
-        }
-        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
+        Some(Mtls { daemon: start(2, |dir, ports| mtls_config(dir, certs, ports[0], ports[1])) })
     }
 
     /// `https://127.0.0.1:PORT` and `path`, on the origin that asks every client for a certificate.
     pub fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
+        format!("https://127.0.0.1:{}{path}", self.daemon.port(0))
     }
 
     /// `https://127.0.0.1:OTHER` and `path`, on the origin where a certificate is optional.
     pub fn other_url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.other)
+        format!("https://127.0.0.1:{}{path}", self.daemon.port(1))
     }
 
     /// nginx's error log so far, for a failing test's message.
     pub fn log(&self) -> String {
-        read(&self.dir.join("error.log"))
-    }
-}
-
-impl Drop for Mtls {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.daemon.read("error.log")
     }
 }
 
@@ -177,9 +132,7 @@ impl Drop for Mtls {
 /// nginx's own HTML 404 page. Its access log has one line a request: `METHOD URI STATUS
 /// "If-None-Match" "Content-Encoding"`.
 pub struct Gzip {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
+    daemon: Daemon,
 }
 
 impl Gzip {
@@ -188,98 +141,47 @@ impl Gzip {
         if !super::have_tool("nginx", "apt-get install nginx") {
             return None;
         }
-        let mut last = String::new();
-        for _ in 0..PORT_TRIES {
-            let port = free_port();
-            match spawn(&[port], |dir| gzip_config(dir, port)) {
-                Ok((child, dir)) => {
-                    let gzip = Gzip { child, port, dir };
-                    std::fs::create_dir_all(gzip.dir.join("root")).expect("create nginx's root folder");
-                    for (name, text) in files {
-                        gzip.write(name, text);
-                    }
-                    return Some(gzip);
-                }
-                Err(why) => last = why,
-            }
+        let gzip = Gzip { daemon: start(1, |dir, ports| gzip_config(dir, ports[0])) };
+        std::fs::create_dir_all(gzip.daemon.dir().join("root")).expect("create nginx's root folder");
+        for (name, text) in files {
+            gzip.write(name, text);
         }
-        panic!("nginx did not start after {PORT_TRIES} tries: {last}");
+        Some(gzip)
     }
 
     /// `http://127.0.0.1:PORT` and `path`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://127.0.0.1:{}{path}", self.daemon.port(0))
     }
 
     /// Writes the file `name` of the root folder: nginx serves it from its next request on.
     pub fn write(&self, name: &str, text: &str) {
-        let path = self.dir.join("root").join(name);
+        let path = self.daemon.dir().join("root").join(name);
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 
     /// The access log's lines for `uri`, oldest first (`GET /file.json 304 "W/\"...\"" ""`).
     pub fn requests(&self, uri: &str) -> Vec<String> {
-        let lines = read(&self.dir.join("access.log"));
+        let lines = self.daemon.read("access.log");
         lines.lines().filter(|line| line.split(' ').nth(1) == Some(uri)).map(str::to_string).collect()
     }
 
     /// nginx's error log so far, for a failing test's message.
     pub fn log(&self) -> String {
-        read(&self.dir.join("error.log"))
+        self.daemon.read("error.log")
     }
 }
 
-impl Drop for Gzip {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// nginx in a new folder of its own with the configuration `config` makes for that folder, once
-/// it accepts on every one of `ports`: the process and the folder. A failed start is stopped and
-/// its folder removed.
-fn spawn(ports: &[u16], config: impl FnOnce(&Path) -> String) -> Result<(Child, PathBuf), String> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::SeqCst);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let config_path = dir.join("nginx.conf");
-    std::fs::write(&config_path, config(&dir)).map_err(|e| format!("write {}: {e}", config_path.display()))?;
-    let output = std::fs::File::create(dir.join("output")).map_err(|e| format!("create output file: {e}"))?;
-    let errors = output.try_clone().map_err(|e| format!("clone output file: {e}"))?;
-    // -p: the prefix of relative paths; -e: the error log of the start, before the config is read.
-    let mut child = Command::new("nginx")
-        .arg("-p")
-        .arg(&dir)
-        .arg("-c")
-        .arg(&config_path)
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .stdin(Stdio::null())
-        .stdout(output)
-        .stderr(errors)
-        .spawn()
-        .map_err(|e| format!("spawn nginx: {e}"))?;
-    let deadline = Instant::now() + READY_WAIT;
-    let failed = loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            break format!("nginx exited with {status}: {}{}", read(&dir.join("output")), read(&dir.join("error.log")));
-        }
-        if ports.iter().all(|port| TcpStream::connect((Ipv4Addr::LOCALHOST, *port)).is_ok()) {
-            return Ok((child, dir));
-        }
-        if Instant::now() > deadline {
-            break format!("nginx not accepting on {ports:?} after {READY_WAIT:?}: {}", read(&dir.join("error.log")));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// nginx on `ports` free ports, with the configuration `config` makes for its folder and those
+/// ports, once it accepts on every one of them.
+fn start(ports: usize, config: impl Fn(&Path, &[u16]) -> String) -> Daemon {
+    let configure = |cmd: &mut Command, dir: &Path, ports: &[u16]| {
+        let file = dir.join("nginx.conf");
+        std::fs::write(&file, config(dir, ports)).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+        // -p: the prefix of relative paths; -e: the error log of the start, before the config is read.
+        cmd.arg("-p").arg(dir).arg("-c").arg(&file).arg("-e").arg(dir.join("error.log"));
     };
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    Err(failed)
+    Daemon::new("nginx").ports(ports).logs(&["error.log"]).start(configure, Daemon::accepting)
 }
 
 /// The module's file, or `None` after the `SKIPPED` line (a failure with `POLL_TEST_REQUIRE_TOOLS=1`),
@@ -433,14 +335,4 @@ pub fn request(port: u16, method: &str, path: &str, json: &str) -> (u16, String)
     let status = status.unwrap_or_else(|| panic!("{what}: no status line in {reply:?}"));
     let body = reply.split_once("\r\n\r\n").map_or("", |(_, body)| body);
     (status, body.to_string())
-}
-
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
 }

@@ -1,21 +1,24 @@
-//! A real redis-server for the `--state redis://` tests: one per test, on a
-//! free loopback port and a unix socket in a temp folder, in the foreground,
-//! stopped by its PID when dropped (also when the test fails).
+//! A real redis-server for the `--state redis://` tests: one per test, a
+//! [`Daemon`] on a free loopback port and a unix socket in its temp folder;
+//! also a three-master [`Cluster`] and a [`SentinelGroup`] made of them.
 //!
 //! Tests that need it call [`Redis::start`] (or a variant), which returns
 //! `None` (after one loud `SKIPPED` line) when redis-server is not
 //! installed, unless `POLL_TEST_REQUIRE_TOOLS=1` makes that a failure, as in CI.
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long redis-server gets to accept connections after it starts.
-const READY_WAIT: Duration = Duration::from_secs(10);
-/// Attempts at a free port: another process may take the one picked before redis-server binds it.
-const PORT_TRIES: usize = 5;
+use super::daemon::Daemon;
+// The free port of every daemon, here too for the tests that name it by this path.
+#[allow(unused_imports, reason = "the crate's unit tests, which compile this file too, want no free port")]
+pub use super::daemon::free_port;
+
+/// The unix socket in the server's folder.
+const SOCKET: &str = "redis.sock";
+/// Its log file there.
+const LOG: &str = "redis.log";
 
 /// How the server is reached.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,28 +30,25 @@ enum Listen {
 
 /// A running redis-server; killed and waited for on drop, its folder removed.
 pub struct Redis {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
+    daemon: Daemon,
     listen: Listen,
     password: Option<String>,
-    extra: Vec<String>,
 }
 
 impl Redis {
     /// A plain server on 127.0.0.1 and a unix socket.
     pub fn start() -> Option<Redis> {
-        Redis::start_with(Listen::Plain, None, &[])
+        Redis::start_with(Listen::Plain, None, &[], false)
     }
 
     /// A plain server with more flags, e.g. `["--timeout", "1"]`.
     pub fn with_args(args: &[&str]) -> Option<Redis> {
-        Redis::start_with(Listen::Plain, None, &args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+        Redis::start_with(Listen::Plain, None, &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(), false)
     }
 
     /// A server that wants `password` (`--requirepass`).
     pub fn with_password(password: &str) -> Option<Redis> {
-        Redis::start_with(Listen::Plain, Some(password), &[])
+        Redis::start_with(Listen::Plain, Some(password), &[], false)
     }
 
     /// A server that speaks TLS on its port with `cert`/`key` (signed by `ca`), and
@@ -57,7 +57,7 @@ impl Redis {
         let files = [("--tls-cert-file", cert), ("--tls-key-file", key), ("--tls-ca-cert-file", ca)];
         let args: Vec<String> =
             files.iter().flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()]).collect();
-        Redis::start_with(Listen::Tls, None, &args)
+        Redis::start_with(Listen::Tls, None, &args, false)
     }
 
     /// As [`Redis::with_tls`], and it takes only clients with a certificate `ca` signed
@@ -66,110 +66,71 @@ impl Redis {
         let files = [("--tls-cert-file", cert), ("--tls-key-file", key), ("--tls-ca-cert-file", ca)];
         let mut args: Vec<String> =
             files.iter().flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()]).collect();
-        // After the `no` of `launch`: the last one given wins.
+        // After the `no` of `start_with`: the last one given wins.
         args.extend(["--tls-auth-clients".to_string(), "yes".to_string()]);
-        Redis::start_with(Listen::Tls, None, &args)
+        Redis::start_with(Listen::Tls, None, &args, false)
     }
 
-    fn start_with(listen: Listen, password: Option<&str>, extra: &[String]) -> Option<Redis> {
+    /// redis-server on a free port and a unix socket in its folder, with `extra` flags last;
+    /// with `bus`, a second free port is its cluster bus (`--cluster-port`: the port plus 10,000
+    /// unless given, past 65,535 for a free port above 55,535). Ready when both accept.
+    fn start_with(listen: Listen, password: Option<&str>, extra: &[String], bus: bool) -> Option<Redis> {
         if !super::have_tool("redis-server", "apt-get install redis-server") {
             return None;
         }
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let mut last = String::new();
-        for _ in 0..PORT_TRIES {
-            let n = NEXT.fetch_add(1, Ordering::SeqCst);
-            // A short path: a unix socket's path may hold at most 107 bytes.
-            let dir = std::env::temp_dir().join(format!("poll-redis-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-            // From here on, Drop stops it whatever happens.
-            let mut redis = Redis {
-                child: None,
-                port: free_port(),
-                dir,
-                listen,
-                password: password.map(str::to_string),
-                extra: extra.to_vec(),
+        let configure = |cmd: &mut Command, dir: &Path, ports: &[u16]| {
+            cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir"])
+                .arg(dir)
+                .arg("--unixsocket")
+                .arg(dir.join(SOCKET))
+                .arg("--logfile")
+                .arg(dir.join(LOG));
+            let port = ports[0].to_string();
+            match listen {
+                Listen::Plain => cmd.args(["--port", &port]),
+                Listen::Tls => cmd.args(["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"]),
             };
-            match redis.launch() {
-                Ok(()) => return Some(redis),
-                Err(why) => last = why,
+            if let Some(password) = password {
+                cmd.args(["--requirepass", password]);
             }
-        }
-        panic!("redis-server did not start after {PORT_TRIES} tries: {last}");
-    }
-
-    /// Starts redis-server on this port and socket and waits until both accept.
-    fn launch(&mut self) -> Result<(), String> {
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir"])
-            .arg(&self.dir)
-            .arg("--unixsocket")
-            .arg(self.socket())
-            .arg("--logfile")
-            .arg(self.dir.join("redis.log"));
-        let port = self.port.to_string();
-        match self.listen {
-            Listen::Plain => cmd.args(["--port", &port]),
-            Listen::Tls => cmd.args(["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"]),
+            cmd.args(extra);
+            if bus {
+                cmd.args(["--cluster-port", &ports[1].to_string()]);
+            }
         };
-        if let Some(password) = &self.password {
-            cmd.args(["--requirepass", password]);
-        }
-        let child = cmd
-            .args(&self.extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("spawn redis-server: {e}"))?;
-        self.child = Some(child);
-        let deadline = Instant::now() + READY_WAIT;
-        loop {
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                self.child = None;
-                return Err(format!("redis-server exited with {status}: {}", self.log()));
-            }
-            let tcp = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)).is_ok();
-            if tcp && socket_ready(&self.socket()) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!("redis-server not accepting on port {} after {READY_WAIT:?}", self.port));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let ready = |daemon: &Daemon| daemon.accepts(0) && socket_ready(&daemon.dir().join(SOCKET));
+        let daemon = Daemon::new("redis-server").ports(1 + usize::from(bus)).logs(&[LOG]).start(configure, ready);
+        Some(Redis { daemon, listen, password: password.map(str::to_string) })
     }
 
     /// Starts it again after [`Redis::kill`], on the same port and socket, empty.
     pub fn restart(&mut self) {
         self.kill();
         let _ = std::fs::remove_file(self.socket());
-        self.launch().unwrap_or_else(|why| panic!("redis-server did not start again: {why}"));
+        self.daemon.restart();
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.daemon.port(0)
     }
 
     pub fn socket(&self) -> PathBuf {
-        self.dir.join("redis.sock")
+        self.daemon.dir().join(SOCKET)
     }
 
     /// `redis://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://127.0.0.1:{}", self.port())
     }
 
     /// `redis://USER_AND_PASSWORD@127.0.0.1:PORT`, e.g. `:pw` or `default:pw`.
     pub fn url_with(&self, userinfo: &str) -> String {
-        format!("redis://{userinfo}@127.0.0.1:{}", self.port)
+        format!("redis://{userinfo}@127.0.0.1:{}", self.port())
     }
 
     /// `rediss://127.0.0.1:PORT`.
     pub fn tls_url(&self) -> String {
-        format!("rediss://127.0.0.1:{}", self.port)
+        format!("rediss://127.0.0.1:{}", self.port())
     }
 
     /// `redis+unix:///PATH`.
@@ -204,27 +165,18 @@ impl Redis {
 
     /// Stops the server now (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.daemon.kill();
     }
 
     /// Stops the server's process in its tracks (SIGSTOP), as a partition
     /// looks to a client: connections are accepted by the kernel, nothing answers.
     pub fn stall(&self) {
-        self.signal("-STOP");
+        self.daemon.signal("-STOP");
     }
 
     /// Lets a stalled server go on (SIGCONT).
     pub fn resume(&self) {
-        self.signal("-CONT");
-    }
-
-    fn signal(&self, which: &str) {
-        let pid = self.child.as_ref().map(Child::id).expect("redis-server is running");
-        let status = Command::new("kill").args([which, &pid.to_string()]).status().expect("run kill");
-        assert!(status.success(), "kill {which} {pid}");
+        self.daemon.signal("-CONT");
     }
 
     /// How often `command` (as `INFO commandstats` names it, e.g. `evalsha`) ran.
@@ -241,18 +193,17 @@ impl Redis {
 
     /// Everything it logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+        self.daemon.read(LOG)
     }
 }
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        // A stalled server would not die of SIGKILL any later, but say so in any case.
-        if self.child.is_some() {
+        // A stalled server would not die of SIGKILL any later, but say so in any case (the
+        // daemon's own drop kills it).
+        if self.daemon.running() {
             self.resume();
         }
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -260,12 +211,6 @@ impl Drop for Redis {
 /// `key`: `poll:{KEY}:PART`, one hash tag per state key.
 pub fn state_key(key: &str, part: &str) -> String {
     format!("poll:{{{key}}}:{part}")
-}
-
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
 }
 
 /// How long a new cluster or Sentinel group gets to agree on its state.
@@ -330,12 +275,8 @@ impl Cluster {
         } else {
             Listen::Plain
         };
-        // The bus port is the port plus 10,000 unless given: past 65,535 for a free port above 55,535.
         let nodes: Vec<Redis> = (0..3 * (1 + replicas))
-            .map(|_| {
-                let args = [args.clone(), vec!["--cluster-port".to_string(), free_port().to_string()]].concat();
-                Redis::start_with(listen, password, &args).expect("redis-server is there")
-            })
+            .map(|_| Redis::start_with(listen, password, &args, true).expect("redis-server is there"))
             .collect();
         let mut create = Command::new("redis-cli");
         if let Some((_, _, ca)) = tls {
@@ -386,7 +327,7 @@ impl Cluster {
 
     /// A node that is not killed, to ask.
     fn alive(&self) -> &Redis {
-        self.nodes.iter().find(|node| node.child.is_some()).expect("a node is up")
+        self.nodes.iter().find(|node| node.daemon.running()).expect("a node is up")
     }
 
     pub fn node(&self, i: usize) -> &Redis {
@@ -491,12 +432,12 @@ impl SentinelGroup {
         if !super::have_tool("redis-server", "apt-get install redis-server") {
             return None;
         }
-        let master = Redis::start_with(Listen::Plain, password, &[]).expect("redis-server is there");
+        let master = Redis::start_with(Listen::Plain, password, &[], false).expect("redis-server is there");
         let mut args = vec!["--replicaof".to_string(), "127.0.0.1".to_string(), master.port().to_string()];
         if let Some(password) = password {
             args.extend(["--masterauth".to_string(), password.to_string()]);
         }
-        let replica = Redis::start_with(Listen::Plain, password, &args).expect("redis-server is there");
+        let replica = Redis::start_with(Listen::Plain, password, &args, false).expect("redis-server is there");
         settle("the replica is not in sync", || {
             let info: String = replica.query(&["INFO", "replication"]);
             info.contains("master_link_status:up")
@@ -512,16 +453,16 @@ impl SentinelGroup {
 
     /// `redis+sentinel://127.0.0.1:PORT/poll-test`.
     pub fn url(&self) -> String {
-        format!("redis+sentinel://127.0.0.1:{}/{}", self.sentinel.port, Self::MASTER)
+        format!("redis+sentinel://127.0.0.1:{}/{}", self.sentinel.daemon.port(0), Self::MASTER)
     }
 
     /// `redis+sentinel://USERINFO@127.0.0.1:PORT/poll-test`.
     pub fn url_with(&self, userinfo: &str) -> String {
-        format!("redis+sentinel://{userinfo}@127.0.0.1:{}/{}", self.sentinel.port, Self::MASTER)
+        format!("redis+sentinel://{userinfo}@127.0.0.1:{}/{}", self.sentinel.daemon.port(0), Self::MASTER)
     }
 
     pub fn sentinel_port(&self) -> u16 {
-        self.sentinel.port
+        self.sentinel.daemon.port(0)
     }
 
     /// The port of the master the Sentinel names now.
@@ -532,30 +473,18 @@ impl SentinelGroup {
 
     /// What the Sentinel logged so far.
     pub fn sentinel_log(&self) -> String {
-        std::fs::read_to_string(self.sentinel.dir.join("sentinel.log")).unwrap_or_default()
+        self.sentinel.daemon.read("sentinel.log")
     }
 }
 
 /// `redis-server CONFIG --sentinel` (Debian's redis-server package runs Sentinel this way).
 struct Sentinel {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
+    daemon: Daemon,
 }
 
 impl Sentinel {
     fn start(master_port: u16, password: Option<&str>) -> Sentinel {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "poll-sentinel-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-        let mut last = String::new();
-        for _ in 0..PORT_TRIES {
-            let port = free_port();
+        let configure = |cmd: &mut Command, dir: &Path, ports: &[u16]| {
             let name = SentinelGroup::MASTER;
             let mut conf = format!(
                 "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
@@ -563,6 +492,7 @@ impl Sentinel {
                  sentinel down-after-milliseconds {name} 1000\n\
                  sentinel failover-timeout {name} 2000\n\
                  sentinel parallel-syncs {name} 1\n",
+                port = ports[0],
                 dir = dir.display()
             );
             if let Some(password) = password {
@@ -570,34 +500,10 @@ impl Sentinel {
             }
             let file = dir.join("sentinel.conf");
             std::fs::write(&file, conf).expect("write sentinel.conf");
-            let child = Command::new("redis-server")
-                .arg(&file)
-                .arg("--sentinel")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server --sentinel");
-            let mut sentinel = Sentinel { child: Some(child), port, dir: dir.clone() };
-            let deadline = Instant::now() + READY_WAIT;
-            loop {
-                if let Some(Ok(Some(status))) = sentinel.child.as_mut().map(Child::try_wait) {
-                    sentinel.child = None;
-                    last = format!("the Sentinel exited with {status}");
-                    break;
-                }
-                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                    return sentinel;
-                }
-                if Instant::now() > deadline {
-                    last = format!("the Sentinel is not accepting on port {port} after {READY_WAIT:?}");
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            sentinel.stop();
-        }
-        panic!("the Sentinel did not start after {PORT_TRIES} tries: {last}");
+            cmd.arg(&file).arg("--sentinel");
+        };
+        let daemon = Daemon::new("redis-server").logs(&["sentinel.log"]).start(configure, Daemon::accepting);
+        Sentinel { daemon }
     }
 
     fn query<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
@@ -605,24 +511,10 @@ impl Sentinel {
         for arg in &args[1..] {
             cmd.arg(*arg);
         }
-        let url = format!("redis://127.0.0.1:{}", self.port);
+        let url = format!("redis://127.0.0.1:{}", self.daemon.port(0));
         let mut connection =
             redis::Client::open(url.as_str()).and_then(|c| c.get_connection()).expect("connect to the Sentinel");
         cmd.query(&mut connection).unwrap_or_else(|e| panic!("sentinel {args:?}: {e}"))
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Sentinel {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -1,5 +1,5 @@
 //! Whether an external program a test needs is there; also compiled into the
-//! crate's own unit tests (`src/state/test_support.rs`), with `redis.rs` beside it.
+//! crate's own unit tests (`src/state/test_support.rs`), with `redis.rs` and `daemon.rs` beside it.
 
 use std::io::Write as _;
 use std::path::Path;
