@@ -223,20 +223,36 @@ fn refused_connections_after_the_first_reply_are_retried_then_give_up_with_a_hin
     // The server answers once, then is gone: from the first reply on, a refused connection is a failure.
     let server = Server::start(vec![Reply::json(200, PENDING)]);
     let url = server.url("/");
-    let child = poll_std()
-        .args(["--until", ".done", "-i", "300ms", "--retries", "2", "--backoff", "100ms", "--jitter", "none", &url])
+    let mut child = poll_std()
+        .args(["-v", "--until", ".done", "-i", "300ms", "--retries", "2", "--backoff", "100ms", "--jitter", "none"])
+        .arg(&url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(server.wait_hits(1, Duration::from_secs(10)));
+    // Closed once poll has read the reply (its attempt line), not when the request arrived: under
+    // load the reply could still be on its way, and poll would rightly call the server never reached.
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let mut err = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        err.push_str(&line);
+        err.push('\n');
+        if line.starts_with("attempt 1:") {
+            break;
+        }
+    }
+    assert!(err.contains("attempt 1: 200 pending"), "{err}");
     drop(server); // closed: nothing listens on the port now
     let started = Instant::now();
+    for line in lines {
+        err.push_str(&line.unwrap());
+        err.push('\n');
+    }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(5), "{err}");
     // Two retries: 100ms + 200ms of backoff at least, after the poll's wait.
     assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
-    let err = stderr(&out);
     assert!(err.contains("connection refused") && err.contains("listening on that port"), "{err}");
     assert!(!err.contains("never reached"), "{err}");
 }
