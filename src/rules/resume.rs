@@ -15,11 +15,14 @@
 //! watches; a compacted history (etcd's `canceled`) or a Kubernetes `ERROR`
 //! 410 starts again from the current state, as client-go's reflector does.
 //! A Kubernetes watch resumes from the last `resourceVersion` seen, a
-//! `BOOKMARK` included, which is not judged. Plain values in, plain values out.
+//! `BOOKMARK` included, which is not judged; Nomad's event stream from the
+//! index after its last frame's, its heartbeats (`{}`) not judged. Plain values
+//! in, plain values out.
 
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::util::headers::Headers;
@@ -63,6 +66,8 @@ enum Watch {
     Plain,
     Etcd(Etcd),
     Kubernetes(Kubernetes),
+    /// Nomad's `/v1/event/stream`: the index after the last frame's, once one came.
+    Nomad(Option<u64>),
 }
 
 /// etcd's `POST /v3/watch` with a body that only asks to watch.
@@ -109,7 +114,10 @@ impl Resume {
     /// `create_request`), a Kubernetes watch by its URL; any other is plain.
     pub(crate) fn of(method: &str, url: &str, body: Option<&[u8]>) -> Resume {
         let Ok(parsed) = url::Url::parse(url) else { return Resume::default() };
-        let watch = etcd(method, &parsed, body).map(Watch::Etcd).or_else(|| kubernetes(&parsed).map(Watch::Kubernetes));
+        let watch = etcd(method, &parsed, body)
+            .map(Watch::Etcd)
+            .or_else(|| kubernetes(&parsed).map(Watch::Kubernetes))
+            .or_else(|| nomad_stream(&parsed).then_some(Watch::Nomad(None)));
         Resume { watch: watch.unwrap_or_default(), ..Resume::default() }
     }
 
@@ -157,7 +165,7 @@ impl Resume {
     /// `revision 8`, `resourceVersion 12`, `the current state`.
     pub(crate) fn note(&self) -> Option<String> {
         let id = self.last_event_id().map(|id| format!("Last-Event-ID: {}", printable(id)));
-        let index = self.index.map(|index| format!("index {index}"));
+        let index = self.index.filter(|_| !matches!(self.watch, Watch::Nomad(_))).map(|index| format!("index {index}"));
         let watch = match &self.watch {
             Watch::Plain => None,
             Watch::Etcd(Etcd { next: Some(next), .. }) => Some(format!("revision {next}")),
@@ -165,6 +173,7 @@ impl Resume {
             Watch::Kubernetes(Kubernetes { version: Some(version), .. }) => {
                 Some(format!("{RESOURCE_VERSION} {}", printable(&cut(version))))
             }
+            Watch::Nomad(index) => index.map(|index| format!("index {index}")),
             Watch::Etcd(_) | Watch::Kubernetes(_) => Some("the current state".to_string()),
         };
         let all: Vec<String> = id.into_iter().chain(index).chain(watch).collect();
@@ -176,8 +185,13 @@ impl Resume {
     /// reply carried an index; a Kubernetes watch's last `resourceVersion`.
     pub(crate) fn query(&self, idle: Option<Duration>, left: Option<Duration>) -> Vec<(&'static str, String)> {
         let mut pairs = Vec::new();
-        if let Watch::Kubernetes(Kubernetes { resumes: true, version: Some(version) }) = &self.watch {
-            pairs.push((RESOURCE_VERSION, version.clone()));
+        match &self.watch {
+            Watch::Kubernetes(Kubernetes { resumes: true, version: Some(version) }) => {
+                pairs.push((RESOURCE_VERSION, version.clone()));
+            }
+            // An event stream, not a blocking query: its own index, and no wait.
+            Watch::Nomad(index) => return index.map(|index| ("index", index.to_string())).into_iter().collect(),
+            _ => {}
         }
         let Some(index) = self.index else { return pairs };
         pairs.push(("index", index.to_string()));
@@ -243,6 +257,7 @@ impl Resume {
         match &mut self.watch {
             Watch::Etcd(etcd) if json => etcd.seen(data),
             Watch::Kubernetes(kubernetes) if json => kubernetes.seen(data),
+            Watch::Nomad(index) if json => nomad(index, data),
             _ => Handling::Judged,
         }
     }
@@ -279,6 +294,31 @@ fn kubernetes(url: &url::Url) -> Option<Kubernetes> {
     }
     let version = query.into_iter().find(|(k, _)| k == RESOURCE_VERSION).map(|(_, v)| v);
     Some(Kubernetes { resumes: version.is_some(), version })
+}
+
+/// Whether `url` is Nomad's event stream (`/v1/event/stream`); an `index` the user gave is theirs
+/// until a frame moves it.
+fn nomad_stream(url: &url::Url) -> bool {
+    url.path().ends_with("/v1/event/stream")
+}
+
+/// A frame of Nomad's event stream: `{"Index":N,"Events":[...]}`, or a heartbeat (`{}`), not judged.
+fn nomad(index: &mut Option<u64>, data: &[u8]) -> Handling {
+    #[derive(Deserialize)]
+    struct Frame {
+        #[serde(rename = "Index")]
+        index: Option<u64>,
+        #[serde(rename = "Events")]
+        events: Option<IgnoredAny>,
+    }
+    let Ok(frame) = serde_json::from_slice::<Frame>(data) else { return Handling::Judged };
+    if let Some(at) = frame.index {
+        *index = Some(index.map_or(at.saturating_add(1), |next| next.max(at.saturating_add(1))));
+    }
+    match (frame.index, frame.events) {
+        (None, None) if data.iter().filter(|b| !b.is_ascii_whitespace()).eq(b"{}") => Handling::Skipped,
+        _ => Handling::Judged,
+    }
 }
 
 /// An int64 as etcd's gateway writes it (a string) or as JSON does (a number).
@@ -628,6 +668,29 @@ mod tests {
         assert!(resume.only_watches());
         assert_eq!(resume.state_read(), None);
         assert_eq!(resume.body().map(String::from_utf8), Some(Ok(String::from_utf8_lossy(body).into_owned())));
+    }
+
+    #[test]
+    fn nomads_event_stream_resumes_from_the_index_after_its_last_frame() {
+        let mut resume = Resume::of("GET", "http://h:4646/v1/event/stream?topic=Job", None);
+        // Its own index, never the blocking query's (nor its wait).
+        resume.replied(&headers(&[("X-Nomad-Index", "3")]), false);
+        assert!(resume.query(Some(Duration::from_secs(90)), None).is_empty());
+        // (a frame, what it is, the index the next request sends)
+        let table: [(&str, Handling, Option<&str>); 5] = [
+            ("{}", Handling::Skipped, None),
+            (r#"{"Index":7,"Events":[{"Topic":"Job","Index":7}]}"#, Handling::Judged, Some("8")),
+            (" { } ", Handling::Skipped, Some("8")),
+            (r#"{"Index":5,"Events":[]}"#, Handling::Judged, Some("8")),
+            (r#"{"Other":1}"#, Handling::Judged, Some("8")),
+        ];
+        for (frame, handling, index) in table {
+            assert_eq!(resume.seen(frame.as_bytes(), true), handling, "{frame}");
+            let query = resume.query(Some(Duration::from_secs(90)), None);
+            assert_eq!(query.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), Vec::from_iter(index), "{frame}");
+        }
+        assert_eq!(resume.note().as_deref(), Some("index 8"));
+        assert_eq!(Resume::of("GET", "http://h/v1/events/stream", None).seen(b"{}", true), Handling::Judged);
     }
 
     #[test]

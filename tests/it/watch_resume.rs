@@ -363,3 +363,33 @@ fn event_is_bound_in_print_and_show_as_in_until_and_fail_when() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "complete: Hello\n");
 }
+
+#[test]
+fn nomads_event_stream_resumes_from_the_index_after_its_last_frame() {
+    let frame = |index: u32, status: &str| {
+        format!(
+            r#"{{"Index":{index},"Events":[{{"Topic":"Job","Type":"JobRegistered","Key":"build","Index":{index},"Payload":{{"Job":{{"Status":"{status}"}}}}}}]}}"#
+        ) + "\n"
+    };
+    let server = Server::start(vec![
+        // A heartbeat, then a frame; then the stream ends (a proxy's timeout).
+        Reply::stream(200, "application/json", &[(ms(0), "{}\n"), (ms(20), &frame(7, "pending"))]),
+        Reply::stream(200, "application/json", &[(ms(0), "{}\n"), (ms(20), &frame(9, "running"))]).then_hold(),
+    ]);
+    let until = r#".Events[]?.Payload.Job.Status == "running""#;
+    let out = poll()
+        .args(["--watch", "-v", "--interval", "100ms", "--until", until, "--timeout", "20s"])
+        .arg(server.url("/v1/event/stream?topic=Job:build"))
+        .output()
+        .expect("run poll");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, frame(9, "running").trim_end().as_bytes());
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/event/stream?topic=Job:build");
+    assert_eq!(requests[1].path, "/v1/event/stream?topic=Job:build&index=8");
+    let text = stderr(&out);
+    assert!(text.contains(", asking again in ") && text.contains(" (index 8)\n"), "{text}");
+    // The heartbeats are not judged: two events, the two frames.
+    assert!(text.contains("\nevent 1 -> not yet\n") && text.contains("\nevent 2 -> done\n"), "{text}");
+    assert!(!text.contains("event 3"), "{text}");
+}
