@@ -142,6 +142,10 @@ impl Resume {
     /// sends none, and the first such ID is a warning, returned.
     pub(crate) fn event_id(&mut self, id: Option<&str>) -> Option<String> {
         let id = id?;
+        // Asked after every read of the stream: most times, nothing new.
+        if self.last_event_id.as_deref() == Some(id) {
+            return None;
+        }
         if parse::check_header_value("Last-Event-ID", id).is_ok() {
             self.last_event_id = Some(id.to_string());
             return None;
