@@ -25,6 +25,7 @@ use crate::rules::bucket::Rate;
 use crate::rules::budget::RetryBudget;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
 use crate::rules::policy::{Jitter, Policy};
+use crate::rules::resume::Resume;
 use crate::rules::trace::Trace;
 use crate::state::{RedisUrl, StateFail};
 use crate::util::headers::Headers;
@@ -189,7 +190,13 @@ impl Config {
             unix_socket: cli.unix_socket.take(),
             watch: cli.watch.then_some(Idle((!cli.idle_timeout.is_zero()).then_some(*cli.idle_timeout))),
         };
-        let polling = polling(&cli, client, idempotent, keyed)?;
+        // A watch that only asks etcd to watch is re-sent after a break like a GET.
+        let watches = |target: &Target| {
+            let request = &target.request;
+            Resume::of(&request.method, &request.url, request.body.as_deref()).only_watches()
+        };
+        let resent = idempotent || cli.watch && targets.iter().all(watches);
+        let polling = polling(&cli, client, resent, keyed)?;
         // `-o -` is stdout, as curl's.
         cli.output.take_if(|output| output.as_os_str() == "-");
         if let Some(output) = &cli.output {

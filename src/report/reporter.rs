@@ -308,6 +308,11 @@ impl Reporter {
                     let resume = resume.map(|resume| format!(" ({resume})")).unwrap_or_default();
                     format!("{summary} after {latency}, asking again{when}{resume}")
                 }
+                // An etcd watch's read of the current state, not yet: the watch follows at once.
+                (Outcome::Success { .. }, Action::Poll { after, .. }) if after.is_zero() => match resume {
+                    Some(resume) => format!("{summary} in {latency} -> watching from {resume}"),
+                    None => format!("{summary} in {latency} -> {}", decision(record)),
+                },
                 _ => format!("{summary} in {latency} -> {}", decision(record)),
             };
             self.line(t, &format!("{}attempt {}: {line}", self.named(t), record.number));

@@ -94,7 +94,8 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         replied: false,
         validators: Validators::new(common.polling.conditional),
         judged: None,
-        resume: Resume::default(),
+        resume: Resume::of(&target.request.method, &target.request.url, target.request.body.as_deref()),
+        event: None,
         stall: common.polling.stall.map(Stall::new),
         said_cut: false,
     };
@@ -142,6 +143,8 @@ pub(super) struct Loop<'a> {
     judged: Option<(JudgedFor, Judgement)>,
     /// `--watch`: what the next request resumes with.
     pub(super) resume: Resume,
+    /// `--watch`: the type of the event that ended the run, `$event` to `--print`.
+    pub(super) event: Option<String>,
     /// `--stall`: how long the progress line has shown the same.
     stall: Option<Stall>,
     /// A status list's body over `--max-body` was cut, and the warning said so.
@@ -454,7 +457,7 @@ impl Loop<'_> {
     }
 
     /// `request` sent within `--request-timeout` or the time left, whichever is less.
-    fn fetch(&self, client: &Client, request: &Request) -> Result<Reply, Fault> {
+    pub(super) fn fetch(&self, client: &Client, request: &Request) -> Result<Reply, Fault> {
         let timeout = self.common.polling.client.request_timeout;
         client.fetch(request, self.left().map_or(timeout, |left| left.min(timeout)), &|status| self.cuts(status))
     }
@@ -719,7 +722,7 @@ impl Loop<'_> {
             // 404): --print reads one that is not JSON as null, and $status still says what came.
             let listed = matches!(record.outcome, Outcome::Status { .. });
             let body = if listed && Input::parse(body).is_err() { &[][..] } else { body };
-            print.print(Message::reply(status, headers, body))
+            print.print(Message { event: self.event.as_deref(), ..Message::reply(status, headers, body) })
         });
         let body = record.into_body();
         let printed = match printed.transpose() {

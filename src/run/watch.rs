@@ -1,8 +1,10 @@
 //! `--watch`: one URL's attempt is one request that resumes where the last
 //! reply ended (`Last-Event-ID`, a blocking query's `index`, the validators of
-//! a long poll), and a 2xx's body is read as it arrives, each event judged and
-//! decided on as a body is, until one decides or the reply ends, breaks or
-//! goes idle. The loop itself, and all that polling and watching share (the
+//! a long poll, etcd's revision, a Kubernetes `resourceVersion`), and a 2xx's
+//! body is read as it arrives, each event judged and decided on as a body is,
+//! until one decides or the reply ends, breaks or goes idle. An etcd watch's
+//! first attempt (and its first after a compaction) reads the current state
+//! instead, judged as the watch's first event. The loop itself, and all that polling and watching share (the
 //! turn, sending, judging, deciding, sharing), is `target.rs`'s: its
 //! `Loop::attempts` calls [`Loop::watch`] here for each attempt under `--watch`.
 
@@ -12,8 +14,9 @@ use crate::error::Error;
 use crate::http::conditional::Answer;
 use crate::http::request::{Client, Fault, Idle, Opened, Reply, Request, Stream};
 use crate::report::record::Record;
-use crate::rules::attempt::{Failure, Outcome};
+use crate::rules::attempt::{Failure, Outcome, Verdict};
 use crate::rules::policy::{Action, Stop, WaitReason};
+use crate::rules::resume::{Handling, StateRead};
 use crate::run::explain;
 use crate::run::target::{Counts, Delivery, Halt, Loop};
 use crate::util::url;
@@ -31,6 +34,9 @@ impl Loop<'_> {
         counts: &mut Counts,
         rng: &mut impl rand::Rng,
     ) -> Result<Record, Halt> {
+        if let Some(read) = self.resume.state_read() {
+            return self.read_state(client, read, counts, rng);
+        }
         let number = counts.number;
         self.reporter.sending(number);
         let resumed = self.resumed();
@@ -85,7 +91,12 @@ impl Loop<'_> {
         self.reporter.watching(&self.request.url);
         loop {
             self.common.cancel.check()?;
-            let event = match stream.next_event() {
+            let next = stream.next_event();
+            // WHATWG: a block's `id:` sets the last event ID at its end, with data or without.
+            if let Some(warning) = self.resume.event_id(stream.last_event_id()) {
+                self.reporter.warn(&warning);
+            }
+            let event = match next {
                 Some(Ok(event)) => event,
                 Some(Err(fault)) if fault.failure != Failure::Timeout => {
                     let (record, _) = self.conclude(Err(fault), Answer::Fresh, None, started.elapsed(), counts, rng);
@@ -104,7 +115,19 @@ impl Loop<'_> {
                     return Ok(record);
                 }
             };
-            self.resume.event_id(stream.last_event_id());
+            match self.resume.seen(&event.data, event.kind.is_none()) {
+                Handling::Judged => {}
+                // A bookmark, etcd's "created" or progress notice: the resume point moved, nothing to judge.
+                Handling::Skipped => continue,
+                // A 410, a compacted history, an error: dropped as a reply that ended, and resumed as -v says.
+                Handling::Ended(why) => {
+                    self.reporter.detail(&why);
+                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle: false };
+                    let record = self.decided(head, outcome, started.elapsed(), counts, rng);
+                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+                    return Ok(record);
+                }
+            }
             let body = Reply { status: stream.status, headers: stream.headers.clone(), body: event.data, cut: false };
             let kind = event.kind.as_deref();
             let (record, _) = self.conclude(Ok(body), Answer::Fresh, kind, started.elapsed(), counts, rng);
@@ -116,9 +139,57 @@ impl Loop<'_> {
                     counts.streak = if held { counts.streak + 1 } else { 0 };
                     self.stalled(&record)?;
                 }
-                _ => return Ok(record),
+                _ => {
+                    // `$event` to --print: the type of the event that ended the run.
+                    self.event = event.kind;
+                    return Ok(record);
+                }
             }
         }
+    }
+
+    /// An etcd watch's read of the current state (`kubectl wait`'s list before its watch): one
+    /// request, whose reply is the state as one watch-shaped event, judged as the watch's first.
+    /// Not yet, and the watch from just after it follows at once, whatever is left of `--interval`:
+    /// a change made in between is the watch's first.
+    fn read_state(
+        &mut self,
+        client: &Client,
+        read: StateRead,
+        counts: &mut Counts,
+        rng: &mut impl rand::Rng,
+    ) -> Result<Record, Halt> {
+        let number = counts.number;
+        self.reporter.sending(number);
+        let request = Request { url: read.url, body: Some(read.body), ..self.request.clone() };
+        self.reporter.detail(&format!("reading the current state: POST {}", url::redact(&request.url)));
+        let fetch = |request: &Request| self.fetch(client, request);
+        let sent = self.send(&request, number, &fetch, |reply| reply.status);
+        let Delivery { reply, latency, .. } = self.delivered(client, sent)?;
+        let state = reply.and_then(|mut reply| {
+            if (200..300).contains(&reply.status) {
+                reply.body = self.resume.state(&reply.body).map_err(|detail| Fault {
+                    failure: Failure::Malformed,
+                    detail,
+                    proxy: None,
+                    proxy_status: None,
+                })?;
+            }
+            Ok(reply)
+        });
+        let judged = state.as_ref().is_ok_and(|reply| (200..300).contains(&reply.status));
+        let (mut record, _) = self.conclude(state, Answer::Fresh, None, latency, counts, rng);
+        if judged {
+            self.reporter.event(&None, &None, &record);
+        }
+        let not_yet = matches!(record.outcome, Outcome::Success { verdict: Verdict::NotMet | Verdict::Met, .. })
+            && matches!(record.action, Action::Poll { .. } | Action::Stop(Stop::Deadline { .. }));
+        if not_yet && self.left().is_none_or(|left| !left.is_zero()) {
+            record.action = Action::Poll { after: Duration::ZERO, reason: WaitReason::Interval };
+        }
+        // As a stream's end is told: a deadline names the state, the last event judged.
+        self.reporter.stream_ended(&request, &record, self.resume.note().as_deref());
+        Ok(record)
     }
 
     /// The deadline came while a reply was held: its error names the last event judged.
@@ -133,13 +204,20 @@ impl Loop<'_> {
     }
 
     /// The request the next watch sends: the one given, resuming where the
-    /// last reply ended (`Last-Event-ID`, a blocking query's `index`).
+    /// last reply ended (`Last-Event-ID`, a blocking query's `index`, etcd's
+    /// `start_revision`, a Kubernetes `resourceVersion` or none after a 410).
     fn resumed(&self) -> Request {
         let mut request = self.request.clone();
         // As EventSource asks (nchan refuses an event stream to a request that does not), JSON welcome too.
         request.headers.set_default("Accept", WATCH_ACCEPT);
         if let Some(id) = self.resume.last_event_id() {
             request.headers.set("Last-Event-ID", id.to_string());
+        }
+        if let Some(body) = self.resume.body() {
+            request.body = Some(body);
+        }
+        if let Some(name) = self.resume.dropped() {
+            request.url = url::without_query(&request.url, name);
         }
         let idle = self.common.polling.client.watch.and_then(|Idle(idle)| idle);
         let query = self.resume.query(idle, self.left());

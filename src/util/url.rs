@@ -153,6 +153,18 @@ pub(crate) fn with_query(url: &str, pairs: &[(&str, String)]) -> String {
     parsed.into()
 }
 
+/// `url` without the pairs named `name` in its query string, the user's
+/// others kept as written. `url` as it is when it does not parse.
+pub(crate) fn without_query(url: &str, name: &str) -> String {
+    let Ok(mut parsed) = Url::parse(url) else { return url.to_string() };
+    let Some(query) = parsed.query() else { return url.to_string() };
+    let kept: Vec<&str> =
+        query.split('&').filter(|part| !part.is_empty() && part.split('=').next() != Some(name)).collect();
+    let kept = kept.join("&");
+    parsed.set_query((!kept.is_empty()).then_some(kept.as_str()));
+    parsed.into()
+}
+
 /// Whether a header name or query key names a secret (see [`SECRET_WORDS`]).
 /// An idempotency key is no secret: it is shown so that a failed run can be
 /// re-run with the same key.
@@ -206,6 +218,20 @@ pub(crate) fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_pair_is_dropped_and_the_users_others_kept() {
+        let table = [
+            ("http://h/pods?watch=1&resourceVersion=5", "http://h/pods?watch=1"),
+            ("http://h/pods?resourceVersion=5&watch=1&resourceVersion=6", "http://h/pods?watch=1"),
+            ("http://h/pods?resourceVersion=5", "http://h/pods"),
+            ("http://h/pods?resourceVersionMatch=x", "http://h/pods?resourceVersionMatch=x"),
+            ("http://h/pods", "http://h/pods"),
+        ];
+        for (url, dropped) in table {
+            assert_eq!(without_query(url, "resourceVersion"), dropped, "{url}");
+        }
+    }
 
     #[test]
     fn query_pairs_are_set_beside_the_users_own() {

@@ -31,6 +31,8 @@ mod waits;
 mod watch;
 // --watch against real servers: nginx with nchan, etcd.
 mod watch_servers;
+// --watch resumed as each server expects: etcd (real), Kubernetes-style and SSE (scripted).
+mod watch_resume;
 // -I, conditional polls and status lists against a stock nginx with gzip on.
 mod nginx;
 // Mutual TLS against real servers that ask for a client certificate: nginx, etcd, redis-server.

@@ -92,6 +92,20 @@ impl Etcd {
         serde_json::from_str(&reply).unwrap_or_else(|e| panic!("put {key}: {e}: {reply}"))
     }
 
+    /// Drops its history before `revision` (`POST /v3/kv/compaction`, physical): a watch that
+    /// asks to start earlier is canceled.
+    pub fn compact(&self, revision: &Value) {
+        let body = json!({"revision": revision, "physical": true}).to_string();
+        let (status, reply) = request(self.daemon.port(0), "POST", "/v3/kv/compaction", &body);
+        assert_eq!(status, 200, "compact at {revision}: {reply}\n{}", self.log());
+    }
+
+    /// Kills it (SIGKILL, as a crash would) and starts it again on the same ports and data: its
+    /// keys and revisions are kept. Returns once it is healthy again.
+    pub fn restart(&mut self) {
+        self.daemon.restart();
+    }
+
     /// What etcd printed so far, for a failing test's message.
     pub fn log(&self) -> String {
         self.daemon.output()
