@@ -1,0 +1,53 @@
+//! End-to-end tests of `--watch` where it meets the other features (issue 49): the breaker of
+//! `--state` beside held replies (`--watch`, `--prefer-wait`), `--stall` on a stream that goes
+//! quiet or comes back the same and on a service not up yet, a 304 to a watch that asked
+//! nothing, and a stream's `retry:` against `--interval`.
+
+use crate::support;
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use support::poll;
+use support::server::{Reply, Server};
+
+const UNTIL_DONE: &str = r#".status=="done""#;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `poll ARGS`, run to its end, and how long it took.
+fn run(args: &[&str]) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = poll().args(args).output().expect("run poll");
+    (out, started.elapsed())
+}
+
+/// Gaps between consecutive requests the server saw.
+fn gaps(server: &Server) -> Vec<Duration> {
+    let requests = server.requests();
+    requests.windows(2).map(|w| w[1].at.duration_since(w[0].at)).collect()
+}
+
+/// Row 16: a stream that says `retry: 0` and ends at once is asked again no more often than
+/// `--interval` (it was 34 to 47 times in 2 s under `--interval 500ms`).
+#[test]
+fn a_retry_of_zero_never_asks_again_sooner_than_the_interval() {
+    let ends = Reply::sse(&[(ms(0), "retry: 0\ndata: {\"status\":\"pending\"}\n\n")]);
+    // At 0, 0.5, 1.0 and 1.5 s: never dozens.
+    let server = Server::start(vec![ends]).expect_hits_between(3, 4);
+    let (out, took) =
+        run(&["--watch", "--until", UNTIL_DONE, "--interval", "500ms", "--timeout", "2s", &server.url("/events")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("deadline"), "{}", stderr(&out));
+    // Ended when the next wait would pass the deadline: after the fourth request, at 1.5 s.
+    assert!(took >= ms(1400) && took < ms(6000), "{took:?}");
+    for gap in gaps(&server) {
+        assert!(gap >= ms(450), "asked again {gap:?} after the last request, under --interval 500ms");
+    }
+}
