@@ -52,14 +52,15 @@ impl Loop<'_> {
             Ok(Opened::Reply(reply)) => Ok(reply),
             Err(fault) => Err(fault),
         };
+        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
         // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
-        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
+        // (One to a request that carried none has no body to judge: exit 3, as when polling.)
+        if matches!(answer, Answer::NotModified { .. } | Answer::Unchanged) {
             let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
             let record = self.decided(reply, ended, latency, counts, rng);
             self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
             return Ok(record);
         }
-        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
         let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
         Ok(self.report(record))
     }

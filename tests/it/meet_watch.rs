@@ -51,3 +51,23 @@ fn a_retry_of_zero_never_asks_again_sooner_than_the_interval() {
         assert!(gap >= ms(450), "asked again {gap:?} after the last request, under --interval 500ms");
     }
 }
+
+/// Row 13: a 304 to a watch that carried no validator has no body to judge: exit 3 at once, as
+/// when polling (it was "stream ended", asked again to the deadline).
+#[test]
+fn a_304_to_a_watch_that_carried_no_validator_is_exit_3_as_when_polling() {
+    for mode in [&["--watch"][..], &[]] {
+        let server = Server::start(vec![Reply::status(304)]).expect_hits(1);
+        let args = [mode, &["--until", UNTIL_DONE, "--interval", "50ms", "--timeout", "10s", &server.url("/sub")]];
+        let (out, took) = run(&args.concat());
+        assert_eq!(out.status.code(), Some(3), "{mode:?}: {}", stderr(&out));
+        let line = format!(
+            "poll: error: HTTP 304: not retryable [{}]; a 304 Not Modified answered a request that carried no \
+             If-None-Match or If-Modified-Since: there is no body to judge\n",
+            server.url("/sub")
+        );
+        assert_eq!(stderr(&out), line, "{mode:?}");
+        assert!(took < ms(5000), "{mode:?}: {took:?}");
+        assert_eq!(out.stdout, b"", "{mode:?}");
+    }
+}
