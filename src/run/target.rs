@@ -32,7 +32,6 @@ use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
 use crate::run::explain::{self, Situation};
 use crate::state::{Admission, AttemptReport, Fleet, Refusal, Shared};
-use crate::util::clock;
 use crate::util::headers::Headers;
 use crate::util::text::{human, printable};
 use crate::util::url;
@@ -689,7 +688,8 @@ impl Loop<'_> {
         // A status the user listed is an answer they expected.
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
-        let sample = Sample { ok, latency: clock::ms(record.latency) };
+        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency.
+        let sample = Sample { ok, latency: breaker::latency(record.latency, common.polling.hold) };
         let mut report = AttemptReport::of(sample, advised, good_body);
         // What --rate auto learns from: a request turned away for going too fast.
         if let Outcome::Status { code, advice } = &record.outcome

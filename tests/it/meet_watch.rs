@@ -9,6 +9,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use support::poll;
+use support::process::{Folder, serial};
+use support::redis::Redis;
 use support::server::{Reply, Server};
 
 const UNTIL_DONE: &str = r#".status=="done""#;
@@ -69,5 +71,80 @@ fn a_304_to_a_watch_that_carried_no_validator_is_exit_3_as_when_polling() {
         assert_eq!(stderr(&out), line, "{mode:?}");
         assert!(took < ms(5000), "{mode:?}: {took:?}");
         assert_eq!(out.stdout, b"", "{mode:?}");
+    }
+}
+
+const PENDING_KV: &str = r#"[{"Key":"deploy","Value":"pending"}]"#;
+const READY_KV: &str = r#"[{"Key":"deploy","Value":"ready"}]"#;
+const UNTIL_READY: &str = r#".[0].Value=="ready""#;
+
+/// A key-value store's replies: `pending` held `hold` six times, then `ready` held as long,
+/// then `ready` at once (what a later run gets), each with its `X-Consul-Index`.
+fn held_replies(hold: Duration) -> Vec<Reply> {
+    let kv = |n: usize, body: &str| Reply::json(200, body).header("X-Consul-Index", &(n + 1).to_string());
+    let mut replies: Vec<Reply> = (0..6).map(|n| kv(n, PENDING_KV).delay(hold)).collect();
+    replies.push(kv(6, READY_KV).delay(hold));
+    replies.push(kv(7, READY_KV));
+    replies
+}
+
+/// Row 1, on `--state` (a file or a Redis URL): a blocking query under `--watch` held 400 ms,
+/// seven times, with `--breaker-max-p95 200ms`, runs to its `ready` (it was exit 6 after 5
+/// requests), and the next `poll --state` of the origin is not turned away (it was exit 6 at once).
+fn a_held_watch_never_opens_the_breaker(state: &str) {
+    let server = Server::start(held_replies(ms(400))).expect_hits(8);
+    let url = server.url("/v1/kv/deploy");
+    let breaker = ["--state", state, "--breaker-max-p95", "200ms"];
+    let watch = ["--watch", "--until", UNTIL_READY, "-i", "100ms", "--timeout", "30s", &url];
+    let (out, took) = run(&[&breaker[..], &watch].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, READY_KV.as_bytes());
+    assert!(took >= ms(7 * 400), "{took:?}");
+    let (out, _) = run(&[&breaker[..], &["--until", UNTIL_READY, "--timeout", "10s", &url]].concat());
+    assert_eq!(out.status.code(), Some(0), "the next run of the origin: {}", stderr(&out));
+    // A blocking query, held by the server up to the wait it asked for.
+    let second = &server.requests()[1].path;
+    assert!(second.starts_with("/v1/kv/deploy?index=1&wait="), "{second}");
+}
+
+#[test]
+fn a_held_watch_never_opens_the_breaker_of_a_state_file() {
+    let folder = Folder::new("meet-watch-breaker");
+    a_held_watch_never_opens_the_breaker(&folder.file("api.state"));
+}
+
+#[test]
+fn a_held_watch_never_opens_the_breaker_in_redis() {
+    let _serial = serial();
+    let Some(redis) = Redis::start() else { return };
+    a_held_watch_never_opens_the_breaker(&redis.url());
+}
+
+/// Row 1 with `--prefer-wait`: a long poll held 400 ms of the 1 s it asked for is not latency
+/// either (it was exit 6 after 5 requests); what a reply takes beyond the wait asked for still
+/// is, as is all of a poll that asked no hold: those open the breaker.
+#[test]
+fn a_prefer_wait_hold_is_not_latency_but_what_passes_it_is() {
+    let folder = Folder::new("meet-watch-prefer-wait");
+    let state = folder.file("api.state");
+    let breaker = ["--state", &state, "--breaker-max-p95", "200ms", "--until", UNTIL_READY, "-i", "100ms"];
+    let server = Server::start(held_replies(ms(400))).expect_hits(8);
+    let url = server.url("/v1/kv/deploy");
+    let (out, _) = run(&[&breaker[..], &["--prefer-wait", "1s", "--timeout", "30s", &url]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests()[0].header("prefer"), Some("wait=1"));
+    let (out, _) = run(&[&breaker[..], &["--timeout", "10s", &url]].concat());
+    assert_eq!(out.status.code(), Some(0), "the next run of the origin: {}", stderr(&out));
+    drop(server);
+
+    // Held 1.25 s for a wait of 1 s, and held 400 ms for no wait at all: slow, five times.
+    for (hold, prefer) in [(ms(1250), &["--prefer-wait", "1s"][..]), (ms(400), &[])] {
+        let folder = Folder::new("meet-watch-slow");
+        let state = folder.file("api.state");
+        let server = Server::start(held_replies(hold)).expect_hits(5);
+        let breaker = ["--state", &state, "--breaker-max-p95", "200ms", "--until", UNTIL_READY, "-i", "100ms"];
+        let (out, _) = run(&[&breaker[..], prefer, &["--timeout", "30s", &server.url("/v1/kv/deploy")]].concat());
+        assert_eq!(out.status.code(), Some(6), "{prefer:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("above --breaker-max-p95 200ms"), "{prefer:?}: {}", stderr(&out));
     }
 }
