@@ -50,6 +50,11 @@ impl Loop<'_> {
                 return self.stream(stream, head, started, counts, rng);
             }
             Ok(Opened::Reply(reply)) => Ok(reply),
+            // A held head woken where --stall fires: the wait stalled.
+            Err(fault) if fault.failure == Failure::Timeout => {
+                self.stall_due()?;
+                Err(fault)
+            }
             Err(fault) => Err(fault),
         };
         let answer = self.validators.settle(&resumed, false, validated, &mut reply);
@@ -86,6 +91,8 @@ impl Loop<'_> {
         self.reporter.watching(&self.request.url);
         loop {
             self.common.cancel.check()?;
+            // --stall's clock runs on time: a stream quiet (heartbeats, or nothing) wakes the loop when it fires.
+            stream.wake_by(self.stall_wake());
             let event = match stream.next_event() {
                 Some(Ok(event)) => event,
                 Some(Err(fault)) if fault.failure != Failure::Timeout => {
@@ -96,6 +103,10 @@ impl Loop<'_> {
                     // The request's bound is the deadline: the run ends, naming the last event judged.
                     if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
                         return Err(self.deadline().into());
+                    }
+                    // A read woken where --stall fires: the wait stalled.
+                    if ended.is_some() {
+                        self.stall_due()?;
                     }
                     // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
                     let idle = ended.is_some();

@@ -148,3 +148,92 @@ fn a_prefer_wait_hold_is_not_latency_but_what_passes_it_is() {
         assert!(stderr(&out).contains("above --breaker-max-p95 200ms"), "{prefer:?}: {}", stderr(&out));
     }
 }
+
+/// Row 3: under `--watch` the stall clock runs on time, not on events. A stream that goes quiet
+/// after its last event, sending heartbeats (comments) or nothing at all, stalls after `--stall`
+/// while its reply is still open (it ran to `--timeout`, "deadline reached").
+#[test]
+fn a_stream_gone_quiet_stalls_after_the_stall_not_at_the_deadline() {
+    let event = "data: {\"status\":\"running\",\"progress\":40}\n\n";
+    let heartbeats: Vec<(Duration, &str)> =
+        [(ms(0), event)].into_iter().chain((0..60).map(|_| (ms(200), ": ping\n\n"))).collect();
+    for (quiet, parts) in [("heartbeats", heartbeats), ("nothing", vec![(ms(0), event)])] {
+        let server = Server::start(vec![Reply::sse(&parts).then_hold()]).expect_hits(1);
+        let url = server.url("/events");
+        let args = ["--watch", "--until", UNTIL_DONE, "--show", ".progress", "--stall", "1s", "--timeout", "8s", &url];
+        let (out, took) = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{quiet}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("poll: error: stalled: .progress has been 40 for 1.0s [{url}]\n"), "{quiet}");
+        assert!(took >= ms(1000) && took < ms(4000), "{quiet}: {took:?}");
+    }
+}
+
+/// Row 3: a reply that ends and brings the same value again on each reconnect (a Kubernetes
+/// watch without a resource version re-lists `ADDED`; a long poll answers with the same message)
+/// does not start the clock again: it stalls after `--stall` (it never stalled).
+#[test]
+fn a_reconnect_that_brings_the_same_value_does_not_start_the_clock_again() {
+    let added = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"j\"},\"status\":{\"phase\":\"Running\"}}}\n";
+    let relist = Reply::stream(200, "application/json", &[(ms(0), added)]);
+    let message = Reply::json(200, r#"{"status":"running"}"#).delay(ms(150));
+    for (what, reply, show) in [("a re-list", relist, ".object.status.phase"), ("a long poll", message, ".status")] {
+        let server = Server::start(vec![reply]).expect_hits_between(4, 9);
+        let url = server.url("/watch");
+        let until = r#".object.status.phase == "Succeeded" or .status == "done""#;
+        let args =
+            ["--watch", "--until", until, "--show", show, "--stall", "1s", "-i", "200ms", "--timeout", "8s", &url];
+        let (out, took) = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+        let line = stderr(&out);
+        assert!(line.starts_with(&format!("poll: error: stalled: {show} has been ")), "{what}: {line}");
+        assert!(line.ends_with(&format!(" for 1.0s [{url}]\n")), "{what}: {line}");
+        assert!(took >= ms(1000) && took < ms(4000), "{what}: {took:?}");
+    }
+}
+
+/// Row 3: a long poll held with no answer at all (the server holds the request until the next
+/// message, and none comes) is as quiet as a stream: it stalls after `--stall`, before
+/// `--idle-timeout` and `--timeout`.
+#[test]
+fn a_long_poll_held_with_no_answer_stalls() {
+    let pending = Reply::json(200, r#"{"status":"pending"}"#).header("ETag", "\"m1\"");
+    let server = Server::start(vec![pending, Reply::hang()]).expect_hits(2);
+    let url = server.url("/sub");
+    let args = ["--watch", "--until", UNTIL_DONE, "--stall", "1s", "-i", "100ms", "--timeout", "8s", &url];
+    let (out, took) = run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stderr(&out), format!("poll: error: stalled: the body has been the same for 1.0s [{url}]\n"));
+    assert!(took >= ms(1000) && took < ms(4000), "{took:?}");
+    assert_eq!(server.requests()[1].header("if-none-match"), Some("\"m1\""));
+}
+
+/// Row 4: a service not up yet (connection refused) has shown nothing: its refusals neither
+/// start nor advance the stall clock, which starts with the first value judged. Polling and
+/// watching alike (it ended at `--stall` with "the body has been the same" while refused).
+#[test]
+fn a_service_not_up_yet_does_not_stall_the_clock_starts_with_the_first_value() {
+    use std::process::Stdio;
+    for mode in [&[][..], &["--watch"]] {
+        let port = support::redis::free_port();
+        let started = Instant::now();
+        let child = support::poll_std()
+            .args(mode)
+            .args(["--until", UNTIL_DONE, "--show", ".status", "--stall", "1s", "-i", "200ms", "--timeout", "10s"])
+            .arg(format!("http://127.0.0.1:{port}/job"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn poll");
+        std::thread::sleep(ms(1500));
+        let server =
+            Server::start_on(port, vec![Reply::json(200, r#"{"status":"pending"}"#)]).expect_hits_between(3, 9);
+        let out = child.wait_with_output().expect("wait for poll");
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
+        let line = stderr(&out);
+        assert!(line.starts_with("poll: error: stalled: .status has been pending for 1."), "{mode:?}: {line}");
+        // Up at 1.5 s, then the same value for the 1 s of --stall.
+        assert!(took >= ms(2500) && took < ms(7000), "{mode:?}: {took:?}");
+        drop(server);
+    }
+}
