@@ -50,9 +50,17 @@ impl Loop<'_> {
                 return self.stream(stream, head, started, counts, rng);
             }
             Ok(Opened::Reply(reply)) => Ok(reply),
-            // A held head woken where --stall fires: the wait stalled.
+            // A held head woken where --stall fires: the wait stalled. Else, before the deadline,
+            // a silence of --idle-timeout: a long poll held as asked, dropped and asked again as a
+            // silent stream is (no failure: no --retries spent, a success for the breaker).
             Err(fault) if fault.failure == Failure::Timeout => {
                 self.stall_due()?;
+                if self.left().is_none_or(|left| !left.is_zero()) {
+                    let idle = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: true };
+                    let record = self.decided(Err(fault), idle, latency, counts, rng);
+                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+                    return Ok(record);
+                }
                 Err(fault)
             }
             Err(fault) => Err(fault),

@@ -237,3 +237,46 @@ fn a_service_not_up_yet_does_not_stall_the_clock_starts_with_the_first_value() {
         drop(server);
     }
 }
+
+/// Row 1: a long poll whose head the server holds past `--idle-timeout` (no message yet) is
+/// dropped and asked again as a silent stream is, not a failure: no `--retries` spent, a success
+/// for the breaker (it was a timeout: with `--retries 0`, exit 5 at once; with retries, five in a
+/// row opened the breaker of `--state` on its success rate).
+#[test]
+fn a_long_poll_held_past_the_idle_timeout_is_asked_again_not_failed() {
+    for retries in ["0", "6"] {
+        let folder = Folder::new("meet-watch-idle-head");
+        let state = folder.file("api.state");
+        let held = Reply::json(200, r#"{"status":"pending"}"#).delay(ms(1500));
+        let mut replies = vec![held; 6];
+        replies.push(Reply::json(200, r#"{"status":"done"}"#));
+        let server = Server::start(replies).expect_hits(7);
+        let url = server.url("/sub");
+        let args = [
+            "--watch",
+            "--until",
+            UNTIL_DONE,
+            "--idle-timeout",
+            "300ms",
+            "-i",
+            "50ms",
+            "--retries",
+            retries,
+            "--state",
+            &state,
+            "-v",
+            "--timeout",
+            "20s",
+            &url,
+        ];
+        let (out, took) = run(&args);
+        assert_eq!(out.status.code(), Some(0), "--retries {retries}: {}", stderr(&out));
+        assert_eq!(out.stdout, br#"{"status":"done"}"#);
+        assert!(took >= ms(6 * 300), "{took:?}");
+        let idle = stderr(&out).lines().filter(|line| line.contains(": stream went idle after ")).count();
+        assert_eq!(idle, 6, "--retries {retries}: {}", stderr(&out));
+        for gap in gaps(&server) {
+            assert!(gap >= ms(300), "asked again before --idle-timeout: {gap:?}");
+        }
+    }
+}
