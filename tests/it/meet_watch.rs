@@ -1,7 +1,8 @@
 //! End-to-end tests of `--watch` where it meets the other features (issue 49): the breaker of
-//! `--state` beside held replies (`--watch`, `--prefer-wait`), `--stall` on a stream that goes
-//! quiet or comes back the same and on a service not up yet, a 304 to a watch that asked
-//! nothing, and a stream's `retry:` against `--interval`.
+//! `--state` and `--retries` beside held replies (`--watch`, `--prefer-wait`, a long poll's head
+//! held past `--idle-timeout`), `--stall` on a stream that goes quiet or comes back the same and
+//! on a service not up yet, a 304 to a watch that asked nothing, and a stream's `retry:` against
+//! `--interval`. The Redis test takes `support::process::serial()`, as every Redis test does.
 
 use crate::support;
 
@@ -28,6 +29,16 @@ fn run(args: &[&str]) -> (Output, Duration) {
     let started = Instant::now();
     let out = poll().args(args).output().expect("run poll");
     (out, started.elapsed())
+}
+
+/// The run's one line: `poll: error: {what} for 1.Ns [{url}]` (the clock read a little after
+/// the 1 s of `--stall` when the run stalled; the machine may be slow to wake).
+fn assert_stalled(out: &Output, what: &str, url: &str) {
+    let text = stderr(out);
+    let rest = text
+        .strip_prefix(&format!("poll: error: {what} for 1."))
+        .and_then(|rest| rest.strip_suffix(&format!("s [{url}]\n")));
+    assert!(rest.is_some_and(|tenths| tenths.len() == 1 && tenths.chars().all(|c| c.is_ascii_digit())), "{text}");
 }
 
 /// Gaps between consecutive requests the server saw.
@@ -163,8 +174,8 @@ fn a_stream_gone_quiet_stalls_after_the_stall_not_at_the_deadline() {
         let args = ["--watch", "--until", UNTIL_DONE, "--show", ".progress", "--stall", "1s", "--timeout", "8s", &url];
         let (out, took) = run(&args);
         assert_eq!(out.status.code(), Some(1), "{quiet}: {}", stderr(&out));
-        assert_eq!(stderr(&out), format!("poll: error: stalled: .progress has been 40 for 1.0s [{url}]\n"), "{quiet}");
-        assert!(took >= ms(1000) && took < ms(4000), "{quiet}: {took:?}");
+        assert_stalled(&out, "stalled: .progress has been 40", &url);
+        assert!(took >= ms(1000) && took < ms(6000), "{quiet}: {took:?}");
     }
 }
 
@@ -184,10 +195,9 @@ fn a_reconnect_that_brings_the_same_value_does_not_start_the_clock_again() {
             ["--watch", "--until", until, "--show", show, "--stall", "1s", "-i", "200ms", "--timeout", "8s", &url];
         let (out, took) = run(&args);
         assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
-        let line = stderr(&out);
-        assert!(line.starts_with(&format!("poll: error: stalled: {show} has been ")), "{what}: {line}");
-        assert!(line.ends_with(&format!(" for 1.0s [{url}]\n")), "{what}: {line}");
-        assert!(took >= ms(1000) && took < ms(4000), "{what}: {took:?}");
+        let value = if what == "a re-list" { "Running" } else { "running" };
+        assert_stalled(&out, &format!("stalled: {show} has been {value}"), &url);
+        assert!(took >= ms(1000) && took < ms(6000), "{what}: {took:?}");
     }
 }
 
@@ -202,8 +212,8 @@ fn a_long_poll_held_with_no_answer_stalls() {
     let args = ["--watch", "--until", UNTIL_DONE, "--stall", "1s", "-i", "100ms", "--timeout", "8s", &url];
     let (out, took) = run(&args);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(stderr(&out), format!("poll: error: stalled: the body has been the same for 1.0s [{url}]\n"));
-    assert!(took >= ms(1000) && took < ms(4000), "{took:?}");
+    assert_stalled(&out, "stalled: the body has been the same", &url);
+    assert!(took >= ms(1000) && took < ms(6000), "{took:?}");
     assert_eq!(server.requests()[1].header("if-none-match"), Some("\"m1\""));
 }
 
@@ -230,8 +240,7 @@ fn a_service_not_up_yet_does_not_stall_the_clock_starts_with_the_first_value() {
         let out = child.wait_with_output().expect("wait for poll");
         let took = started.elapsed();
         assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));
-        let line = stderr(&out);
-        assert!(line.starts_with("poll: error: stalled: .status has been pending for 1."), "{mode:?}: {line}");
+        assert_stalled(&out, "stalled: .status has been pending", &format!("http://127.0.0.1:{port}/job"));
         // Up at 1.5 s, then the same value for the 1 s of --stall.
         assert!(took >= ms(2500) && took < ms(7000), "{mode:?}: {took:?}");
         drop(server);
