@@ -70,6 +70,10 @@ pub(crate) struct Polling {
     pub pending_when: Option<Filter>,
     /// `--stall`: how long what the progress line shows may stay the same.
     pub stall: Option<Duration>,
+    /// How long each request asks the server to hold it: `--prefer-wait`'s
+    /// wait, and under `--watch` as long as it takes (`Duration::MAX`). A hold
+    /// asked for is not latency for the breaker.
+    pub hold: Duration,
     /// `TRACEPARENT`'s trace, which every request joins; or why it is not joined, for a warning.
     pub trace: Result<Option<Trace>, String>,
     pub policy: Policy,
@@ -196,7 +200,8 @@ impl Config {
             Resume::of(&request.method, &request.url, request.body.as_deref()).only_watches()
         };
         let resent = idempotent || cli.watch && targets.iter().all(watches);
-        let polling = polling(&cli, client, resent, keyed)?;
+        let hold = if cli.watch { Duration::MAX } else { prefer_wait.unwrap_or_default() };
+        let polling = polling(&cli, client, resent, keyed, hold)?;
         // `-o -` is stdout, as curl's.
         cli.output.take_if(|output| output.as_os_str() == "-");
         if let Some(output) = &cli.output {
@@ -355,7 +360,7 @@ fn check_network(cli: &Cli, targets: &[Target]) -> Result<(), Error> {
 }
 
 /// How every URL is polled: the client, the filters, `--submit` and the policy.
-fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Result<Polling, Error> {
+fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool, hold: Duration) -> Result<Polling, Error> {
     let args = jq_args(cli)?;
     let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
     let pending_when = cli.pending_when.as_deref().map(|f| compile("--pending-when", f, &args)).transpose()?;
@@ -374,6 +379,7 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool) -> Re
         print,
         pending_when,
         stall: cli.stall.map(|stall| *stall).filter(|stall| !stall.is_zero()),
+        hold,
         trace: trace(),
         policy: policy(cli, idempotent, keyed)?,
         submit,

@@ -18,6 +18,7 @@ use crate::http::decode::{self, Undecodable};
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
 use crate::http::transport::connect::{self, Unresolved};
+use crate::http::transport::wire::Silence;
 use crate::net::roots;
 use crate::net::tls::{CertScope, Trust};
 use crate::net::unix::{NoPermission, NotASocket};
@@ -170,6 +171,8 @@ pub(crate) struct Client {
     jar: Jar,
     /// The last URL sent, as parsed for ureq: a loop sends the same one again and again.
     parsed: RefCell<Option<(String, http::Uri)>>,
+    /// `--watch`: how long each read of a reply may wait, shared with every connection.
+    silence: Option<Silence>,
 }
 
 impl Client {
@@ -197,13 +200,22 @@ impl Client {
             .build();
         // Over a Unix socket no proxy is used, as in curl.
         let proxies = if spec.unix_socket.is_some() { Proxies::none() } else { Proxies::from_env() };
-        let idle = spec.watch.and_then(|Idle(idle)| idle);
+        let silence = spec.watch.map(|Idle(idle)| Silence::new(idle));
         let scope = match spec.certificate_everywhere {
             true => CertScope::Everywhere,
             false => CertScope::OriginOf(request.url.clone()),
         };
-        let agent = connect::agent(config, Arc::clone(&spec.trust), scope.clone(), spec.unix_socket.as_deref(), idle);
-        Client { agent, spec: spec.clone(), scope, proxies, jar: Jar::default(), parsed: RefCell::default() }
+        let unix_socket = spec.unix_socket.as_deref();
+        let agent = connect::agent(config, Arc::clone(&spec.trust), scope.clone(), unix_socket, silence.clone());
+        Client { agent, spec: spec.clone(), scope, proxies, jar: Jar::default(), parsed: RefCell::default(), silence }
+    }
+
+    /// `--watch`: no read of a reply, its head or its body, waits past `at`
+    /// (when `--stall` would fire; `None`: only `--idle-timeout` bounds them).
+    pub(crate) fn wake_by(&self, at: Option<Instant>) {
+        if let Some(silence) = &self.silence {
+            silence.wake_by(at);
+        }
     }
 
     /// `-v`'s line on the client certificate, when there is one.
@@ -266,7 +278,7 @@ impl Client {
         let framing = Framing::of(headers.get("content-type"));
         let decoded = decode::reader(headers.get("content-encoding"), response.into_body().into_reader());
         let events = Events::new(BufReader::with_capacity(STREAM_BUFFER, decoded), framing, self.spec.max_body);
-        Ok(Opened::Stream(Stream { status, headers, events }))
+        Ok(Opened::Stream(Stream { status, headers, events, silence: self.silence.clone() }))
     }
 
     /// Sends `request` and follows its redirects as curl does, within
@@ -486,6 +498,8 @@ pub(crate) struct Stream {
     pub status: u16,
     pub headers: Headers,
     events: Events<BufReader<Box<dyn Read>>>,
+    /// Its connection's, to set when a read must wake.
+    silence: Option<Silence>,
 }
 
 impl Stream {
@@ -501,6 +515,13 @@ impl Stream {
             // An event over --max-body is a malformed reply (transient), as a bad frame is.
             other => Fault::new(Failure::Malformed, other.to_string()),
         }))
+    }
+
+    /// No read waits past `at` (see [`Client::wake_by`]).
+    pub(crate) fn wake_by(&self, at: Option<Instant>) {
+        if let Some(silence) = &self.silence {
+            silence.wake_by(at);
+        }
     }
 
     /// An event stream's last event ID, to resume with (`Last-Event-ID`).

@@ -237,6 +237,15 @@ pub(crate) fn p95(latencies: impl Iterator<Item = u64>) -> u64 {
     sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0)
 }
 
+/// The latency the breaker weighs, in ms: the time a request took beyond the
+/// `hold` it asked the server for (`--prefer-wait`'s wait; under `--watch`,
+/// as long as it takes). A server that holds a long poll or a blocking query
+/// until something changes is doing what it was asked, not slow: were the
+/// hold counted, five held replies would open the circuit for the whole fleet.
+pub(crate) fn latency(took: Duration, hold: Duration) -> u64 {
+    clock::ms(took.saturating_sub(hold))
+}
+
 /// Whether an outcome counts against the origin: no HTTP answer (network
 /// failures and timeouts), 5xx and 408 ([`StatusTraits`], whose table says why
 /// a 429 does not count). Any other answer means the origin is up, a 404
@@ -283,6 +292,20 @@ mod tests {
         }
         assert_eq!(breaker.state, BreakerState::Open { until: 31_000 });
         breaker
+    }
+
+    #[test]
+    fn a_hold_asked_for_is_not_latency() {
+        let secs = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // A plain poll: all of it.
+        assert_eq!(latency(ms(1_200), Duration::ZERO), 1_200);
+        // --prefer-wait 2s held 1.2 s: none; answered 300 ms after the 2 s asked for: 300 ms.
+        assert_eq!(latency(ms(1_200), secs(2)), 0);
+        assert_eq!(latency(ms(2_300), secs(2)), 300);
+        // --watch: a blocking query held 5.5 s, a stream read for an hour: none.
+        assert_eq!(latency(ms(5_500), Duration::MAX), 0);
+        assert_eq!(latency(secs(3_600), Duration::MAX), 0);
     }
 
     #[test]

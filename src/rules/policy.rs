@@ -354,11 +354,15 @@ impl Policy {
             }),
             Outcome::Success { verdict: Verdict::NotJson, .. } => return None,
             // A stream that ended is asked again, resuming: --interval after the last request
-            // started (a held reply at once), or after the stream's own retry: as EventSource waits.
-            Outcome::StreamEnded { held, retry, .. } => poll(match retry {
-                Some(retry) => (*retry, WaitReason::StreamRetry),
-                None => (self.interval.saturating_sub(*held), WaitReason::Interval),
-            }),
+            // started (a held reply at once), or after the stream's own retry: as EventSource
+            // waits; but a retry: never asks sooner than --interval would (`retry: 0` is no licence to hammer).
+            Outcome::StreamEnded { held, retry, .. } => {
+                let paced = self.interval.saturating_sub(*held);
+                poll(match retry {
+                    Some(retry) if *retry >= paced => (*retry, WaitReason::StreamRetry),
+                    _ => (paced, WaitReason::Interval),
+                })
+            }
             Outcome::StreamClosed => Action::Stop(Stop::Permanent { cause: outcome.to_string() }),
             // Not yet, as a status in --pending-on is: at the interval (the server's advice first), no --retries spent.
             Outcome::Pending { advice, .. } => poll(match self.next_poll(advice, attempt.not_yet) {

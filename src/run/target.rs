@@ -32,7 +32,6 @@ use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
 use crate::run::explain::{self, Situation};
 use crate::state::{Admission, AttemptReport, Fleet, Refusal, Shared};
-use crate::util::clock;
 use crate::util::headers::Headers;
 use crate::util::text::{human, printable};
 use crate::util::url;
@@ -219,7 +218,11 @@ impl Loop<'_> {
             counts.number += 1;
             counts.fleet = self.turn(counts.number, retrying)?;
             let (record, found) = match self.common.polling.client.watch {
-                Some(_) => (self.watch(client, &mut counts, &mut rng)?, None),
+                Some(_) => {
+                    // --stall: a reply held past the moment it would fire (a long poll's head) wakes the loop then.
+                    client.wake_by(self.stall_wake());
+                    (self.watch(client, &mut counts, &mut rng)?, None)
+                }
                 None => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
@@ -257,7 +260,7 @@ impl Loop<'_> {
                 return Err(explain::circuit_open(self.state_key, &refusal).into());
             }
             self.follow(found.is_some(), &record);
-            self.common.cancel.sleep(after)?;
+            self.wait(after)?;
         }
     }
 
@@ -285,19 +288,70 @@ impl Loop<'_> {
 
     /// `--stall`: the error of a wait whose progress line has shown the same
     /// for that long (a "not yet" reply or event just recorded in `record`).
+    /// A target not up yet has shown nothing: the clock starts with the first
+    /// value judged. A reply that ended (under `--watch`) brought no value:
+    /// the time alone is weighed, so a reconnect does not start the clock again.
     pub(super) fn stalled(&mut self, record: &Record) -> Result<(), Error> {
         let Some(stall) = &mut self.stall else { return Ok(()) };
-        let shown = record.judgement.as_ref().and_then(|judgement| judgement.shown.as_deref());
-        let body = record.reply.as_ref().map_or(&[][..], |reply| reply.body.as_slice());
-        let Some(unchanged) = stall.seen(shown.map_or(body, str::as_bytes), Instant::now()) else { return Ok(()) };
-        let what = match (shown, &self.common.polling.conditions.show) {
-            (Some(shown), Some(show)) => {
-                let label = format!("{} ", show.source().trim_start_matches('.'));
-                format!("{} has been {}", show.source(), shown.strip_prefix(&label).unwrap_or(shown))
+        let now = Instant::now();
+        let unchanged = match &record.outcome {
+            _ if record.not_up_yet => {
+                stall.failed();
+                None
             }
-            _ => "the body has been the same".to_string(),
+            Outcome::StreamEnded { .. } => stall.check(now),
+            _ => {
+                let shown = record.judgement.as_ref().and_then(|judgement| judgement.shown.as_deref());
+                let body = record.reply.as_ref().map_or(&[][..], |reply| reply.body.as_slice());
+                let show = &self.common.polling.conditions.show;
+                let what = || match (shown, show) {
+                    (Some(shown), Some(show)) => {
+                        let label = format!("{} ", show.source().trim_start_matches('.'));
+                        format!("{} has been {}", show.source(), shown.strip_prefix(&label).unwrap_or(shown))
+                    }
+                    _ => "the body has been the same".to_string(),
+                };
+                stall.seen(shown.map_or(body, str::as_bytes), what, now)
+            }
         };
-        Err(Error::new(Kind::Stalled, format!("stalled: {} for {}", printable(&what), human(unchanged))))
+        match unchanged {
+            Some(unchanged) => Err(stall_error(stall.what(), unchanged)),
+            None => Ok(()),
+        }
+    }
+
+    /// `--stall` under `--watch`, where the clock runs on time: when a held
+    /// read must wake to say the wait stalled (`None`: the clock is not running).
+    pub(super) fn stall_wake(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.stall.as_ref()?.left(now).map(|left| now + left)
+    }
+
+    /// `--stall` under `--watch`, with no new value (a held read woke, a
+    /// stream went quiet): the stall's error once the clock has reached it.
+    pub(super) fn stall_due(&self) -> Result<(), Error> {
+        let Some(stall) = &self.stall else { return Ok(()) };
+        match stall.check(Instant::now()) {
+            Some(unchanged) => Err(stall_error(stall.what(), unchanged)),
+            None => Ok(()),
+        }
+    }
+
+    /// The wait before the next attempt. Under `--watch` the `--stall` clock
+    /// runs on time, so a wait it would outlast (`--interval`, a `retry:`)
+    /// ends where it stalls, with its error.
+    fn wait(&self, after: Duration) -> Result<(), Halt> {
+        let watch = self.common.polling.client.watch.is_some();
+        let left = self.stall.as_ref().filter(|_| watch).and_then(|stall| stall.left(Instant::now()));
+        match left {
+            Some(left) if left < after => {
+                self.common.cancel.sleep(left)?;
+                self.stall_due()?;
+                self.common.cancel.sleep(after.saturating_sub(left))?;
+            }
+            _ => self.common.cancel.sleep(after)?,
+        }
+        Ok(())
     }
 
     /// What was sent, or the error that kept it from being sent (a credential
@@ -692,7 +746,8 @@ impl Loop<'_> {
         // A status the user listed is an answer they expected.
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
-        let sample = Sample { ok, latency: clock::ms(record.latency) };
+        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency.
+        let sample = Sample { ok, latency: breaker::latency(record.latency, common.polling.hold) };
         let mut report = AttemptReport::of(sample, advised, good_body);
         // What --rate auto learns from: a request turned away for going too fast.
         if let Outcome::Status { code, advice } = &record.outcome
@@ -747,6 +802,11 @@ impl Loop<'_> {
             record,
         }
     }
+}
+
+/// `--stall`'s error: `what` (`.progress has been 40`) stood still for `unchanged`.
+fn stall_error(what: &str, unchanged: Duration) -> Error {
+    Error::new(Kind::Stalled, format!("stalled: {} for {}", printable(what), human(unchanged)))
 }
 
 /// The plain-data outcome of a reply, where HTTP becomes the rules' words:

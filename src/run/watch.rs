@@ -56,16 +56,30 @@ impl Loop<'_> {
                 return self.stream(stream, head, started, counts, rng);
             }
             Ok(Opened::Reply(reply)) => Ok(reply),
+            // A held head woken where --stall fires: the wait stalled. Else, before the deadline,
+            // a silence of --idle-timeout: a long poll held as asked, dropped and asked again as a
+            // silent stream is (no failure: no --retries spent, a success for the breaker).
+            Err(fault) if fault.failure == Failure::Timeout => {
+                self.stall_due()?;
+                if self.left().is_none_or(|left| !left.is_zero()) {
+                    let idle = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: true };
+                    let record = self.decided(Err(fault), idle, latency, counts, rng);
+                    self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
+                    return Ok(record);
+                }
+                Err(fault)
+            }
             Err(fault) => Err(fault),
         };
+        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
         // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
-        if reply.as_ref().is_ok_and(|reply| reply.status == 304) {
+        // (One to a request that carried none has no body to judge: exit 3, as when polling.)
+        if matches!(answer, Answer::NotModified { .. } | Answer::Unchanged) {
             let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
             let record = self.decided(reply, ended, latency, counts, rng);
             self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
             return Ok(record);
         }
-        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
         let (record, _) = self.conclude(reply, answer, None, latency, counts, rng);
         Ok(self.report(record))
     }
@@ -91,6 +105,8 @@ impl Loop<'_> {
         self.reporter.watching(&self.request.url);
         loop {
             self.common.cancel.check()?;
+            // --stall's clock runs on time: a stream quiet (heartbeats, or nothing) wakes the loop when it fires.
+            stream.wake_by(self.stall_wake());
             let next = stream.next_event();
             // WHATWG: a block's `id:` sets the last event ID at its end, with data or without.
             if let Some(warning) = self.resume.event_id(stream.last_event_id()) {
@@ -106,6 +122,10 @@ impl Loop<'_> {
                     // The request's bound is the deadline: the run ends, naming the last event judged.
                     if ended.is_some() && self.left().is_some_and(|left| left.is_zero()) {
                         return Err(self.deadline().into());
+                    }
+                    // A read woken where --stall fires: the wait stalled.
+                    if ended.is_some() {
+                        self.stall_due()?;
                     }
                     // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
                     let idle = ended.is_some();

@@ -18,6 +18,8 @@ mod environment;
 mod hostile;
 mod junit;
 mod log;
+// --watch beside --state, --stall, conditional polls and --interval (issue 49).
+mod meet_watch;
 mod operations;
 mod request;
 mod run;

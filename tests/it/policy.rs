@@ -1020,8 +1020,8 @@ fn stream_ended(held: Duration, retry: Option<Duration>) -> Outcome {
 }
 
 /// `--watch`: a stream that ends or goes silent is asked again (after `--interval` since the
-/// request started, or the stream's `retry:`), spending no `--retries`; each event is judged as a
-/// body is; a 204 to a reconnect of an event stream stops with exit 3.
+/// request started, or the stream's `retry:` when that is longer), spending no `--retries`; each
+/// event is judged as a body is; a 204 to a reconnect of an event stream stops with exit 3.
 #[test]
 #[rustfmt::skip] // One row per line: the table is the test.
 fn every_stream_outcome() {
@@ -1034,6 +1034,10 @@ fn every_stream_outcome() {
         ("a stream held longer than the interval is asked again at once", same, stream_ended(secs(41), None), after(0), poll(Duration::ZERO, Interval)),
         ("an event stream's retry: replaces the interval", same, stream_ended(ms(200), Some(ms(3000))), after(0), poll(ms(3000), WaitReason::StreamRetry)),
         ("retry: 0 is asked again at once", same, stream_ended(secs(5), Some(Duration::ZERO)), after(0), poll(Duration::ZERO, WaitReason::StreamRetry)),
+        ("a retry: after a reply held past the interval is waited", same, stream_ended(secs(5), Some(ms(300))), after(0), poll(ms(300), WaitReason::StreamRetry)),
+        ("retry: 0 never asks sooner than the interval", same, stream_ended(ms(200), Some(Duration::ZERO)), after(0), poll(ms(800), Interval)),
+        ("a retry: shorter than the rest of the interval waits the interval", same, stream_ended(ms(200), Some(ms(500))), after(0), poll(ms(800), Interval)),
+        ("a retry: as long as the rest of the interval is the stream's", same, stream_ended(ms(200), Some(ms(800))), after(0), poll(ms(800), WaitReason::StreamRetry)),
         ("a stream that ended spends no retries, whatever the failures before", same, stream_ended(ms(10), None), after(100), poll(ms(990), Interval)),
         ("a stream that went idle is asked again at once", same, idle.clone(), after(0), poll(Duration::ZERO, Interval)),
         ("a stream that ended with the deadline nearer than the wait stops", same, stream_ended(Duration::ZERO, None), left(ms(500)), deadline(secs(1), Interval, ms(500), "stream ended")),

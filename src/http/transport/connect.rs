@@ -38,7 +38,7 @@ use ureq::unversioned::transport::{
 use ureq::{Proxy, ProxyProtocol, Timeout};
 
 use crate::http::transport::absolute_form::AbsoluteForm;
-use crate::http::transport::wire::{Tls, Wire};
+use crate::http::transport::wire::{Silence, Tls, Wire};
 use crate::net::tls::{self, CertScope, Trust};
 use crate::net::unix;
 use crate::util::url;
@@ -46,23 +46,23 @@ use crate::util::url;
 /// The agent a loop sends with: `config` (which names no proxy: each
 /// request names its own), connecting to `--unix-socket` when given (no
 /// proxy then, as in curl), and TLS trusting `trust`, presenting its client
-/// certificate to the origins of `scope`; with `idle` (`--watch`'s
-/// `--idle-timeout`), no read waits longer than that.
+/// certificate to the origins of `scope`; with a `silence` (`--watch`'s
+/// `--idle-timeout`, and a wake), no read waits longer than it allows.
 pub(crate) fn agent(
     config: ureq::config::Config,
     trust: Arc<Trust>,
     scope: CertScope,
     unix_socket: Option<&Path>,
-    idle: Option<Duration>,
+    silence: Option<Silence>,
 ) -> ureq::Agent {
     let tls = TlsHandshake { trust, scope: Arc::new(scope) };
     match unix_socket {
         Some(path) => {
-            let connector = UnixSocketConnector { path: path.to_path_buf(), tls, idle };
+            let connector = UnixSocketConnector { path: path.to_path_buf(), tls, silence };
             ureq::Agent::with_parts(config, connector, NoResolver)
         }
         None => {
-            let connections = Connections::new(config.clone(), tls, idle);
+            let connections = Connections::new(config.clone(), tls, silence);
             ureq::Agent::with_parts(config, connections, LiteralResolver::default())
         }
     }
@@ -89,9 +89,9 @@ struct Connections {
 
 impl Connections {
     /// `agent` is the config the agent is built with; it must name no proxy.
-    fn new(agent: ureq::config::Config, tls: TlsHandshake, idle: Option<Duration>) -> Connections {
-        let straight = ().chain(Tcp { idle }).chain(tls.clone());
-        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp { idle }).chain(tls);
+    fn new(agent: ureq::config::Config, tls: TlsHandshake, silence: Option<Silence>) -> Connections {
+        let straight = ().chain(Tcp { silence: silence.clone() }).chain(tls.clone());
+        let tunnelled = ().chain(ConnectProxyConnector::default()).chain(Tcp { silence }).chain(tls);
         Connections { straight: Box::new(straight), tunnelled: Box::new(tunnelled), direct: agent }
     }
 
@@ -141,8 +141,8 @@ impl transport::Connector for Connections {
 /// order resolved, the connect timeout shared among them as ureq shares it.
 #[derive(Debug)]
 struct Tcp {
-    /// The longest a read of the connection waits (`--idle-timeout`).
-    idle: Option<Duration>,
+    /// How long a read of the connection may wait (`--idle-timeout`, a wake).
+    silence: Option<Silence>,
 }
 
 impl<In: Transport> transport::Connector<In> for Tcp {
@@ -157,7 +157,7 @@ impl<In: Transport> transport::Connector<In> for Tcp {
         if details.config.no_delay() {
             stream.set_nodelay(true)?;
         }
-        Ok(Some(Either::B(Wire::new(Socket::from(stream), details, self.idle)?)))
+        Ok(Some(Either::B(Wire::new(Socket::from(stream), details, self.silence.clone())?)))
     }
 }
 
@@ -216,8 +216,8 @@ fn only_this_address(e: &io::Error) -> bool {
 struct UnixSocketConnector {
     path: PathBuf,
     tls: TlsHandshake,
-    /// The longest a read of the connection waits (`--idle-timeout`).
-    idle: Option<Duration>,
+    /// How long a read of the connection may wait (`--idle-timeout`, a wake).
+    silence: Option<Silence>,
 }
 
 impl transport::Connector for UnixSocketConnector {
@@ -228,7 +228,7 @@ impl transport::Connector for UnixSocketConnector {
             ErrorKind::TimedOut => ureq::Error::Timeout(Timeout::Connect),
             _ => ureq::Error::Io(e),
         })?;
-        let plain: Box<dyn Transport> = Box::new(Wire::new(socket, details, self.idle)?);
+        let plain: Box<dyn Transport> = Box::new(Wire::new(socket, details, self.silence.clone())?);
         // The TLS connector wraps it for an `https://` URL and passes it through otherwise.
         transport::Connector::connect(&self.tls, details, Some(plain))
     }

@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::io::{self, ErrorKind, Read as _, Write as _};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rustls::{ClientConnection, StreamOwned};
@@ -22,6 +22,7 @@ use socket2::Socket;
 use ureq::Timeout;
 use ureq::unversioned::transport::{self, ConnectionDetails, NextTimeout, ShutdownHandle, Transport, TransportAdapter};
 
+use crate::util::sync::lock;
 use crate::util::timeout;
 
 /// How late past its timeout a read or write may end: a timeout set for
@@ -38,23 +39,56 @@ pub(crate) struct Wire {
     write_timeout: Option<Duration>,
     /// Bytes went either way since the last liveness probe.
     used: bool,
-    /// `--watch`'s `--idle-timeout`: no read waits longer, whatever ureq
-    /// allows the whole reply (ureq bounds phases of a call, not silences).
-    idle: Option<Duration>,
+    /// `--watch`: no read waits longer than its [`Silence`] allows, whatever
+    /// ureq allows the whole reply (ureq bounds phases of a call, not silences).
+    silence: Option<Silence>,
 }
 
 impl Wire {
     /// A transport over `socket`, registered for the agent's shutdown, whose
-    /// reads wait at most `idle` each.
+    /// reads wait at most what `silence` allows each.
     pub(crate) fn new(
         socket: Socket,
         details: &ConnectionDetails,
-        idle: Option<Duration>,
+        silence: Option<Silence>,
     ) -> Result<Wire, ureq::Error> {
         let socket = Arc::new(SharedSocket(socket));
         (details.register_shutdown)(Arc::downgrade(&socket) as Weak<dyn ShutdownHandle>)?;
         let buffers = Buffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None, used: false, idle })
+        Ok(Wire { socket, buffers, read_timeout: None, write_timeout: None, used: false, silence })
+    }
+}
+
+/// `--watch`: how long a read of a held reply may wait, for every connection
+/// of a loop: `--idle-timeout`, and no later than the moment the loop last set
+/// ([`Silence::wake_by`]: when `--stall` would fire), so that a reply that
+/// stays quiet (heartbeats, or nothing) wakes the loop when there is
+/// something to decide. A read cut short either way is a timeout of the body.
+#[derive(Debug, Clone)]
+pub(crate) struct Silence(Arc<ReadBounds>);
+
+/// What a [`Silence`] shares: one pointer in each connection and stream.
+#[derive(Debug)]
+struct ReadBounds {
+    idle: Option<Duration>,
+    wake: Mutex<Option<Instant>>,
+}
+
+impl Silence {
+    /// Reads that wait at most `idle` each (`None`: no bound), until a wake is set.
+    pub(crate) fn new(idle: Option<Duration>) -> Silence {
+        Silence(Arc::new(ReadBounds { idle, wake: Mutex::new(None) }))
+    }
+
+    /// From now on no read waits past `at` (`None`: only `idle` bounds them).
+    pub(crate) fn wake_by(&self, at: Option<Instant>) {
+        *lock(&self.0.wake) = at;
+    }
+
+    /// The longest the next read may wait, from now.
+    fn bound(&self) -> Option<Duration> {
+        let wake = lock(&self.0.wake).map(|at| at.saturating_duration_since(Instant::now()));
+        [self.0.idle, wake].into_iter().flatten().min()
     }
 }
 
@@ -80,7 +114,7 @@ impl Transport for Wire {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        let budget = Budget::of(timeout.for_read())?.at_most(self.idle);
+        let budget = Budget::of(timeout.for_read())?.at_most(self.silence.as_ref().and_then(Silence::bound));
         let input = transport::Buffers::input_append_buf(&mut self.buffers);
         self.used = true;
         let set = &mut self.read_timeout;
@@ -175,7 +209,8 @@ impl Budget {
     }
 
     /// The budget, cut to `idle` when that is shorter: a silence that long
-    /// is a timeout of the body, whatever ureq's own bound.
+    /// is a timeout of the body, whatever ureq's own bound. (An `idle` of 0,
+    /// a wake already past, still reads what has arrived.)
     fn at_most(self, idle: Option<Duration>) -> Budget {
         match (self.wanted, idle) {
             (Some(wanted), Some(idle)) if wanted <= idle => self,
@@ -388,6 +423,29 @@ mod probe {
 mod tests {
     use super::*;
     use ureq::unversioned::transport::Buffers as _;
+
+    #[test]
+    fn a_read_waits_no_longer_than_the_idle_timeout_nor_past_the_wake() {
+        let secs = Duration::from_secs;
+        let silence = Silence::new(Some(secs(90)));
+        assert_eq!(silence.bound(), Some(secs(90)));
+        // A wake sooner than the idle timeout bounds the read; a later one leaves it.
+        silence.wake_by(Some(Instant::now() + secs(10)));
+        assert!(silence.bound().is_some_and(|bound| bound <= secs(10) && bound > secs(9)));
+        silence.wake_by(Some(Instant::now() + secs(300)));
+        assert_eq!(silence.bound(), Some(secs(90)));
+        // One already past: no wait (what has arrived is still read), in every clone.
+        let shared = silence.clone();
+        silence.wake_by(Some(Instant::now()));
+        assert_eq!(shared.bound(), Some(Duration::ZERO));
+        silence.wake_by(None);
+        assert_eq!(shared.bound(), Some(secs(90)));
+        // --idle-timeout 0: only a wake bounds a read.
+        let unbounded = Silence::new(None);
+        assert_eq!(unbounded.bound(), None);
+        unbounded.wake_by(Some(Instant::now() + secs(5)));
+        assert!(unbounded.bound().is_some_and(|bound| bound <= secs(5)));
+    }
 
     #[test]
     fn the_input_grows_only_when_a_read_fills_it_and_never_past_its_size() {
