@@ -789,11 +789,14 @@ fn invisible_characters_from_a_server_are_escaped_and_the_step_summary_escapes_m
     let summary = folder.path("summary.md");
     // Within --show's 60 characters.
     let body = r#"{"status":"pending","note":"\u202eev\u200b $x$ $$y$$ @oc :warning: https://e.t www.e.t me@e.t"}"#;
-    let server = Server::start(vec![Reply::json(200, body)]).expect_hits_between(1, 20);
+    // Its Retry-After, past the deadline, ends the run on its first reply (the run ended on a
+    // 500 ms deadline, which under load fell inside an attempt: the row named the request it cut).
+    let reply = Reply::json(200, body).header("Retry-After", "60");
+    let server = Server::start(vec![reply]).expect_hits_between(1, 20);
     let out = poll()
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_STEP_SUMMARY", &summary)
-        .args(["-v", "--until", ".done", "--show", ".note", "--timeout", "500ms", "-i", "100ms", &server.url("/")])
+        .args(["-v", "--until", ".done", "--show", ".note", "--timeout", "10s", "-i", "100ms", &server.url("/")])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
