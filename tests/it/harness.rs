@@ -161,11 +161,13 @@ fn a_daemon_that_never_starts_is_tried_five_times_and_fails_with_what_it_said() 
 fn a_dropped_daemon_is_killed_and_its_folder_removed() {
     // A sleep of its own, to find among the processes (GNU sleep takes fractions).
     let sleep = format!("sleep 600.{}", std::process::id());
+    let seen = sleep.clone();
     let daemon = Daemon::new("sh").start(
-        |cmd, dir, _| {
-            cmd.current_dir(dir).args(["-c", &format!("echo started; touch ready; exec {sleep}")]);
+        |cmd, _, _| {
+            cmd.args(["-c", &format!("echo started; exec {sleep}")]);
         },
-        |daemon| daemon.dir().join("ready").exists(),
+        // Ready once the shell has become the sleep.
+        move |_| support::process::command_lines().contains(&seen),
     );
     assert!(daemon.running());
     assert_eq!(daemon.output(), "started\n");
