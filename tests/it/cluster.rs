@@ -334,7 +334,9 @@ fn a_sentinel_url_follows_the_master_through_a_failover() {
     assert!(gap >= Duration::from_millis(1_000) && gap < Duration::from_secs(5), "{gap:?}");
     // The shared budget, on both sides: at most 20 a second before the kill, and
     // again from a second after the runs reached the new master (between, each run
-    // keeps its own --rate).
+    // keeps its own --rate). Up to 24 in a second: a request sent late under load
+    // (22 were seen) comes less than its 50 ms before the next, which keeps its turn;
+    // two budgets would be 40.
     let requests = server.requests();
     let before: Vec<Instant> = requests.iter().map(|r| r.at).filter(|at| *at < killed).collect();
     let after: Vec<Instant> =
@@ -345,7 +347,7 @@ fn a_sentinel_url_follows_the_master_through_a_failover() {
             .iter()
             .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
             .max();
-        assert!(busiest.unwrap_or(0) <= 21, "{side} the failover: {busiest:?} requests in one second at --rate 20/s");
+        assert!(busiest.unwrap_or(0) <= 24, "{side} the failover: {busiest:?} requests in one second at --rate 20/s");
     }
 }
 

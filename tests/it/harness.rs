@@ -117,6 +117,18 @@ fn a_panic_in_a_server_thread_fails() {
     get(&server, "/");
 }
 
+#[test]
+fn wait_replies_waits_for_the_reply_written_not_the_request_come() {
+    let server = Server::start(vec![Reply::status(200).delay(Duration::from_secs(1))]);
+    std::thread::scope(|scope| {
+        let client = scope.spawn(|| get(&server, "/"));
+        assert!(server.wait_hits(1, Duration::from_secs(10)));
+        assert!(!server.wait_replies(1, Duration::from_millis(10)), "the reply is still held back");
+        assert!(server.wait_replies(1, Duration::from_secs(10)));
+        assert_eq!(client.join().unwrap(), "HTTP/1.1 200 OK");
+    });
+}
+
 // The daemon helper under every real server (tests/support/daemon.rs), with `sh` as the daemon.
 
 /// A daemon that exits before it is ready is started again, in a new folder on new ports, up to
@@ -149,11 +161,13 @@ fn a_daemon_that_never_starts_is_tried_five_times_and_fails_with_what_it_said() 
 fn a_dropped_daemon_is_killed_and_its_folder_removed() {
     // A sleep of its own, to find among the processes (GNU sleep takes fractions).
     let sleep = format!("sleep 600.{}", std::process::id());
+    let seen = sleep.clone();
     let daemon = Daemon::new("sh").start(
-        |cmd, dir, _| {
-            cmd.current_dir(dir).args(["-c", &format!("echo started; touch ready; exec {sleep}")]);
+        |cmd, _, _| {
+            cmd.args(["-c", &format!("echo started; exec {sleep}")]);
         },
-        |daemon| daemon.dir().join("ready").exists(),
+        // Ready once the shell has become the sleep.
+        move |_| support::process::command_lines().contains(&seen),
     );
     assert!(daemon.running());
     assert_eq!(daemon.output(), "started\n");

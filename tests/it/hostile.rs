@@ -789,11 +789,14 @@ fn invisible_characters_from_a_server_are_escaped_and_the_step_summary_escapes_m
     let summary = folder.path("summary.md");
     // Within --show's 60 characters.
     let body = r#"{"status":"pending","note":"\u202eev\u200b $x$ $$y$$ @oc :warning: https://e.t www.e.t me@e.t"}"#;
-    let server = Server::start(vec![Reply::json(200, body)]).expect_hits_between(1, 20);
+    // Its Retry-After, past the deadline, ends the run on its first reply (the run ended on a
+    // 500 ms deadline, which under load fell inside an attempt: the row named the request it cut).
+    let reply = Reply::json(200, body).header("Retry-After", "60");
+    let server = Server::start(vec![reply]).expect_hits_between(1, 20);
     let out = poll()
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_STEP_SUMMARY", &summary)
-        .args(["-v", "--until", ".done", "--show", ".note", "--timeout", "500ms", "-i", "100ms", &server.url("/")])
+        .args(["-v", "--until", ".done", "--show", ".note", "--timeout", "10s", "-i", "100ms", &server.url("/")])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -817,9 +820,12 @@ fn invisible_characters_are_escaped_in_text_with_vv_and_in_the_json_log() {
         [('\u{202e}', "202e"), ('\u{2066}', "2066"), ('\u{200b}', "200b"), ('\u{feff}', "feff"), ('\u{2028}', "2028")];
     let note: String = FIVE.iter().map(|(c, _)| format!("<{c}>")).collect();
     let body = serde_json::json!({ "status": "pending", "note": note }).to_string();
-    let server = Server::start(vec![Reply::json(200, &body).header("X-Note", &note)]);
+    // Its Retry-After, past the deadline, ends each run on its first reply (the run ended on a
+    // 400 ms deadline, which under load fell inside an attempt and named the request it cut).
+    let reply = Reply::json(200, &body).header("X-Note", &note).header("Retry-After", "60");
+    let server = Server::start(vec![reply]);
     // `.note + 1` fails on every body, quoting the note: a warning, then the final error line.
-    let flags = ["--show", ".note", "--until", "(.note + 1) > 0", "--timeout", "400ms", "-i", "100ms"];
+    let flags = ["--show", ".note", "--until", "(.note + 1) > 0", "--timeout", "10s", "-i", "100ms"];
     for mode in [&[][..], &["-vv"][..], &["--log-format", "json"][..]] {
         let out = poll().args(mode).args(flags).arg(server.url("/")).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", stderr(&out));

@@ -350,13 +350,15 @@ fn polling_stops_before_the_deadline_when_the_next_poll_would_pass_it() {
     let server = Server::start(vec![Reply::json(200, PENDING)]);
     let started = Instant::now();
     let out = poll()
-        .args(["--until", r#".status=="done""#, "--timeout", "1s", "-i", "300ms", &server.url("/")])
+        .args(["--until", r#".status=="done""#, "--timeout", "1150ms", "-i", "300ms", &server.url("/")])
         .output()
         .unwrap();
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(out.stdout, b"");
-    // Polls at 0, 0.3, 0.6 and 0.9 s; the next would start after the deadline.
+    // Polls at 0, 0.3, 0.6 and 0.9 s; the next would start after the deadline, at 1.2 s at the
+    // earliest. (The fourth starts 0.9 s plus three attempts' time in: past a 1 s deadline on a
+    // machine kept busy, so the deadline is 1.15 s.)
     assert_eq!(server.hits(), 4);
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
 }
@@ -457,19 +459,26 @@ fn a_runaway_recursion_is_a_jq_error_not_an_abort() {
 }
 
 /// `--until FILTER` (after `args`) failing with `why` on every poll of a done body: not met, polled
-/// on to its 1 s deadline (exit 1, nothing on stdout), the error warned once and named last. Its stderr.
+/// on until the next poll would pass the deadline (exit 1, nothing on stdout), the error warned once
+/// and named last. Its stderr.
+///
+/// The tenth reply says `Retry-After: 60`, past the 10 s deadline: the run ends on that reply. (It
+/// ended on a 1 s deadline, whose timer, on a machine kept busy, fell inside the last attempt, and
+/// then named the request it cut, "request timed out", instead of the jq error.)
 fn a_jq_error_on_every_poll(args: &[&str], filter: &str, why: &str) -> String {
-    let server = Server::start(vec![Reply::json(200, DONE)]);
+    let mut replies = vec![Reply::json(200, DONE); 9];
+    replies.push(Reply::json(200, DONE).header("Retry-After", "60"));
+    let server = Server::start(replies);
     let started = Instant::now();
     let out = poll()
         .args(args)
-        .args(["--until", filter, "-i", "100ms", "--timeout", "1s", &server.url("/")])
+        .args(["--until", filter, "-i", "100ms", "--timeout", "10s", &server.url("/")])
         .output()
         .unwrap();
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    // It ends when the next poll, 100 ms on, would start past the deadline.
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "took {took:?}");
+    // It ends when the next poll, 60 s after the tenth, would start past the deadline.
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "took {took:?}");
     assert!(server.hits() >= 5, "polled on to the deadline: {} requests", server.hits());
     assert_eq!(out.stdout, b"");
     let err = stderr(&out);

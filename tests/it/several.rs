@@ -265,11 +265,15 @@ fn a_deadline_names_only_the_urls_still_pending_with_their_last_outcome() {
 
 #[test]
 fn a_deadline_names_a_url_whose_first_request_is_still_in_flight() {
-    // /p stops at 0.9 s (its next poll would pass the deadline) while /hang's first request is unanswered.
+    // /p stops at 0.8 s (its next poll, at 1.2 s at the earliest, would pass the deadline) while
+    // /hang's first request is unanswered. (Its polls were 300 ms apart under a 1 s deadline: on a
+    // machine kept busy the fourth ended past it, and /hang's request, timed out at the deadline,
+    // ended first.)
     let hanging = Server::start(vec![Reply::hang()]);
     let pending = Server::start(vec![Reply::json(200, PENDING)]);
     let (hang, p) = (hanging.url("/hang"), pending.url("/p"));
-    let out = poll().args(["--until", UNTIL_DONE, "-i", "300ms", "--timeout", "1s", &hang, &p]).output().unwrap();
+    let flags = ["--until", UNTIL_DONE, "-i", "400ms", "--timeout", "1150ms"];
+    let out = poll().args(flags).args([&hang, &p]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     let wanted = format!("2 of 2 URLs still pending: {hang} (attempt 1 still running), {p} (last: 200 pending)");

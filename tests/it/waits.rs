@@ -129,8 +129,11 @@ fn runs_that_never_reach_a_url_tell_the_breaker_nothing() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/healthz");
     // Five failures in the window would open the breaker (under 60% success): the sixth run would exit 6.
+    // One refused request a run: the next, 10 s on, would pass the 2 s deadline. (Requests 50 ms
+    // apart under a 300 ms deadline: on a machine kept busy the deadline fell inside one, and the
+    // run named the request it cut, "request timed out".)
     for run in 1..=6 {
-        let out = poll().args(["--state", state, "--timeout", "300ms", "-i", "50ms", &url]).output().unwrap();
+        let out = poll().args(["--state", state, "--timeout", "2s", "-i", "10s", &url]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "run {run}: {}", stderr(&out));
         assert!(stderr(&out).contains("; never reached: connection refused"), "run {run}: {}", stderr(&out));
     }

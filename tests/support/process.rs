@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::server::Server;
+use super::server::{Recorded, Server};
 
 /// Tests that time processes against each other run one at a time, so that
 /// they do not share two cores with each other's processes.
@@ -120,6 +120,22 @@ pub fn busiest_second(servers: &[&Server]) -> usize {
         .map(|start| at.iter().filter(|t| **t >= *start && **t < *start + Duration::from_secs(1)).count())
         .max()
         .unwrap_or(0)
+}
+
+/// The requests that came before their turn at one every `spacing`: request `k` (from 0) before
+/// `started` plus `k` turns, `started` being an instant before the process that sent them began.
+/// Each as `request K at T after the start`, for a failure's message; none when every turn held.
+///
+/// This, not the gap between two requests, is what `--rate` promises: a request takes its turn
+/// before it is sent, so one sent late (its process descheduled under load, or making its first
+/// connection) arrives less than `spacing` before the next, which keeps its own turn. The gaps
+/// measured on a machine kept busy came down to 112 ms at 5/s, each request still in its turn.
+pub fn before_their_turn(requests: &[Recorded], started: Instant, spacing: Duration) -> Vec<String> {
+    (0u32..)
+        .zip(requests)
+        .filter(|(k, request)| request.at < started + spacing * *k)
+        .map(|(k, request)| format!("request {k} at {:?} after the start", request.at.duration_since(started)))
+        .collect()
 }
 
 /// A fresh folder for one test's files (a state file, certificates), under

@@ -374,12 +374,15 @@ struct State {
     log: Vec<Recorded>,
     /// Requests no route matched (answered 404), as `METHOD target`.
     unanswered: Vec<String>,
+    /// Plain replies written whole (for `wait_replies`).
+    replied: usize,
 }
 
 /// Everything the acceptor, the connection threads and the `Server` handle share.
 struct Shared {
     state: Mutex<State>,
-    /// Signalled on every recorded request (for `wait_hits`).
+    /// Signalled on every recorded request and every reply written whole (for `wait_hits`,
+    /// `wait_replies`).
     arrived: Condvar,
     stopped: Mutex<bool>,
     stop_cv: Condvar,
@@ -438,6 +441,12 @@ impl Shared {
         state.log.push(req);
         self.arrived.notify_all();
         reply
+    }
+
+    /// Counts a reply written whole.
+    fn replied(&self) {
+        lock(&self.state).replied += 1;
+        self.arrived.notify_all();
     }
 
     fn forget(&self, id: u64) {
@@ -520,7 +529,7 @@ impl Server {
         tls: Option<Arc<ServerConfig>>,
     ) -> Server {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { script, log: Vec::new(), unanswered: Vec::new() }),
+            state: Mutex::new(State { script, log: Vec::new(), unanswered: Vec::new(), replied: 0 }),
             arrived: Condvar::new(),
             stopped: Mutex::new(false),
             stop_cv: Condvar::new(),
@@ -632,6 +641,13 @@ impl Server {
     /// Waits until at least `n` requests arrived; false on timeout.
     pub fn wait_hits(&self, n: usize, timeout: Duration) -> bool {
         super::arrivals::wait_until(&self.shared.state, &self.shared.arrived, timeout, |state| state.log.len() >= n)
+    }
+
+    /// Waits until at least `n` plain replies were written whole (handed to the connection: a
+    /// drop of the server after it no longer cuts them short, as it can after `wait_hits`); false
+    /// on timeout.
+    pub fn wait_replies(&self, n: usize, timeout: Duration) -> bool {
+        super::arrivals::wait_until(&self.shared.state, &self.shared.arrived, timeout, |state| state.replied >= n)
     }
 }
 
@@ -994,6 +1010,7 @@ fn serve<T: Transport>(t: T, sh: &Shared) -> (End, T) {
                 if write_normal(t, &reply, head_only, close).is_err() {
                     return (End::Drop, rd.into_inner());
                 }
+                sh.replied();
                 if close || reply.hang_up {
                     return (End::Graceful, rd.into_inner());
                 }
