@@ -18,6 +18,7 @@ mod environment;
 mod hostile;
 mod junit;
 mod log;
+mod meet_headers;
 mod operations;
 mod request;
 mod run;
