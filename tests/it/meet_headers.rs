@@ -69,3 +69,134 @@ fn traceparent_flags_other_than_sampled_are_sent_as_zero() {
         assert!(handed.trim().ends_with(&format!("-{sent}")), "{flags}: {handed}");
     }
 }
+
+const PENDING: &str = r#"{"status":"pending"}"#;
+const UNTIL_DONE: &str = r#".status == "done""#;
+
+/// `Set-Cookie` values of these sizes, as a first reply sets them, and the `Cookie` header the
+/// second request must carry.
+fn cookies(sizes: &[usize]) -> (Vec<String>, String) {
+    let set: Vec<String> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, size)| format!("_oauth2_proxy_{i}={}; Path=/", "c".repeat(size - "_oauth2_proxy_0=".len())))
+        .collect();
+    let sent = set.iter().map(|cookie| cookie.split(';').next().unwrap_or_default()).collect::<Vec<_>>().join("; ");
+    (set, sent)
+}
+
+/// Cookies that push the request head past its first buffer (two of 2,500 bytes, as
+/// oauth2-proxy splits its session; one of 4,096 bytes) go back whole: the server never sees a
+/// head cut short, nor a retry.
+#[test]
+fn cookies_that_push_the_head_past_its_first_buffer_go_back_whole() {
+    for sizes in [&[2_500, 2_500][..], &[4_096][..], &[4_000, 4_000][..]] {
+        let (set, sent) = cookies(sizes);
+        let mut first = Reply::json(200, PENDING);
+        for cookie in &set {
+            first = first.header("Set-Cookie", cookie);
+        }
+        let server = Server::start(vec![first, Reply::json(200, DONE)]).expect_hits(2);
+        let out = poll()
+            .args(["--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", "--timeout", "20s", &server.url("/")])
+            .output()
+            .expect("run poll");
+        assert_eq!(out.status.code(), Some(0), "{sizes:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), DONE);
+        let requests = server.requests();
+        // In any order: RFC 6265 leaves cookies of the same path and age to the jar.
+        let mut got: Vec<&str> = requests[1].header("cookie").unwrap_or_default().split("; ").collect();
+        got.sort_unstable();
+        assert!(got.join("; ") == sent, "{sizes:?}: the cookies did not go back as they were set");
+        assert_eq!(server.bad_requests(), 0, "{sizes:?}: a head arrived cut short");
+    }
+}
+
+/// Cookies past the jar's 8 KiB cap are exit 3 naming the largest, before anything more is
+/// sent: never retried, never half-sent.
+#[test]
+fn cookies_past_the_jars_cap_are_exit_3_never_sent() {
+    let (set, _) = cookies(&[3_000, 3_100, 3_000]);
+    let mut first = Reply::json(200, PENDING);
+    for cookie in &set {
+        first = first.header("Set-Cookie", cookie);
+    }
+    let server = Server::start(vec![first]).expect_hits(1);
+    let out = poll()
+        .args(["--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", "--timeout", "20s", &server.url("/")])
+        .output()
+        .expect("run poll");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("too large to send back (`_oauth2_proxy_1` alone is 3100 bytes)"), "{err}");
+    assert_eq!(server.bad_requests(), 0);
+}
+
+/// An SSE `id:` of 5,000 bytes is sent back whole as `Last-Event-ID`; one past 8 KiB is exit 3
+/// naming the header, found before the next request is sent, and not retried.
+#[test]
+fn a_long_event_id_is_sent_back_whole_and_one_past_the_limit_is_exit_3() {
+    let id = "i".repeat(5_000);
+    let event = format!("id: {id}\ndata: {PENDING}\n\n");
+    let server = Server::start(vec![
+        Reply::sse(&[(std::time::Duration::ZERO, &event)]),
+        Reply::sse(&[(std::time::Duration::ZERO, &format!("data: {DONE}\n\n"))]),
+    ]);
+    let out = poll()
+        .args(["--watch", "--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", "--timeout", "20s"])
+        .arg(server.url("/"))
+        .output()
+        .expect("run poll");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), DONE);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].header("last-event-id"), Some(id.as_str()));
+    assert_eq!(server.bad_requests(), 0, "a head arrived cut short");
+
+    let id = "i".repeat(9_000);
+    let event = format!("id: {id}\ndata: {PENDING}\n\n");
+    let server = Server::start(vec![Reply::sse(&[(std::time::Duration::ZERO, &event)])]).expect_hits(1);
+    let out = poll()
+        .args(["--watch", "--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", "--timeout", "20s"])
+        .arg(server.url("/"))
+        .output()
+        .expect("run poll");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("the `Last-Event-ID` header is 9000 bytes, more than the 8192 poll sends"), "{err}");
+    assert!(!err.contains(&id[..100]) && !err.contains("redirect"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(server.bad_requests(), 0);
+}
+
+/// A W3C tracestate of 32 list-members of `len` bytes each (with commas between).
+fn tracestate(members: usize, len: usize) -> String {
+    (0..members).map(|i| format!("k{i:02}={}", "v".repeat(len - 4))).collect::<Vec<_>>().join(",")
+}
+
+/// A `TRACESTATE` of 5,000 bytes goes out whole on every request; one W3C takes but past 8 KiB
+/// is exit 3 naming `tracestate`, with nothing sent.
+#[test]
+fn a_long_tracestate_is_sent_whole_and_one_past_the_limit_is_exit_3_with_nothing_sent() {
+    let state = tracestate(20, 249);
+    assert_eq!(state.len(), 4_999);
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, DONE)]);
+    let out = traced(TRACEPARENT, &state, &["--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(warnings(&out).is_empty(), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|request| request.header("tracestate") == Some(state.as_str())));
+    assert_eq!(server.bad_requests(), 0, "a head arrived cut short");
+
+    let state = tracestate(32, 260);
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let out = traced(TRACEPARENT, &state, &["--retries", "3", &server.url("/")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let said = format!("the `tracestate` header is {} bytes, more than the 8192 poll sends", state.len());
+    assert!(err.contains(&said), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(server.connections(), 0, "nothing is sent");
+}
