@@ -200,3 +200,34 @@ fn a_long_tracestate_is_sent_whole_and_one_past_the_limit_is_exit_3_with_nothing
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(server.connections(), 0, "nothing is sent");
 }
+
+/// A body nested deeper than 127 levels warns "nested too deep", and the run's last line says
+/// so too (not "2xx body is not JSON"), in the JSON log's final object as well.
+#[test]
+fn a_body_nested_too_deep_ends_in_the_warnings_words() {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let server = Server::start(vec![Reply::json(200, &deep)]).expect_hits(2);
+    let out = poll().args(["--until", ".a", "-i", "10ms", "--retries", "1", &server.url("/")]).output().expect("run");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "poll: error: gave up after 2 consecutive failures; last: --until failed on the body: \
+             JSON nested too deep (more than 127 levels)"
+        ),
+        "{err}"
+    );
+    assert!(!last.contains("not JSON"), "{err}");
+    assert!(warnings(&out).iter().all(|w| w.contains("JSON nested too deep (more than 127 levels)")), "{err}");
+
+    let server = Server::start(vec![Reply::json(200, &deep)]).expect_hits(1);
+    let out = poll()
+        .args(["--until", ".a", "--retries", "0", "--log-format", "json", &server.url("/")])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    let last = text.lines().rfind(|line| line.contains(r#""event":"done""#)).unwrap_or_default().to_string();
+    assert!(last.contains("gave up after 1 failure: --until failed on the body: JSON nested too deep"), "{text}");
+}
