@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use ureq::http;
 
 use crate::http::cookies::Jar;
-use crate::http::decode::{self, Undecodable};
+use crate::http::decode::{self, Corrupt, Undecodable};
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
 use crate::http::transport::connect::{self, Unresolved};
@@ -641,6 +641,7 @@ fn classify(error: &ureq::Error) -> Fault {
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NoPermission>()) => Failure::NoPermission,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Corrupt>()) => Failure::Malformed,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => Failure::Reset,
@@ -674,6 +675,8 @@ fn classify(error: &ureq::Error) -> Fault {
         (Failure::NotASocket | Failure::NoPermission | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => {
             io.to_string()
         }
+        // The stream's coding that does not decode (`http/decode.rs`), in its own words.
+        (Failure::Malformed, E::Io(io)) if io.get_ref().is_some_and(|inner| inner.is::<Corrupt>()) => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
             let code = proxy_status(reason).unwrap_or_default();
             let words = http::StatusCode::from_u16(code).ok().and_then(|c| c.canonical_reason()).unwrap_or("");
@@ -733,6 +736,14 @@ fn proxy_status(reason: &str) -> Option<u16> {
 mod tests {
     use super::*;
 
+    /// The error `decode::reader` gives for bytes of a gzip stream that do not decode.
+    fn decoded_wrong() -> ureq::Error {
+        let mut coded = b"not gzip".to_vec();
+        coded.extend_from_slice(&[0; 16]);
+        let read = decode::reader(Some("gzip"), &coded[..]).read_to_end(&mut Vec::new());
+        ureq::Error::Io(read.err().unwrap_or_else(|| std::io::Error::other("decoded")))
+    }
+
     /// Each class by the error's type: what a ureq release says in its messages decides nothing.
     #[test]
     fn errors_are_sorted_by_their_type() {
@@ -764,6 +775,8 @@ mod tests {
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::HandshakeFailure)), Failure::Tls),
             (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
             (io(ErrorKind::PermissionDenied, Box::new(NoPermission("any words".into()))), Failure::NoPermission),
+            // A coded stream that does not decode, whatever kind the decoder gave its error.
+            (decoded_wrong(), Failure::Malformed),
             (E::TooManyRedirects, Failure::TooManyRedirects),
             (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
             (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),

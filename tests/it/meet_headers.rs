@@ -231,3 +231,36 @@ fn a_body_nested_too_deep_ends_in_the_warnings_words() {
     let last = text.lines().rfind(|line| line.contains(r#""event":"done""#)).unwrap_or_default().to_string();
     assert!(last.contains("gave up after 1 failure: --until failed on the body: JSON nested too deep"), "{text}");
 }
+
+/// `bytes`, gzipped.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).expect("gzip in memory");
+    encoder.finish().expect("gzip in memory")
+}
+
+/// Bytes that do not decode in a gzip event stream are "the stream's gzip is corrupt", a
+/// malformed reply (retried as one), not "connection reset"; the events before them were judged.
+#[test]
+fn a_corrupt_gzip_event_stream_says_so() {
+    let mut body = gzip(format!("data: {PENDING}\n\n").as_bytes());
+    body.extend_from_slice(b"\x1f\x8b this is not gzip, and no reset");
+    let stream = Reply::status(200).header("Content-Type", "text/event-stream").header("Content-Encoding", "gzip");
+    let server = Server::start(vec![stream.body(body)]).expect_hits(2);
+    let out = poll()
+        .args(["--watch", "--until", UNTIL_DONE, "--show", ".status", "-v", "-i", "10ms", "--retries", "1"])
+        .arg(server.url("/"))
+        .output()
+        .expect("run poll");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "poll: error: gave up after 2 consecutive failures; last: malformed reply (the stream's gzip is corrupt ("
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("connection reset"), "{err}");
+}
