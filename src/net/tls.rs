@@ -94,6 +94,48 @@ impl fmt::Debug for Identity {
     }
 }
 
+/// Why an encrypted private key was not decrypted. No variant carries a byte
+/// of the key or of the passphrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Undecrypted {
+    /// The PEM section or the DER inside it does not decode.
+    Garbled,
+    /// The passphrase does not decrypt it (or the key is damaged).
+    WrongPassphrase,
+    /// Its encryption is not PBES2 with PBKDF2 (SHA-2) or scrypt and AES-CBC,
+    /// or not one the crate reads at all.
+    Unsupported,
+}
+
+/// The first `-----BEGIN ENCRYPTED PRIVATE KEY-----` section of `pem` (PKCS#8's
+/// encrypted form, as `openssl pkcs8 -topk8` and `openssl genpkey -aes256`
+/// write it), decrypted with `passphrase` (curl's `--cert FILE:PASSPHRASE`) by
+/// RustCrypto's `pkcs8`; `None` when `pem` holds no such section.
+pub(crate) fn decrypt_key(pem: &[u8], passphrase: &[u8]) -> Option<Result<PrivateKeyDer<'static>, Undecrypted>> {
+    const BEGIN: &[u8] = b"-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    const END: &[u8] = b"-----END ENCRYPTED PRIVATE KEY-----";
+    let find = |text: &[u8], what: &[u8]| text.windows(what.len()).position(|window| window == what);
+    let start = find(pem, BEGIN)?;
+    let Some(end) = find(&pem[start..], END).map(|end| start + end + END.len()) else {
+        return Some(Err(Undecrypted::Garbled));
+    };
+    Some(decrypt_section(&pem[start..end], passphrase))
+}
+
+fn decrypt_section(section: &[u8], passphrase: &[u8]) -> Result<PrivateKeyDer<'static>, Undecrypted> {
+    use pkcs8::der::Decode as _;
+    let (_, der) = pkcs8::der::pem::decode_vec(section).map_err(|_| Undecrypted::Garbled)?;
+    // The PEM decoded: what does not parse is most often a scheme the crate does not know (PKCS#12's PBE-SHA1-3DES).
+    let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(&der).map_err(|_| Undecrypted::Unsupported)?;
+    let plain = info.decrypt(passphrase).map_err(|e| match e {
+        pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::DecryptFailed) => Undecrypted::WrongPassphrase,
+        // A wrong passphrase may also unpad to bytes that are no PKCS#8 document.
+        pkcs8::Error::Asn1(_) | pkcs8::Error::KeyMalformed(_) => Undecrypted::WrongPassphrase,
+        _ => Undecrypted::Unsupported,
+    })?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
+}
+
 /// Where a loop presents the run's client certificate. To the origin of the
 /// loop's URL, where `-u` and `Authorization` go, and not to another that a
 /// redirect or a `--submit` status URL leads to; with `--location-trusted`,

@@ -9,8 +9,10 @@ use crate::support;
 
 use std::process::Output;
 
+use support::certs;
+use support::nginx::Mtls;
 use support::poll;
-use support::process::{stderr, stdout, warnings};
+use support::process::{Folder, stderr, stdout, warnings};
 use support::server::{Reply, Server};
 
 const DONE: &str = r#"{"status":"done"}"#;
@@ -263,4 +265,123 @@ fn a_corrupt_gzip_event_stream_says_so() {
         "{err}"
     );
     assert!(!err.contains("connection reset"), "{err}");
+}
+
+/// The certificates of one test (`support::certs`), in a folder of its own; `None` without openssl.
+fn made(name: &str) -> Option<Folder> {
+    let folder = Folder::new(name);
+    certs::make(&folder.path("")).then_some(folder)
+}
+
+/// Runs `openssl ARGS` in `folder` (the paths are the folder's files, without spaces).
+fn openssl(folder: &Folder, args: &str) {
+    let args: Vec<String> = args.split(' ').map(|arg| arg.replace("{}", &folder.file(""))).collect();
+    let out = std::process::Command::new("openssl").args(&args).output().expect("run openssl");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Asserts that no output of `out` holds `secret`.
+fn secret_kept(out: &Output, secret: &str, what: &str) {
+    let text = format!("{}{}", stdout(out), stderr(out));
+    assert!(!text.contains(secret), "{what}: the passphrase is in the output: {text}");
+}
+
+/// `--cert FILE:PASSPHRASE`, curl's form: an encrypted PKCS#8 key (beside the certificate, or
+/// in its file) is decrypted with it and shown to nginx; the passphrase is in no output, not
+/// in a usage error, not from `POLL_CERT`, not in a GitHub annotation, not in `-v`, not in
+/// `--help`; a wrong one, or a key poll cannot decrypt, is exit 2 before anything is sent.
+#[test]
+fn cert_file_colon_passphrase_decrypts_the_key_and_never_shows_the_passphrase() {
+    let Some(folder) = made("meet-cert-passphrase") else { return };
+    let f = |name: &str| folder.file(name);
+    let both = format!(
+        "{}{}",
+        std::fs::read_to_string(folder.path("client.pem")).expect("client.pem"),
+        std::fs::read_to_string(folder.path("encrypted.key")).expect("encrypted.key")
+    );
+    std::fs::write(folder.path("both-encrypted.pem"), both).expect("write both-encrypted.pem");
+    certs::owner_only(&folder.path("both-encrypted.pem"));
+    // Keys of the same client key: scrypt (PBES2 too, taken); PBES1 3DES and OpenSSL's old PEM form (refused).
+    openssl(&folder, "pkcs8 -topk8 -scrypt -in {}client.key -out {}scrypt.key -passout pass:hunter2");
+    openssl(&folder, "pkcs8 -topk8 -v1 PBE-SHA1-3DES -in {}client.key -out {}pbes1.key -passout pass:hunter2");
+    openssl(&folder, "ec -aes256 -in {}client.key -out {}legacy.key -passout pass:hunter2");
+    for key in ["scrypt.key", "pbes1.key", "legacy.key"] {
+        certs::owner_only(&folder.path(key));
+    }
+
+    if let Some(nginx) = Mtls::start(&folder.path("")) {
+        let who = nginx.url("/who");
+        let ca = f("ca.pem");
+        let with = |cert: &str, key: Option<&str>| {
+            let mut cmd = poll();
+            cmd.args(["--cacert", &ca, "-v", "--print", ".client", "--timeout", "20s", "--cert", cert]);
+            if let Some(key) = key {
+                cmd.args(["--key", key]);
+            }
+            let out = cmd.arg(&who).output().expect("run poll");
+            assert_eq!(out.status.code(), Some(0), "{cert}: {}\n{}", stderr(&out), nginx.log());
+            assert_eq!(stdout(&out).trim(), "CN=poll-client");
+            secret_kept(&out, "hunter2", cert);
+        };
+        with(&format!("{}:hunter2", f("client.pem")), Some(&f("encrypted.key")));
+        with(&format!("{}:hunter2", f("client.pem")), Some(&f("scrypt.key")));
+        with(&format!("{}:hunter2", f("both-encrypted.pem")), None);
+        // A passphrase for a key that needs none is not needed, as in curl.
+        with(&format!("{}:hunter2", f("client.pem")), Some(&f("client.key")));
+    }
+
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let url = server.url("/");
+    let pass = "s3cret-pass";
+    let rows: Vec<(Vec<String>, String)> = vec![
+        (vec!["-E".into(), format!("{}:{pass}", f("nope.pem"))], format!("--cert: cannot read `{}`", f("nope.pem"))),
+        (
+            vec!["--cert".into(), format!("{}:{pass}", f("client.pem")), "--key".into(), f("encrypted.key")],
+            format!("--key: the passphrase given with --cert does not decrypt the key in `{}`", f("encrypted.key")),
+        ),
+        (
+            vec!["--cert".into(), format!("{}:{pass}", f("both-encrypted.pem"))],
+            format!(
+                "--cert: the passphrase given with --cert does not decrypt the key in `{}`",
+                f("both-encrypted.pem")
+            ),
+        ),
+        (
+            vec!["--cert".into(), f("client.pem"), "--key".into(), f("encrypted.key")],
+            format!(
+                "--key: `{}` holds an encrypted private key; give its passphrase as --cert FILE:PASSPHRASE",
+                f("encrypted.key")
+            ),
+        ),
+        (
+            vec!["--cert".into(), format!("{}:{pass}", f("client.pem")), "--key".into(), f("pbes1.key")],
+            format!("--key: `{}` holds a key encrypted in a way poll does not decrypt", f("pbes1.key")),
+        ),
+        (
+            vec!["--cert".into(), format!("{}:{pass}", f("client.pem")), "--key".into(), f("legacy.key")],
+            format!("--key: `{}` holds an encrypted private key in OpenSSL's old PEM form", f("legacy.key")),
+        ),
+    ];
+    for (args, said) in rows {
+        let out = poll().args(&args).arg(&url).output().expect("run poll");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&said), "{args:?}: {said}\n{err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        secret_kept(&out, pass, "a usage error");
+    }
+    // The same from the environment, and as a GitHub annotation.
+    let cert = format!("{}:{pass}", f("nope.pem"));
+    let out = poll().env("POLL_CERT", &cert).arg(&url).output().expect("run poll");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("cannot read `{}`", f("nope.pem"))), "{}", stderr(&out));
+    secret_kept(&out, pass, "POLL_CERT");
+    let out = poll().env("GITHUB_ACTIONS", "true").args(["-E", &cert, &url]).output().expect("run poll");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(format!("{}{}", stdout(&out), stderr(&out)).contains("::error"), "{}", stderr(&out));
+    secret_kept(&out, pass, "an annotation");
+    let out = poll().env("POLL_CERT", &cert).arg("--help").output().expect("run poll");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    secret_kept(&out, pass, "--help");
+    assert_eq!(server.connections(), 0, "nothing is sent");
 }
