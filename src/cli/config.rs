@@ -581,9 +581,11 @@ fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>,
         rustls::Error::InconsistentKeys(_) => {
             usage("--cert", format!("the key in `{shown}` does not belong to its certificate"))
         }
-        rustls::Error::InvalidCertificate(why) => {
-            usage("--cert", format!("the certificate in `{shown}` does not parse: {why:?}"))
-        }
+        // rustls' reasons are Rust's debug words (`Other(OtherError(...))`): said in ours.
+        rustls::Error::InvalidCertificate(_) => usage(
+            "--cert",
+            format!("the certificate in `{shown}` is no X.509 certificate poll can read (version 1 or 3, DER in PEM)"),
+        ),
         // rustls' words name no byte of the key, but say nothing the file's name does not.
         _ => usage(
             flag,

@@ -10,9 +10,12 @@
 //! against every root, read then.
 //!
 //! With `--cert`, the configuration presents the client certificate to a
-//! server that asks for one (rustls' own `with_client_auth_cert`); beside it
-//! is one that presents none, for the connections of a loop to another
-//! origin than its URL's ([`CertScope`]).
+//! server that asks for one (rustls' own `SingleCertAndKey` resolver, as
+//! `with_client_auth_cert` makes it); beside it is one that presents none,
+//! for the connections of a loop to another origin than its URL's
+//! ([`CertScope`]). An X.509 version 1 certificate, which rustls' own check
+//! cannot parse, is checked against its key here and presented as curl
+//! presents it: the server decides whether it takes one.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -51,15 +54,34 @@ pub(crate) struct Identity {
 impl Identity {
     /// `chain` (from `file`) and `key`, when rustls can sign with the key and
     /// it belongs to the chain's first certificate (rustls' own check, as
-    /// `with_client_auth_cert` makes it).
+    /// `with_client_auth_cert` makes it; for an X.509 v1 certificate, which
+    /// that check cannot parse, the same comparison of public keys).
     pub(crate) fn new(
         file: String,
         chain: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
     ) -> Result<Identity, rustls::Error> {
+        let identity = Identity { file, chain, key };
+        let certified = identity.certified()?;
+        match certified.keys_match() {
+            // rustls' own rule: a key whose public half it cannot tell is not refused.
+            Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(identity),
+            Err(refused @ rustls::Error::InvalidCertificate(_)) => {
+                let Some(spki) = v1_public_key(&identity.chain[0]) else { return Err(refused) };
+                match certified.key.public_key().map(|key| key.as_ref() == spki.as_slice()) {
+                    Some(false) => Err(rustls::InconsistentKeys::KeyMismatch.into()),
+                    Some(true) | None => Ok(identity),
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The chain and its signing key, as rustls presents them.
+    fn certified(&self) -> Result<CertifiedKey, rustls::Error> {
         let provider = rustls::crypto::ring::default_provider();
-        CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider)?.keys_match()?;
-        Ok(Identity { file, chain, key })
+        let key = provider.key_provider.load_private_key(self.key.clone_key())?;
+        Ok(CertifiedKey::new(self.chain.clone(), key))
     }
 
     /// The certificate's SHA-256 fingerprint as `openssl x509 -fingerprint
@@ -92,6 +114,30 @@ impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity").field("file", &self.file).field("certificates", &self.chain.len()).finish()
     }
+}
+
+/// The DER of the public key (`SubjectPublicKeyInfo`) of `certificate` when
+/// it is an X.509 version 1 certificate: one whose `tbsCertificate` has no
+/// `[0] version` and so starts with its serial number. `None` for any other.
+fn v1_public_key(certificate: &[u8]) -> Option<Vec<u8>> {
+    use pkcs8::der::asn1::AnyRef;
+    use pkcs8::der::{Decode as _, Encode as _, SliceReader, Tag, Tagged as _};
+    fn within<'a>(any: AnyRef<'a>) -> Option<SliceReader<'a>> {
+        SliceReader::new(any.value()).ok()
+    }
+    let whole = AnyRef::from_der(certificate).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    let tbs = AnyRef::decode(&mut within(whole)?).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    let mut fields = within(tbs)?;
+    // serialNumber, then signature, issuer, validity and subject before the key.
+    let serial = AnyRef::decode(&mut fields).ok()?;
+    if serial.tag() != Tag::Integer {
+        return None;
+    }
+    for _ in 0..4 {
+        AnyRef::decode(&mut fields).ok()?;
+    }
+    let key = AnyRef::decode(&mut fields).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    key.to_der().ok()
 }
 
 /// Why an encrypted private key was not decrypted. No variant carries a byte
@@ -202,7 +248,11 @@ fn build(trust: &Trust) -> Result<Configs, rustls::Error> {
     };
     let anonymous = Arc::new(builder()?.with_no_client_auth());
     let presenting = match &trust.identity {
-        Some(identity) => Arc::new(builder()?.with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())?),
+        // Checked when it was read (`Identity::new`), v1 certificates too, which `with_client_auth_cert` refuses.
+        Some(identity) => {
+            let presented = rustls::sign::SingleCertAndKey::from(identity.certified()?);
+            Arc::new(builder()?.with_client_cert_resolver(Arc::new(presented)))
+        }
         None => Arc::clone(&anonymous),
     };
     Ok(Configs { presenting, anonymous })
@@ -362,6 +412,16 @@ mod tests {
             panic!("test fixture")
         };
         certificates(&pem).0
+    }
+
+    /// Only a version 1 certificate has its key read here (tests/it/meet_headers.rs presents one to
+    /// nginx); a version 3 one, and DER that is no certificate, are rustls' to judge.
+    #[test]
+    fn only_a_v1_certificate_has_its_key_read_here() {
+        assert_eq!(v1_public_key(&fixture()[0]), None);
+        for junk in [&[][..], &[0x30, 0x03, 0x02, 0x01, 0x01][..], &[0x30, 0x80][..], &[0x02, 0x01, 0x01][..]] {
+            assert_eq!(v1_public_key(junk), None, "{junk:?}");
+        }
     }
 
     /// What each configuration says of the test server's certificate, by name.

@@ -385,3 +385,60 @@ fn cert_file_colon_passphrase_decrypts_the_key_and_never_shows_the_passphrase() 
     secret_kept(&out, pass, "--help");
     assert_eq!(server.connections(), 0, "nothing is sent");
 }
+
+/// An X.509 version 1 client certificate (no extensions, as `openssl x509 -req` makes one
+/// without `-extfile`) is checked against its key and presented, as curl presents it: nginx
+/// takes it. One whose key is another's, or a certificate that does not parse, is one line in
+/// words, exit 2.
+#[test]
+fn an_x509_v1_client_certificate_is_presented_and_a_bad_one_is_said_in_words() {
+    let Some(folder) = made("meet-cert-v1") else { return };
+    let f = |name: &str| folder.file(name);
+    openssl(&folder, "req -new -key {}client.key -subj /CN=poll-v1 -out {}v1.csr");
+    openssl(&folder, "x509 -req -in {}v1.csr -CA {}ca.pem -CAkey {}ca.key -CAcreateserial -out {}v1.pem -days 2");
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in", &f("v1.pem")])
+        .output()
+        .expect("run openssl");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"), "openssl made no v1 certificate");
+    // A PEM certificate whose DER is no certificate.
+    std::fs::write(folder.path("junk.pem"), "-----BEGIN CERTIFICATE-----\nMAMCAQE=\n-----END CERTIFICATE-----\n")
+        .expect("write junk.pem");
+
+    if let Some(nginx) = Mtls::start(&folder.path("")) {
+        let out = poll()
+            .args(["--cacert", &f("ca.pem"), "--cert", &f("v1.pem"), "--key", &f("client.key")])
+            .args(["--until", r#".verify == "SUCCESS""#, "--print", ".client", "--timeout", "20s"])
+            .arg(nginx.url("/who"))
+            .output()
+            .expect("run poll");
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), nginx.log());
+        assert_eq!(stdout(&out).trim(), "CN=poll-v1");
+    }
+
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let rows = [
+        (
+            ["--cert", &f("v1.pem"), "--key", &f("stranger.key")],
+            format!(
+                "--key: the key in `{}` does not belong to the certificate in `{}`",
+                f("stranger.key"),
+                f("v1.pem")
+            ),
+        ),
+        (
+            ["--cert", &f("junk.pem"), "--key", &f("client.key")],
+            format!(
+                "--cert: the certificate in `{}` is no X.509 certificate poll can read (version 1 or 3, DER in PEM)",
+                f("junk.pem")
+            ),
+        ),
+    ];
+    for (args, said) in rows {
+        let out = poll().args(args).arg(server.url("/")).output().expect("run poll");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end(), format!("poll: error: {said}"), "{args:?}");
+    }
+    assert_eq!(server.connections(), 0, "nothing is sent");
+}
