@@ -19,7 +19,7 @@ use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
 use crate::http::transport::connect::{self, Unresolved};
 use crate::net::roots;
-use crate::net::tls::{CertScope, Trust};
+use crate::net::tls::{CertScope, RefusedAfterRequest, Trust};
 use crate::net::unix::{NoPermission, NotASocket};
 use crate::rules::attempt::Failure;
 use crate::util::headers::Headers;
@@ -636,7 +636,7 @@ fn classify(error: &ureq::Error) -> Fault {
         E::HostNotFound => Failure::Dns,
         _ if matches!(tls, Some(rustls::Error::InvalidMessage(_))) => Failure::NotTls,
         // `send` makes it `CertWanted` where no certificate was shown.
-        _ if tls.is_some_and(refuses_client_certificate) => Failure::CertRefused,
+        _ if tls.is_some_and(refuses_client_certificate) || after_request(error) => Failure::CertRefused,
         _ if tls.is_some() => Failure::Tls,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
@@ -694,10 +694,16 @@ fn classify(error: &ureq::Error) -> Fault {
 /// The TLS error inside `error`, if it is one: an I/O error that carries
 /// rustls' own (the handshake runs inside our transport's reads).
 fn tls_error(error: &ureq::Error) -> Option<&rustls::Error> {
-    match error {
-        ureq::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()),
-        _ => None,
-    }
+    let ureq::Error::Io(io) = error else { return None };
+    let inner = io.get_ref()?;
+    let marked = inner.downcast_ref::<RefusedAfterRequest>().map(|RefusedAfterRequest(tls)| tls);
+    inner.downcast_ref::<rustls::Error>().or(marked)
+}
+
+/// Whether a TLS error is a TLS 1.2 server's `handshake_failure` after it asked for a client
+/// certificate (`transport/connect.rs` marks it): a refusal of the certificate, or of none.
+fn after_request(error: &ureq::Error) -> bool {
+    matches!(error, ureq::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<RefusedAfterRequest>()))
 }
 
 /// Whether a TLS error is the server's alert about the client certificate:
@@ -736,6 +742,10 @@ fn proxy_status(reason: &str) -> Option<u16> {
 mod tests {
     use super::*;
 
+    fn handshake_failure() -> rustls::Error {
+        rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure)
+    }
+
     /// The error `decode::reader` gives for bytes of a gzip stream that do not decode.
     fn decoded_wrong() -> ureq::Error {
         let mut coded = b"not gzip".to_vec();
@@ -773,6 +783,8 @@ mod tests {
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::BadCertificate)), Failure::CertRefused),
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::UnknownCA)), Failure::CertRefused),
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::HandshakeFailure)), Failure::Tls),
+            // The same alert after the server asked for a client certificate (TLS 1.2): its refusal.
+            (io(ErrorKind::InvalidData, Box::new(RefusedAfterRequest(handshake_failure()))), Failure::CertRefused),
             (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
             (io(ErrorKind::PermissionDenied, Box::new(NoPermission("any words".into()))), Failure::NoPermission),
             // A coded stream that does not decode, whatever kind the decoder gave its error.

@@ -18,10 +18,11 @@
 //! presents it: the server decides whether it takes one.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
@@ -234,6 +235,78 @@ pub(crate) fn without_certificate(trust: &Trust) -> Result<Arc<ClientConfig>, ru
 fn configs(trust: &Trust) -> Result<Configs, rustls::Error> {
     let (made_for, shared) = CONFIG.get_or_init(|| (trust.clone(), build(trust)));
     if made_for == trust { shared.clone() } else { build(trust) }
+}
+
+/// `config` for one connection, noting whether its server asks for a client
+/// certificate (sends a `CertificateRequest`): a TLS 1.2 server that wants
+/// one and is shown none (OpenSSL's) ends the handshake with a bare
+/// `handshake_failure`, which alone says nothing of certificates. A copy of
+/// the shared configuration (its verifier and session cache shared).
+pub(crate) fn noting_requests(config: &ClientConfig) -> (Arc<ClientConfig>, Asked) {
+    let asked = Asked(Arc::new(AtomicBool::new(false)));
+    let inner = Arc::clone(&config.client_auth_cert_resolver);
+    let mut noting = config.clone();
+    noting.client_auth_cert_resolver = Arc::new(Noting { inner, asked: asked.clone() });
+    (Arc::new(noting), asked)
+}
+
+/// Whether the server of a connection asked for a client certificate ([`noting_requests`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Asked(Arc<AtomicBool>);
+
+impl Asked {
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The resolver of a configuration, noting that it was asked.
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Asked,
+}
+
+impl ResolvesClientCert for Noting {
+    fn resolve(&self, issuers: &[&[u8]], schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        self.asked.0.store(true, Ordering::Relaxed);
+        self.inner.resolve(issuers, schemes)
+    }
+
+    fn only_raw_public_keys(&self) -> bool {
+        self.inner.only_raw_public_keys()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
+}
+
+/// A TLS 1.2 server's `handshake_failure` after it asked for a client
+/// certificate ([`Asked`]): its refusal of the certificate (or of none),
+/// known by this type where the alert alone says nothing.
+#[derive(Debug)]
+pub(crate) struct RefusedAfterRequest(pub rustls::Error);
+
+impl fmt::Display for RefusedAfterRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for RefusedAfterRequest {}
+
+impl RefusedAfterRequest {
+    /// `error` of a handshake whose server `asked` for a certificate: a bare
+    /// `handshake_failure` marked as its refusal; any other as it is.
+    pub(crate) fn mark(error: std::io::Error, asked: &Asked) -> std::io::Error {
+        let failure = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        let bare = error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) == Some(&failure);
+        match asked.get() && bare {
+            true => std::io::Error::new(error.kind(), RefusedAfterRequest(failure)),
+            false => error,
+        }
+    }
 }
 
 /// Both configurations, on one verifier (the system's roots are read once).

@@ -10,6 +10,7 @@ use crate::support;
 use std::process::Output;
 
 use support::certs;
+use support::daemon::Daemon;
 use support::nginx::Mtls;
 use support::poll;
 use support::process::{Folder, stderr, stdout, warnings};
@@ -441,4 +442,42 @@ fn an_x509_v1_client_certificate_is_presented_and_a_bad_one_is_said_in_words() {
         assert_eq!(err.trim_end(), format!("poll: error: {said}"), "{args:?}");
     }
     assert_eq!(server.connections(), 0, "nothing is sent");
+}
+
+/// A TLS 1.2 server that wants a client certificate (OpenSSL's `s_server -Verify 1 -tls1_2`,
+/// which ends the handshake with a bare `handshake_failure`) gets `--cert`'s hint, as a TLS 1.3
+/// one does, never `--cacert`'s; a certificate its CA did not sign is "refused"; its own
+/// client's is taken.
+#[test]
+fn a_tls_1_2_server_that_wants_a_certificate_gets_the_hint_of_cert() {
+    let Some(folder) = made("meet-tls12") else { return };
+    let f = |name: &str| folder.file(name);
+    let (leaf, key, ca) = (f("leaf.pem"), f("leaf.key"), f("ca.pem"));
+    let server = Daemon::new("openssl").start(
+        |command, _, ports| {
+            let accept = format!("127.0.0.1:{}", ports[0]);
+            command.args(["s_server", "-accept", &accept, "-cert", &leaf, "-key", &key, "-CAfile", &ca]);
+            command.args(["-Verify", "1", "-verify_return_error", "-tls1_2", "-www"]);
+        },
+        Daemon::accepting,
+    );
+    let url = format!("https://127.0.0.1:{}/", server.port(0));
+    let run = |args: &[&str]| {
+        let out = poll().args(["--cacert", &ca, "--timeout", "20s"]).args(args).arg(&url).output().expect("run");
+        (out.status.code(), stderr(&out))
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(3), "{err}\n{}", server.output());
+    assert!(err.contains("the server asks for a client certificate"), "{err}");
+    assert!(err.trim_end().ends_with("; give one with --cert FILE (and --key FILE)"), "{err}");
+    assert!(!err.contains("--cacert FILE"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let (code, err) = run(&["--cert", &f("stranger.pem"), "--key", &f("stranger.key")]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("the server refused the client certificate"), "{err}");
+    assert!(!err.contains("--cacert FILE"), "{err}");
+
+    let (code, err) = run(&["--cert", &f("client.pem"), "--key", &f("client.key")]);
+    assert_eq!(code, Some(0), "{err}\n{}", server.output());
 }
