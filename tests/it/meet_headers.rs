@@ -481,3 +481,24 @@ fn a_tls_1_2_server_that_wants_a_certificate_gets_the_hint_of_cert() {
     let (code, err) = run(&["--cert", &f("client.pem"), "--key", &f("client.key")]);
     assert_eq!(code, Some(0), "{err}\n{}", server.output());
 }
+
+/// A token read at each attempt (`-H @FILE`) is counted too: one of 6,000 bytes, which the
+/// loop's first request head did not hold, goes out whole.
+#[test]
+fn a_long_token_from_a_file_goes_out_whole() {
+    let folder = Folder::new("meet-long-token");
+    let token = "t".repeat(6_000);
+    std::fs::write(folder.path("auth.hdr"), format!("Authorization: Bearer {token}\n")).expect("write auth.hdr");
+    let server = Server::start(vec![Reply::json(200, PENDING), Reply::json(200, DONE)]);
+    let header = format!("@{}", folder.file("auth.hdr"));
+    let out = poll()
+        .args(["-H", &header, "--until", UNTIL_DONE, "-i", "10ms", "--retries", "3", &server.url("/")])
+        .output()
+        .expect("run poll");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = format!("Bearer {token}");
+    assert!(requests.iter().all(|request| request.header("authorization") == Some(sent.as_str())));
+    assert_eq!(server.bad_requests(), 0, "a head arrived cut short");
+}
