@@ -10,8 +10,8 @@ complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from conne
 complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
 complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
 complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots (for --state rediss:// too)' -r -F
-complete -c poll -s E -l cert -d 'Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual TLS): shown over https:// to the URL\'s origin (to every origin with --location-trusted) and to --state rediss://' -r -F
-complete -c poll -l key -d 'The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted), when not in --cert\'s file' -r -F
+complete -c poll -s E -l cert -d 'Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual TLS): shown over https:// to the URL\'s origin (to every origin with --location-trusted) and to --state rediss://; FILE:PASSPHRASE (curl\'s form; `\\:` for a colon in FILE) decrypts an encrypted PKCS#8 key' -r -F
+complete -c poll -l key -d 'The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with --cert FILE:PASSPHRASE), when not in --cert\'s file' -r -F
 complete -c poll -l unix-socket -d 'Connect to this Unix domain socket instead of the URL\'s host (e.g. /var/run/docker.sock); the URL still gives the path, Host and scheme; no proxy is used' -r -F
 complete -c poll -l idempotency-key -d 'Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe to retry; auto makes a random UUID v4 once per run' -r
 complete -c poll -l idempotency-header -d 'The name of the idempotency header, for APIs that use another' -r

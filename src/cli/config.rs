@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Idle, Request};
 use crate::net::roots;
-use crate::net::tls::{Identity, Trust};
+use crate::net::tls::{self, Identity, Trust, Undecrypted};
 use crate::process::exec::Command;
 use crate::report::reporter::{ColorChoice, Style};
 use crate::rules::attempt::Phase;
@@ -557,8 +557,18 @@ fn read_cacert(path: &Path, until: Option<Instant>) -> Result<Vec<CertificateDer
 /// follow it, and its private key (from `--key`'s file, else from `--cert`'s),
 /// checked to belong together before anything is sent; and the warning for a
 /// key file that others may read. No message quotes the files: they name them.
+/// `--cert FILE:PASSPHRASE` (curl's form) decrypts an encrypted key; no
+/// message, `-v` line or annotation ever holds the passphrase: only `FILE`.
 fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>, Option<String>), Error> {
-    let Some(cert_path) = cli.cert.as_deref() else { return Ok((None, None)) };
+    let Some(given) = cli.cert.as_deref() else { return Ok((None, None)) };
+    let (cert_path, passphrase) = match given.to_str() {
+        Some(text) => {
+            let (file, passphrase) = parse::cert(text);
+            (PathBuf::from(file), passphrase)
+        }
+        None => (given.to_path_buf(), None),
+    };
+    let cert_path = cert_path.as_path();
     let shown = cert_path.display().to_string();
     let read = |flag: &str, path: &Path| {
         file::read_bounded(path, until).map_err(|e| usage(flag, format!("cannot read `{}`: {e}", path.display())))
@@ -575,7 +585,7 @@ fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>,
         Some(path) => ("--key", path, read("--key", path)?),
         None => ("--cert", cert_path, pem),
     };
-    let key = private_key(flag, key_path, &key_pem)?;
+    let key = private_key(flag, key_path, &key_pem, passphrase.as_deref())?;
     let key_shown = key_path.display();
     let identity = Identity::new(shown.clone(), chain, key).map_err(|e| match e {
         rustls::Error::InconsistentKeys(_) if flag == "--key" => {
@@ -584,9 +594,11 @@ fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>,
         rustls::Error::InconsistentKeys(_) => {
             usage("--cert", format!("the key in `{shown}` does not belong to its certificate"))
         }
-        rustls::Error::InvalidCertificate(why) => {
-            usage("--cert", format!("the certificate in `{shown}` does not parse: {why:?}"))
-        }
+        // rustls' reasons are Rust's debug words (`Other(OtherError(...))`): said in ours.
+        rustls::Error::InvalidCertificate(_) => usage(
+            "--cert",
+            format!("the certificate in `{shown}` is no X.509 certificate poll can read (version 1 or 3, DER in PEM)"),
+        ),
         // rustls' words name no byte of the key, but say nothing the file's name does not.
         _ => usage(
             flag,
@@ -601,16 +613,42 @@ fn read_identity(cli: &Cli, until: Option<Instant>) -> Result<(Option<Identity>,
 
 /// The first private key of `pem` (`flag`'s file `path`): PKCS#8, PKCS#1 or
 /// SEC1, through rustls-pki-types' PEM reader, whose own errors are never
-/// shown (one may quote a line of the file).
-fn private_key(flag: &str, path: &Path, pem: &[u8]) -> Result<PrivateKeyDer<'static>, Error> {
+/// shown (one may quote a line of the file); an encrypted PKCS#8 one
+/// decrypted with `passphrase` (`--cert FILE:PASSPHRASE`).
+fn private_key(flag: &str, path: &Path, pem: &[u8], passphrase: Option<&str>) -> Result<PrivateKeyDer<'static>, Error> {
     let shown = path.display();
+    if let Some(decrypted) = passphrase.and_then(|passphrase| tls::decrypt_key(pem, passphrase.as_bytes())) {
+        return decrypted.map_err(|why| {
+            let why = match why {
+                Undecrypted::Garbled => format!("`{shown}` holds an encrypted private key whose PEM does not decode"),
+                Undecrypted::WrongPassphrase => {
+                    format!("the passphrase given with --cert does not decrypt the key in `{shown}`")
+                }
+                Undecrypted::Unsupported => format!(
+                    "`{shown}` holds a key encrypted in a way poll does not decrypt (it takes PBES2: PBKDF2 or scrypt, \
+                     with AES-CBC); encrypt it again: openssl pkcs8 -topk8 -v2 aes-256-cbc -in {shown} -out NEW.key"
+                ),
+            };
+            usage(flag, why)
+        });
+    }
     // The reader skips an encrypted key's section as one of no key: it is told apart first.
     let holds = |text: &[u8]| pem.windows(text.len()).any(|window| window == text);
-    if holds(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || holds(b"Proc-Type: 4,ENCRYPTED") {
+    if holds(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         return Err(usage(
             flag,
             format!(
-                "`{shown}` holds an encrypted private key; decrypt it first: openssl pkey -in {shown} -out PLAIN.key"
+                "`{shown}` holds an encrypted private key; give its passphrase as --cert FILE:PASSPHRASE (curl's \
+                 form), or decrypt it first: openssl pkey -in {shown} -out PLAIN.key"
+            ),
+        ));
+    }
+    if holds(b"Proc-Type: 4,ENCRYPTED") {
+        return Err(usage(
+            flag,
+            format!(
+                "`{shown}` holds an encrypted private key in OpenSSL's old PEM form, which poll does not decrypt; \
+                 make it PKCS#8: openssl pkcs8 -topk8 -v2 aes-256-cbc -in {shown} -out NEW.key"
             ),
         ));
     }

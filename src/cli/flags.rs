@@ -185,11 +185,12 @@ pub struct Cli {
 
     /// Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual
     /// TLS): shown over https:// to the URL's origin (to every origin with --location-trusted) and to --state
-    /// rediss://
+    /// rediss://; FILE:PASSPHRASE (curl's form; `\:` for a colon in FILE) decrypts an encrypted PKCS#8 key
     #[arg(short = 'E', long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]
     pub(crate) cert: Option<std::path::PathBuf>,
 
-    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted), when not in --cert's file
+    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with --cert FILE:PASSPHRASE),
+    /// when not in --cert's file
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, requires = "cert", help_heading = REQUEST)]
     pub(crate) key: Option<std::path::PathBuf>,
 
@@ -584,8 +585,9 @@ pub fn command() -> clap::Command {
     Cli::command().mut_args(from_environment)
 }
 
-/// The options whose values `--help` does not show when they come from the environment.
-const SECRET_SETTINGS: [&str; 4] = ["user", "auth_cmd", "state", "fallback"];
+/// The options whose values `--help` does not show when they come from the environment
+/// (`--cert`'s may be `FILE:PASSPHRASE`).
+const SECRET_SETTINGS: [&str; 5] = ["user", "auth_cmd", "state", "fallback", "cert"];
 
 /// `POLL_<FLAG>` for every option that takes one value and every switch
 /// (`POLL_TIMEOUT=10m`, `POLL_VERBOSE=true`), as CI templates set them once for

@@ -7,7 +7,10 @@
 //! Here each decoder is built in a function of its own, called only for its
 //! coding.
 
+use std::cell::Cell;
+use std::fmt;
 use std::io::{self, Read};
+use std::rc::Rc;
 
 /// Why a body could not be decoded.
 #[derive(Debug)]
@@ -62,17 +65,72 @@ fn decoded_past(coding: Option<&str>, raw: Vec<u8>, limit: u64, cut_short: bool)
 }
 
 /// `--watch`: a body read as it arrives, decoded by `coding` as [`decode`]
-/// decodes a whole one (deflate is taken zlib-wrapped, as the RFC says).
+/// decodes a whole one (deflate is taken zlib-wrapped, as the RFC says). An
+/// error of the decoder's own (bytes that do not decode) carries [`Corrupt`];
+/// the connection's errors pass through as they came.
 pub(crate) fn reader<'a>(coding: Option<&str>, raw: impl Read + 'a) -> Box<dyn Read + 'a> {
     let is = |name: &str| coding.is_some_and(|coding| coding.trim().eq_ignore_ascii_case(name));
+    let failed = Rc::new(Cell::new(false));
+    let raw = Raw { inner: raw, failed: Rc::clone(&failed) };
     if is("gzip") || is("x-gzip") {
-        Box::new(flate2::read::MultiGzDecoder::new(raw))
+        Box::new(Coded { name: "gzip", decoder: flate2::read::MultiGzDecoder::new(raw), failed })
     } else if is("deflate") {
-        Box::new(flate2::read::ZlibDecoder::new(raw))
+        Box::new(Coded { name: "deflate", decoder: flate2::read::ZlibDecoder::new(raw), failed })
     } else if is("br") {
-        Box::new(brotli_decompressor::Decompressor::new(raw, 4096))
+        Box::new(Coded { name: "brotli", decoder: brotli_decompressor::Decompressor::new(raw, 4096), failed })
     } else {
-        Box::new(raw)
+        Box::new(raw.inner)
+    }
+}
+
+/// Bytes of a coded stream that do not decode: the decoder's error, not the
+/// connection's, known by its type (`http/request.rs` sorts it as a
+/// malformed reply, where the decoder's own `io::ErrorKind` would read as a reset).
+#[derive(Debug)]
+pub(crate) struct Corrupt {
+    name: &'static str,
+    error: io::Error,
+}
+
+impl fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the stream's {} is corrupt ({})", self.name, self.error)
+    }
+}
+
+impl std::error::Error for Corrupt {}
+
+/// The connection under a decoder, noting when a read of it failed: then
+/// the decoder's error is the connection's.
+struct Raw<R> {
+    inner: R,
+    failed: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Raw<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf);
+        // For good: a decoder may read on after the connection's error, and blame the bytes.
+        if read.is_err() {
+            self.failed.set(true);
+        }
+        read
+    }
+}
+
+/// A decoder over [`Raw`]: its errors that are not the connection's are [`Corrupt`].
+struct Coded<D> {
+    name: &'static str,
+    decoder: D,
+    failed: Rc<Cell<bool>>,
+}
+
+impl<D: Read> Read for Coded<D> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.decoder.read(buf).map_err(|error| match self.failed.get() {
+            true => error,
+            false => io::Error::new(io::ErrorKind::InvalidData, Corrupt { name: self.name, error }),
+        })
     }
 }
 
@@ -127,6 +185,33 @@ mod tests {
         assert!(matches!(decode(Some("gzip"), gzip(&body), 5), Err(Undecodable::TooLarge)));
         let broken = decode(Some("br"), b"not brotli".to_vec(), 100);
         assert!(matches!(broken, Err(Undecodable::Broken { name: "brotli", .. })), "{broken:?}");
+    }
+
+    /// A coded stream's bytes that do not decode are [`Corrupt`], named by their coding; the
+    /// connection's own error passes through as it came.
+    #[test]
+    fn a_stream_that_does_not_decode_is_corrupt_and_a_connection_error_is_its_own() {
+        let mut coded = gzip(b"data: 1\n\n");
+        coded.extend_from_slice(b"not gzip at all");
+        let mut out = Vec::new();
+        let error = reader(Some("gzip"), &coded[..]).read_to_end(&mut out).err();
+        let inner = error.as_ref().and_then(|e| e.get_ref()).and_then(|e| e.downcast_ref::<Corrupt>());
+        assert!(inner.is_some_and(|c| c.to_string().starts_with("the stream's gzip is corrupt (")), "{error:?}");
+        assert_eq!(out, b"data: 1\n\n");
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        let failing = std::io::Read::chain(&coded[..5], Failing(Some(reset)));
+        let error = reader(Some("gzip"), failing).read_to_end(&mut Vec::new()).err();
+        let kind = error.as_ref().map(|e| (e.kind(), e.get_ref().is_none()));
+        assert_eq!(kind, Some((io::ErrorKind::ConnectionReset, true)), "{error:?}");
+    }
+
+    /// A reader that fails once with its error.
+    struct Failing(Option<io::Error>);
+
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            self.0.take().map_or(Ok(0), Err)
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `Proxies` (`http/proxy.rs`).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{BufReader, ErrorKind, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use ureq::http;
 
 use crate::http::cookies::Jar;
-use crate::http::decode::{self, Undecodable};
+use crate::http::decode::{self, Corrupt, Undecodable};
 use crate::http::events::{Broken, Event, Events, Framing};
 use crate::http::proxy::Proxies;
 use crate::http::transport::connect::{self, Unresolved};
 use crate::http::transport::wire::Silence;
 use crate::net::roots;
-use crate::net::tls::{CertScope, Trust};
+use crate::net::tls::{CertScope, RefusedAfterRequest, Trust};
 use crate::net::unix::{NoPermission, NotASocket};
 use crate::rules::attempt::Failure;
 use crate::util::headers::Headers;
@@ -137,6 +137,24 @@ const MIN_OUTPUT_BUFFER: usize = 4 << 10;
 /// (nginx's default is 8 KiB), and the request head must fit its buffer.
 const MAX_COOKIE_HEADER: usize = 8 << 10;
 
+/// The largest value of the other headers `poll` adds from what a server or
+/// the environment gave it ([`ADDED`]): the same line servers take (nginx's
+/// 8 KiB, Apache's 8190 bytes). A user's own `-H` has no limit of its own.
+const MAX_ADDED_HEADER: usize = 8 << 10;
+
+/// The headers [`MAX_ADDED_HEADER`] bounds: an event stream's `Last-Event-ID`
+/// (an SSE `id:` sent back) and `TRACESTATE`'s `tracestate`.
+const ADDED: [&str; 2] = ["Last-Event-ID", "tracestate"];
+
+/// The failure of a header `poll` adds that is larger than it sends, or `None`.
+fn added_too_large(headers: &Headers) -> Option<Fault> {
+    ADDED.into_iter().find_map(|name| {
+        let len = headers.get(name)?.len();
+        let detail = format!("the `{name}` header is {len} bytes, more than the {MAX_ADDED_HEADER} poll sends");
+        (len > MAX_ADDED_HEADER).then(|| Fault::new(Failure::Unsendable, detail))
+    })
+}
+
 /// The failure of the cookies a server set when they are too large to send back, naming the largest.
 fn too_large(cookies: &str) -> Fault {
     let largest = cookies.split("; ").max_by_key(|cookie| cookie.len()).unwrap_or_default();
@@ -162,7 +180,10 @@ const REDIRECT_BODY_LIMIT: u64 = 64 * 1024;
 
 /// Sends a loop's requests, over and over, on one connection pool.
 pub(crate) struct Client {
-    agent: ureq::Agent,
+    /// Made again, with a larger output buffer, when a request's head outgrows it ([`Client::room_for`]).
+    agent: RefCell<ureq::Agent>,
+    /// The agent's output buffer: the largest request head it can write, with room to spare.
+    room: Cell<usize>,
     spec: ClientConfig,
     /// Where the client certificate goes.
     scope: CertScope,
@@ -178,26 +199,7 @@ pub(crate) struct Client {
 impl Client {
     /// A client for a loop that sends `request` (and requests like it).
     pub(crate) fn new(spec: &ClientConfig, request: &Request) -> Client {
-        let config = ureq::Agent::config_builder()
-            // 4xx and 5xx are answers the policy reads, not errors.
-            .http_status_as_error(false)
-            // Redirects are followed here, to drop credentials by origin as curl does.
-            .max_redirects(0)
-            .timeout_connect(Some(spec.connect_timeout))
-            // A watched reply may be held to the deadline: each request then says how long it may take.
-            .timeout_global(spec.watch.is_none().then_some(spec.request_timeout))
-            .user_agent(spec.user_agent.as_str())
-            // A compressing server may hold an event back until a block fills.
-            .accept_encoding(if spec.watch.is_some() { "identity" } else { "gzip, deflate, br" })
-            // Not ureq's default, its own reading of the environment (ALL_PROXY
-            // first, for every scheme): `send` sets one per request, from `proxies`.
-            .proxy(None)
-            .allow_non_standard_methods(true)
-            .max_response_header_size(MAX_RESPONSE_HEAD)
-            // One byte more than a head may take: only then does ureq see a head that is too large (not a hang-up).
-            .input_buffer_size(MAX_RESPONSE_HEAD + 1)
-            .output_buffer_size(output_buffer(spec, request))
-            .build();
+        let room = output_buffer(spec, request);
         // Over a Unix socket no proxy is used, as in curl.
         let proxies = if spec.unix_socket.is_some() { Proxies::none() } else { Proxies::from_env() };
         let silence = spec.watch.map(|Idle(idle)| Silence::new(idle));
@@ -205,9 +207,9 @@ impl Client {
             true => CertScope::Everywhere,
             false => CertScope::OriginOf(request.url.clone()),
         };
-        let unix_socket = spec.unix_socket.as_deref();
-        let agent = connect::agent(config, Arc::clone(&spec.trust), scope.clone(), unix_socket, silence.clone());
-        Client { agent, spec: spec.clone(), scope, proxies, jar: Jar::default(), parsed: RefCell::default(), silence }
+        let agent = RefCell::new(agent(spec, &scope, room, silence.clone()));
+        let (spec, jar, parsed) = (spec.clone(), Jar::default(), RefCell::default());
+        Client { agent, room: Cell::new(room), spec, scope, proxies, jar, parsed, silence }
     }
 
     /// `--watch`: no read of a reply, its head or its body, waits past `at`
@@ -216,6 +218,24 @@ impl Client {
         if let Some(silence) = &self.silence {
             silence.wake_by(at);
         }
+    }
+
+    /// Room for a request head of `head` bytes ([`head_size`]): the agent
+    /// is made again with an output buffer twice that (as [`output_buffer`]
+    /// sizes the first) when its own is smaller. ureq writes a head that
+    /// does not fit only in part, so none may go to it. A head larger than
+    /// any buffer is a request that cannot be sent.
+    fn room_for(&self, head: usize) -> Result<(), Fault> {
+        if head > MAX_OUTPUT_BUFFER {
+            let detail = format!("its head is {head} bytes, more than the {MAX_OUTPUT_BUFFER} poll sends");
+            return Err(Fault::new(Failure::Unsendable, detail));
+        }
+        let room = head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, MAX_OUTPUT_BUFFER);
+        if room > self.room.get() {
+            *self.agent.borrow_mut() = agent(&self.spec, &self.scope, room, self.silence.clone());
+            self.room.set(room);
+        }
+        Ok(())
     }
 
     /// `-v`'s line on the client certificate, when there is one.
@@ -303,7 +323,17 @@ impl Client {
             if let Some(cookies) = cookies.as_deref().filter(|cookies| cookies.len() > MAX_COOKIE_HEADER) {
                 return Err(too_large(cookies));
             }
-            let mut response = self.send(&method, &url, &headers, cookies.as_deref(), body, left)?;
+            // Every header counted before a byte goes: the request is sent whole, or not at all.
+            if let Some(fault) = added_too_large(&headers) {
+                return Err(fault);
+            }
+            self.room_for(head_size(&self.spec.user_agent, &method, &url, &headers, cookies.as_deref()))?;
+            let sent = self.send(&method, &url, &headers, cookies.as_deref(), body, left);
+            // Only a Location can make a request that cannot be built a redirect's failure.
+            let mut response = sent.map_err(|fault| match fault.failure {
+                Failure::BadRedirect if hops == 0 => Fault { failure: Failure::Unsendable, ..fault },
+                _ => fault,
+            })?;
             let set_cookies = response.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok());
             self.jar.store(&url, set_cookies);
             let status = response.status().as_u16();
@@ -362,13 +392,14 @@ impl Client {
         };
         let mut cookies = cookies;
         for (name, value) in headers.iter() {
-            match cookies.take_if(|_| name.eq_ignore_ascii_case("cookie")) {
-                Some(jar) => builder = builder.header(name, format!("{value}; {jar}")),
-                None => builder = builder.header(name, value),
-            }
+            let value = match cookies.take_if(|_| name.eq_ignore_ascii_case("cookie")) {
+                Some(jar) => Cow::Owned(format!("{value}; {jar}")),
+                None => Cow::Borrowed(value),
+            };
+            builder = builder.header(name, writable(name, &value)?);
         }
         if let Some(jar) = cookies {
-            builder = builder.header("cookie", jar);
+            builder = builder.header("cookie", writable("Cookie", jar)?);
         }
         let invalid = |e: http::Error| Fault::new(Failure::BadRedirect, format!("cannot build the request: {e}"));
         let result = match body {
@@ -421,16 +452,18 @@ impl Client {
             Some(_) => timeout.is_none(),
             None => timeout.is_none_or(|timeout| timeout >= self.spec.request_timeout),
         };
+        // A clone shares the agent's pool: `room_for` may replace the agent while a reply is read.
+        let agent = self.agent.borrow().clone();
         if proxy.is_none() && agents {
-            return self.agent.run(request);
+            return agent.run(request);
         }
         let proxy = proxy.cloned();
-        let configured = self.agent.configure_request(request);
+        let configured = agent.configure_request(request);
         let configured = match timeout {
             Some(timeout) => configured.timeout_global(Some(timeout)),
             None => configured,
         };
-        self.agent.run(configured.proxy(proxy).build())
+        agent.run(configured.proxy(proxy).build())
     }
 
     fn read(&self, mut response: http::Response<ureq::Body>, cuts: &dyn Fn(u16) -> bool) -> Result<Reply, Fault> {
@@ -540,13 +573,62 @@ impl Stream {
     }
 }
 
+/// The agent of a loop whose request heads fit `room` bytes: ureq's
+/// settings, and connections made by `transport/connect.rs`.
+fn agent(spec: &ClientConfig, scope: &CertScope, room: usize, silence: Option<Silence>) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        // 4xx and 5xx are answers the policy reads, not errors.
+        .http_status_as_error(false)
+        // Redirects are followed here, to drop credentials by origin as curl does.
+        .max_redirects(0)
+        .timeout_connect(Some(spec.connect_timeout))
+        // A watched reply may be held to the deadline: each request then says how long it may take.
+        .timeout_global(spec.watch.is_none().then_some(spec.request_timeout))
+        .user_agent(spec.user_agent.as_str())
+        // A compressing server may hold an event back until a block fills.
+        .accept_encoding(if spec.watch.is_some() { "identity" } else { "gzip, deflate, br" })
+        // Not ureq's default, its own reading of the environment (ALL_PROXY
+        // first, for every scheme): `send` sets one per request, from `proxies`.
+        .proxy(None)
+        .allow_non_standard_methods(true)
+        .max_response_header_size(MAX_RESPONSE_HEAD)
+        // One byte more than a head may take: only then does ureq see a head that is too large (not a hang-up).
+        .input_buffer_size(MAX_RESPONSE_HEAD + 1)
+        .output_buffer_size(room)
+        .build();
+    connect::agent(config, Arc::clone(&spec.trust), scope.clone(), spec.unix_socket.as_deref(), silence)
+}
+
 /// Room for the request's head twice over (a redirect or a status URL may be
 /// longer), and never less than [`MIN_OUTPUT_BUFFER`]: ureq refuses a head
-/// that does not fit its output buffer.
+/// that does not fit its output buffer. The headers each attempt adds (the
+/// jar's cookies, a token, `Last-Event-ID`, `tracestate`) are counted as each
+/// hop is sent ([`Client::room_for`]).
 fn output_buffer(spec: &ClientConfig, request: &Request) -> usize {
-    let headers: usize = request.headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
-    let head = request.method.len() + request.url.len() + spec.user_agent.len() + headers + 512;
+    let head = head_size(&spec.user_agent, &request.method, &request.url, &request.headers, None);
     head.saturating_mul(2).clamp(MIN_OUTPUT_BUFFER, MAX_OUTPUT_BUFFER)
+}
+
+/// At least the bytes of a request head with these parts, and `cookies`
+/// from the jar: each header as `Name: value` and its line end, and 512
+/// bytes for the request line's own words and the headers ureq adds (`Host`,
+/// `Accept`, `Accept-Encoding`, `Content-Length`).
+fn head_size(user_agent: &str, method: &str, url: &str, headers: &Headers, cookies: Option<&str>) -> usize {
+    let fields: usize = headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+    let cookies = cookies.map_or(0, |cookies| cookies.len() + "Cookie: ; \r\n".len());
+    method.len() + url.len() + user_agent.len() + fields + cookies + 512
+}
+
+/// `value` as the header `name` is written, or the failure of a request
+/// that cannot be sent, naming the header and never quoting its value (it
+/// may be a credential): one with a CR, LF or another control character.
+fn writable(name: &str, value: &str) -> Result<http::HeaderValue, Fault> {
+    http::HeaderValue::from_str(value).map_err(|_| {
+        let name = crate::util::text::printable(&crate::util::text::cut(name));
+        let detail =
+            format!("the `{name}` header holds a CR, LF or another control character, which HTTP cannot carry");
+        Fault::new(Failure::Unsendable, detail)
+    })
 }
 
 fn is_redirect(status: u16) -> bool {
@@ -574,11 +656,12 @@ fn classify(error: &ureq::Error) -> Fault {
         E::HostNotFound => Failure::Dns,
         _ if matches!(tls, Some(rustls::Error::InvalidMessage(_))) => Failure::NotTls,
         // `send` makes it `CertWanted` where no certificate was shown.
-        _ if tls.is_some_and(refuses_client_certificate) => Failure::CertRefused,
+        _ if tls.is_some_and(refuses_client_certificate) || after_request(error) => Failure::CertRefused,
         _ if tls.is_some() => Failure::Tls,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) => Failure::Dns,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NotASocket>()) => Failure::NotASocket,
         E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<NoPermission>()) => Failure::NoPermission,
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<Corrupt>()) => Failure::Malformed,
         E::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => Failure::Refused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => Failure::Reset,
@@ -612,6 +695,8 @@ fn classify(error: &ureq::Error) -> Fault {
         (Failure::NotASocket | Failure::NoPermission | Failure::Refused, E::Io(io)) if io.get_ref().is_some() => {
             io.to_string()
         }
+        // The stream's coding that does not decode (`http/decode.rs`), in its own words.
+        (Failure::Malformed, E::Io(io)) if io.get_ref().is_some_and(|inner| inner.is::<Corrupt>()) => io.to_string(),
         (Failure::ProxyRefused, E::ConnectProxyFailed(reason)) => {
             let code = proxy_status(reason).unwrap_or_default();
             let words = http::StatusCode::from_u16(code).ok().and_then(|c| c.canonical_reason()).unwrap_or("");
@@ -629,10 +714,16 @@ fn classify(error: &ureq::Error) -> Fault {
 /// The TLS error inside `error`, if it is one: an I/O error that carries
 /// rustls' own (the handshake runs inside our transport's reads).
 fn tls_error(error: &ureq::Error) -> Option<&rustls::Error> {
-    match error {
-        ureq::Error::Io(io) => io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()),
-        _ => None,
-    }
+    let ureq::Error::Io(io) = error else { return None };
+    let inner = io.get_ref()?;
+    let marked = inner.downcast_ref::<RefusedAfterRequest>().map(|RefusedAfterRequest(tls)| tls);
+    inner.downcast_ref::<rustls::Error>().or(marked)
+}
+
+/// Whether a TLS error is a TLS 1.2 server's `handshake_failure` after it asked for a client
+/// certificate (`transport/connect.rs` marks it): a refusal of the certificate, or of none.
+fn after_request(error: &ureq::Error) -> bool {
+    matches!(error, ureq::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<RefusedAfterRequest>()))
 }
 
 /// Whether a TLS error is the server's alert about the client certificate:
@@ -671,6 +762,18 @@ fn proxy_status(reason: &str) -> Option<u16> {
 mod tests {
     use super::*;
 
+    fn handshake_failure() -> rustls::Error {
+        rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure)
+    }
+
+    /// The error `decode::reader` gives for bytes of a gzip stream that do not decode.
+    fn decoded_wrong() -> ureq::Error {
+        let mut coded = b"not gzip".to_vec();
+        coded.extend_from_slice(&[0; 16]);
+        let read = decode::reader(Some("gzip"), &coded[..]).read_to_end(&mut Vec::new());
+        ureq::Error::Io(read.err().unwrap_or_else(|| std::io::Error::other("decoded")))
+    }
+
     /// Each class by the error's type: what a ureq release says in its messages decides nothing.
     #[test]
     fn errors_are_sorted_by_their_type() {
@@ -700,8 +803,12 @@ mod tests {
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::BadCertificate)), Failure::CertRefused),
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::UnknownCA)), Failure::CertRefused),
             (io(ErrorKind::InvalidData, alert(rustls::AlertDescription::HandshakeFailure)), Failure::Tls),
+            // The same alert after the server asked for a client certificate (TLS 1.2): its refusal.
+            (io(ErrorKind::InvalidData, Box::new(RefusedAfterRequest(handshake_failure()))), Failure::CertRefused),
             (io(ErrorKind::Other, Box::new(NotASocket("not a socket".into()))), Failure::NotASocket),
             (io(ErrorKind::PermissionDenied, Box::new(NoPermission("any words".into()))), Failure::NoPermission),
+            // A coded stream that does not decode, whatever kind the decoder gave its error.
+            (decoded_wrong(), Failure::Malformed),
             (E::TooManyRedirects, Failure::TooManyRedirects),
             (E::BodyExceedsLimit(10), Failure::BodyTooLarge),
             (E::ConnectProxyFailed("proxy server responded 407/407".into()), Failure::ProxyRefused),
@@ -716,6 +823,31 @@ mod tests {
             (refused.proxy_status, refused.detail.as_str()),
             (Some(407), "CONNECT answered with 407 Proxy Authentication Required")
         );
+    }
+
+    /// A header that cannot be written names itself, quotes nothing of its value, and is
+    /// no redirect's failure; one `poll` adds past its limit is found before anything is sent.
+    #[test]
+    fn a_header_that_cannot_be_sent_is_named_and_never_quoted() {
+        let fault = writable("Last-Event-ID", "17\r\nX-Injected: secret").err();
+        let fault = fault.map(|fault| (fault.failure, fault.detail));
+        let said = "the `Last-Event-ID` header holds a CR, LF or another control character, which HTTP cannot carry";
+        assert_eq!(fault, Some((Failure::Unsendable, said.to_string())));
+        assert!(writable("X-Tab", "a\tb c").is_ok());
+        let headers = |value: String| -> Headers { [("tracestate", value)].into_iter().collect() };
+        assert!(added_too_large(&headers("k=v".repeat(2730))).is_none());
+        let fault = added_too_large(&headers("k".repeat(8193))).map(|fault| (fault.failure, fault.detail));
+        let said = "the `tracestate` header is 8193 bytes, more than the 8192 poll sends";
+        assert_eq!(fault, Some((Failure::Unsendable, said.to_string())));
+    }
+
+    /// Every header and the jar's cookies count toward the head, so that its buffer holds it.
+    #[test]
+    fn the_head_counts_every_header_and_the_cookies() {
+        let headers: Headers = [("X-A", "1".repeat(100)), ("Last-Event-ID", "i".repeat(5000))].into_iter().collect();
+        let bare = head_size("poll/1", "GET", "http://h/", &Headers::default(), None);
+        let full = head_size("poll/1", "GET", "http://h/", &headers, Some(&"c=v".repeat(1000)));
+        assert!(full >= bare + 100 + 5000 + 3000 + "X-A: \r\nLast-Event-ID: \r\nCookie: \r\n".len(), "{full}");
     }
 
     #[test]

@@ -10,15 +10,19 @@
 //! against every root, read then.
 //!
 //! With `--cert`, the configuration presents the client certificate to a
-//! server that asks for one (rustls' own `with_client_auth_cert`); beside it
-//! is one that presents none, for the connections of a loop to another
-//! origin than its URL's ([`CertScope`]).
+//! server that asks for one (rustls' own `SingleCertAndKey` resolver, as
+//! `with_client_auth_cert` makes it); beside it is one that presents none,
+//! for the connections of a loop to another origin than its URL's
+//! ([`CertScope`]). An X.509 version 1 certificate, which rustls' own check
+//! cannot parse, is checked against its key here and presented as curl
+//! presents it: the server decides whether it takes one.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
@@ -51,15 +55,34 @@ pub(crate) struct Identity {
 impl Identity {
     /// `chain` (from `file`) and `key`, when rustls can sign with the key and
     /// it belongs to the chain's first certificate (rustls' own check, as
-    /// `with_client_auth_cert` makes it).
+    /// `with_client_auth_cert` makes it; for an X.509 v1 certificate, which
+    /// that check cannot parse, the same comparison of public keys).
     pub(crate) fn new(
         file: String,
         chain: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
     ) -> Result<Identity, rustls::Error> {
+        let identity = Identity { file, chain, key };
+        let certified = identity.certified()?;
+        match certified.keys_match() {
+            // rustls' own rule: a key whose public half it cannot tell is not refused.
+            Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(identity),
+            Err(refused @ rustls::Error::InvalidCertificate(_)) => {
+                let Some(spki) = v1_public_key(&identity.chain[0]) else { return Err(refused) };
+                match certified.key.public_key().map(|key| key.as_ref() == spki.as_slice()) {
+                    Some(false) => Err(rustls::InconsistentKeys::KeyMismatch.into()),
+                    Some(true) | None => Ok(identity),
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The chain and its signing key, as rustls presents them.
+    fn certified(&self) -> Result<CertifiedKey, rustls::Error> {
         let provider = rustls::crypto::ring::default_provider();
-        CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider)?.keys_match()?;
-        Ok(Identity { file, chain, key })
+        let key = provider.key_provider.load_private_key(self.key.clone_key())?;
+        Ok(CertifiedKey::new(self.chain.clone(), key))
     }
 
     /// The certificate's SHA-256 fingerprint as `openssl x509 -fingerprint
@@ -92,6 +115,72 @@ impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity").field("file", &self.file).field("certificates", &self.chain.len()).finish()
     }
+}
+
+/// The DER of the public key (`SubjectPublicKeyInfo`) of `certificate` when
+/// it is an X.509 version 1 certificate: one whose `tbsCertificate` has no
+/// `[0] version` and so starts with its serial number. `None` for any other.
+fn v1_public_key(certificate: &[u8]) -> Option<Vec<u8>> {
+    use pkcs8::der::asn1::AnyRef;
+    use pkcs8::der::{Decode as _, Encode as _, SliceReader, Tag, Tagged as _};
+    fn within<'a>(any: AnyRef<'a>) -> Option<SliceReader<'a>> {
+        SliceReader::new(any.value()).ok()
+    }
+    let whole = AnyRef::from_der(certificate).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    let tbs = AnyRef::decode(&mut within(whole)?).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    let mut fields = within(tbs)?;
+    // serialNumber, then signature, issuer, validity and subject before the key.
+    let serial = AnyRef::decode(&mut fields).ok()?;
+    if serial.tag() != Tag::Integer {
+        return None;
+    }
+    for _ in 0..4 {
+        AnyRef::decode(&mut fields).ok()?;
+    }
+    let key = AnyRef::decode(&mut fields).ok().filter(|any| any.tag() == Tag::Sequence)?;
+    key.to_der().ok()
+}
+
+/// Why an encrypted private key was not decrypted. No variant carries a byte
+/// of the key or of the passphrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Undecrypted {
+    /// The PEM section or the DER inside it does not decode.
+    Garbled,
+    /// The passphrase does not decrypt it (or the key is damaged).
+    WrongPassphrase,
+    /// Its encryption is not PBES2 with PBKDF2 (SHA-2) or scrypt and AES-CBC,
+    /// or not one the crate reads at all.
+    Unsupported,
+}
+
+/// The first `-----BEGIN ENCRYPTED PRIVATE KEY-----` section of `pem` (PKCS#8's
+/// encrypted form, as `openssl pkcs8 -topk8` and `openssl genpkey -aes256`
+/// write it), decrypted with `passphrase` (curl's `--cert FILE:PASSPHRASE`) by
+/// RustCrypto's `pkcs8`; `None` when `pem` holds no such section.
+pub(crate) fn decrypt_key(pem: &[u8], passphrase: &[u8]) -> Option<Result<PrivateKeyDer<'static>, Undecrypted>> {
+    const BEGIN: &[u8] = b"-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    const END: &[u8] = b"-----END ENCRYPTED PRIVATE KEY-----";
+    let find = |text: &[u8], what: &[u8]| text.windows(what.len()).position(|window| window == what);
+    let start = find(pem, BEGIN)?;
+    let Some(end) = find(&pem[start..], END).map(|end| start + end + END.len()) else {
+        return Some(Err(Undecrypted::Garbled));
+    };
+    Some(decrypt_section(&pem[start..end], passphrase))
+}
+
+fn decrypt_section(section: &[u8], passphrase: &[u8]) -> Result<PrivateKeyDer<'static>, Undecrypted> {
+    use pkcs8::der::Decode as _;
+    let (_, der) = pkcs8::der::pem::decode_vec(section).map_err(|_| Undecrypted::Garbled)?;
+    // The PEM decoded: what does not parse is most often a scheme the crate does not know (PKCS#12's PBE-SHA1-3DES).
+    let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(&der).map_err(|_| Undecrypted::Unsupported)?;
+    let plain = info.decrypt(passphrase).map_err(|e| match e {
+        pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::DecryptFailed) => Undecrypted::WrongPassphrase,
+        // A wrong passphrase may also unpad to bytes that are no PKCS#8 document.
+        pkcs8::Error::Asn1(_) | pkcs8::Error::KeyMalformed(_) => Undecrypted::WrongPassphrase,
+        _ => Undecrypted::Unsupported,
+    })?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 /// Where a loop presents the run's client certificate. To the origin of the
@@ -148,6 +237,78 @@ fn configs(trust: &Trust) -> Result<Configs, rustls::Error> {
     if made_for == trust { shared.clone() } else { build(trust) }
 }
 
+/// `config` for one connection, noting whether its server asks for a client
+/// certificate (sends a `CertificateRequest`): a TLS 1.2 server that wants
+/// one and is shown none (OpenSSL's) ends the handshake with a bare
+/// `handshake_failure`, which alone says nothing of certificates. A copy of
+/// the shared configuration (its verifier and session cache shared).
+pub(crate) fn noting_requests(config: &ClientConfig) -> (Arc<ClientConfig>, Asked) {
+    let asked = Asked(Arc::new(AtomicBool::new(false)));
+    let inner = Arc::clone(&config.client_auth_cert_resolver);
+    let mut noting = config.clone();
+    noting.client_auth_cert_resolver = Arc::new(Noting { inner, asked: asked.clone() });
+    (Arc::new(noting), asked)
+}
+
+/// Whether the server of a connection asked for a client certificate ([`noting_requests`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Asked(Arc<AtomicBool>);
+
+impl Asked {
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The resolver of a configuration, noting that it was asked.
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Asked,
+}
+
+impl ResolvesClientCert for Noting {
+    fn resolve(&self, issuers: &[&[u8]], schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        self.asked.0.store(true, Ordering::Relaxed);
+        self.inner.resolve(issuers, schemes)
+    }
+
+    fn only_raw_public_keys(&self) -> bool {
+        self.inner.only_raw_public_keys()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
+}
+
+/// A TLS 1.2 server's `handshake_failure` after it asked for a client
+/// certificate ([`Asked`]): its refusal of the certificate (or of none),
+/// known by this type where the alert alone says nothing.
+#[derive(Debug)]
+pub(crate) struct RefusedAfterRequest(pub rustls::Error);
+
+impl fmt::Display for RefusedAfterRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for RefusedAfterRequest {}
+
+impl RefusedAfterRequest {
+    /// `error` of a handshake whose server `asked` for a certificate: a bare
+    /// `handshake_failure` marked as its refusal; any other as it is.
+    pub(crate) fn mark(error: std::io::Error, asked: &Asked) -> std::io::Error {
+        let failure = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        let bare = error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) == Some(&failure);
+        match asked.get() && bare {
+            true => std::io::Error::new(error.kind(), RefusedAfterRequest(failure)),
+            false => error,
+        }
+    }
+}
+
 /// Both configurations, on one verifier (the system's roots are read once).
 fn build(trust: &Trust) -> Result<Configs, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -160,7 +321,11 @@ fn build(trust: &Trust) -> Result<Configs, rustls::Error> {
     };
     let anonymous = Arc::new(builder()?.with_no_client_auth());
     let presenting = match &trust.identity {
-        Some(identity) => Arc::new(builder()?.with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())?),
+        // Checked when it was read (`Identity::new`), v1 certificates too, which `with_client_auth_cert` refuses.
+        Some(identity) => {
+            let presented = rustls::sign::SingleCertAndKey::from(identity.certified()?);
+            Arc::new(builder()?.with_client_cert_resolver(Arc::new(presented)))
+        }
         None => Arc::clone(&anonymous),
     };
     Ok(Configs { presenting, anonymous })
@@ -320,6 +485,16 @@ mod tests {
             panic!("test fixture")
         };
         certificates(&pem).0
+    }
+
+    /// Only a version 1 certificate has its key read here (tests/it/meet_headers.rs presents one to
+    /// nginx); a version 3 one, and DER that is no certificate, are rustls' to judge.
+    #[test]
+    fn only_a_v1_certificate_has_its_key_read_here() {
+        assert_eq!(v1_public_key(&fixture()[0]), None);
+        for junk in [&[][..], &[0x30, 0x03, 0x02, 0x01, 0x01][..], &[0x30, 0x80][..], &[0x02, 0x01, 0x01][..]] {
+            assert_eq!(v1_public_key(junk), None, "{junk:?}");
+        }
     }
 
     /// What each configuration says of the test server's certificate, by name.

@@ -88,6 +88,10 @@ pub enum Failure {
     /// A credential that cannot be sent (a cookie too large to send back):
     /// nothing was sent, so nothing is retried and the server is not blamed.
     Credential,
+    /// A request that cannot be sent as it is: a header `poll` adds that is
+    /// too large (`Last-Event-ID`, `tracestate`), or one that cannot be
+    /// written. Nothing was sent, as with [`Failure::Credential`].
+    Unsendable,
 }
 
 /// Which request an attempt sent.
@@ -178,6 +182,7 @@ impl Failure {
             Failure::NotASocket => (false, false, false, false, true, "connect", "not a socket"),
             Failure::NoPermission => (false, false, false, false, true, "connect", "permission denied"),
             Failure::Credential => (false, false, false, false, true, "credential", "a credential that cannot be sent"),
+            Failure::Unsendable => (false, false, false, false, true, "request", "the request cannot be sent"),
         };
         Traits { transient, surely_unprocessed, not_up_yet, counts_for_breaker, shows_detail, kind, words }
     }
@@ -292,7 +297,7 @@ pub struct RetryRoom {
 mod tests {
     use super::*;
 
-    const ALL: [Failure; 19] = [
+    const ALL: [Failure; 20] = [
         Failure::Refused,
         Failure::Dns,
         Failure::ConnectTimeout,
@@ -312,6 +317,7 @@ mod tests {
         Failure::NotASocket,
         Failure::NoPermission,
         Failure::Credential,
+        Failure::Unsendable,
     ];
 
     /// The rows agree with each other: what surely never reached the server

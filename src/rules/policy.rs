@@ -676,6 +676,7 @@ mod tests {
         let every = [
             Refused, Dns, ConnectTimeout, Timeout, Reset, Closed, Truncated, Malformed, Tls, TooManyRedirects,
             BadRedirect, BodyTooLarge, ProxyRefused, NotASocket, NoPermission, Credential, CertRefused, CertWanted,
+            Unsendable,
         ];
         for kind in every.map(Failure::kind).into_iter().chain(["not_json"]) {
             assert!(row.contains(&format!("`{kind}`")), "`{kind}` is missing: {row}");

@@ -6,7 +6,7 @@
 use crate::error::{Error, Kind};
 use crate::http::request::Fault;
 use crate::report::record::Record;
-use crate::rules::attempt::{Failure, Phase};
+use crate::rules::attempt::{Failure, Outcome, Phase, Verdict};
 use crate::rules::policy::Stop;
 use crate::state::Refusal;
 use crate::util::clock;
@@ -46,10 +46,16 @@ pub(crate) fn stopped(stop: &Stop, at: &Situation<'_>) -> Error {
     let record = at.record;
     // A filter that failed on the last body is why its condition is not met.
     let failed = record.judgement.as_ref().and_then(|judgement| judgement.errors.last());
+    let unread = matches!(record.outcome, Outcome::Success { verdict: Verdict::NotJson, .. });
     let explained = match (stop, failed) {
         (Stop::Deadline { wait, reason, remaining, cause: Some(_) }, Some(error)) => {
             Some(Stop::Deadline { wait: *wait, reason: *reason, remaining: *remaining, cause: Some(error.as_cause()) })
         }
+        // A body the filter could not read (nested too deep) ends retries in the warning's words, not "not JSON".
+        (Stop::BudgetSpent { failures, .. }, Some(error)) if unread => {
+            Some(Stop::BudgetSpent { failures: *failures, cause: error.as_cause() })
+        }
+        (Stop::NotRetryable { .. }, Some(error)) if unread => Some(Stop::NotRetryable { cause: error.as_cause() }),
         _ => None,
     };
     let stop = explained.as_ref().unwrap_or(stop);

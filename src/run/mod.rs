@@ -91,8 +91,10 @@ pub fn run(config: Config) -> Ending {
     let Config { targets, polling, idempotency_key, timeout, any, output_file, junit, style, limits, command } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
-    if let Err(why) = &polling.trace {
-        reporter.warn(why);
+    match &polling.trace {
+        Err(why) => reporter.warn(why),
+        Ok(Some(trace)) => trace.dropped_state().iter().for_each(|why| reporter.warn(why)),
+        Ok(None) => {}
     }
     // `-- CMD` is handed the run's trace, as a span of its own.
     let command = match (command, &polling.trace) {

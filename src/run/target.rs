@@ -738,8 +738,8 @@ impl Loop<'_> {
             (Some(url), Ok(reply)) => Some((*url, reply.body.as_slice())),
             _ => None,
         };
-        // A service not up yet has answered nothing the breaker could weigh, nor a credential that was not sent.
-        let unsent = matches!(&record.reply, Err(Fault { failure: Failure::Credential, .. }));
+        // A service not up yet has answered nothing the breaker could weigh, nor a request that was not sent.
+        let unsent = matches!(&record.reply, Err(Fault { failure: Failure::Credential | Failure::Unsendable, .. }));
         if unsent || record.not_up_yet {
             return Ok(None);
         }

@@ -1,5 +1,5 @@
 //! Pure parsers for flag values: durations, sizes, rates, percentages,
-//! methods, headers and status codes.
+//! methods, headers, status codes and `--cert FILE:PASSPHRASE`.
 //!
 //! Each returns a message that names what is wrong with the value; the caller
 //! adds the flag's name. They never panic, whatever the input (see `fuzz/`).
@@ -124,6 +124,40 @@ pub(crate) fn method(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
+/// `--cert`'s value as curl reads it: `FILE`, or `FILE:PASSPHRASE` split at
+/// the first `:` that is not escaped (`\:` is a colon of the file's name,
+/// `\\` a backslash) and not a drive letter's (`C:\certs\me.pem`, `c:/x.pem`:
+/// curl sees those on Windows only, `poll` everywhere, so that a command
+/// means the same on every runner). A value with neither `:` nor `\`, or a
+/// `pkcs11:` URI, is the file as it is. An empty passphrase is none.
+pub(crate) fn cert(value: &str) -> (String, Option<String>) {
+    if value.starts_with("pkcs11:") || !value.contains([':', '\\']) {
+        return (value.to_string(), None);
+    }
+    let bytes = value.as_bytes();
+    let drive = |at: usize| at == 1 && bytes[0].is_ascii_alphabetic() && matches!(bytes.get(2), Some(b'\\' | b'/'));
+    let mut file = String::with_capacity(value.len());
+    let mut chars = value.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => match chars.peek() {
+                Some((_, escaped @ ('\\' | ':'))) => {
+                    file.push(*escaped);
+                    chars.next();
+                }
+                _ => file.push('\\'),
+            },
+            ':' if drive(at) => file.push(':'),
+            ':' => {
+                let passphrase = &value[at + 1..];
+                return (file, (!passphrase.is_empty()).then(|| passphrase.to_string()));
+            }
+            other => file.push(other),
+        }
+    }
+    (file, None)
+}
+
 /// The characters of an HTTP token (RFC 9110): header names and methods.
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
@@ -230,6 +264,30 @@ mod tests {
         }
         for bad in ["", "GET /", "PO\rST", "G\u{e9}T"] {
             assert!(method(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn cert_splits_its_passphrase_as_curl_does() {
+        let rows: [(&str, &str, Option<&str>); 14] = [
+            ("client.pem", "client.pem", None),
+            ("client.pem:s3cret-pass", "client.pem", Some("s3cret-pass")),
+            ("client.pem:pass:with:colons", "client.pem", Some("pass:with:colons")),
+            ("client.pem:", "client.pem", None),
+            ("/etc/tls/my\\:cert.pem:pw", "/etc/tls/my:cert.pem", Some("pw")),
+            ("back\\\\slash.pem:pw", "back\\slash.pem", Some("pw")),
+            ("end\\", "end\\", None),
+            ("C:\\certs\\me.pem", "C:\\certs\\me.pem", None),
+            ("C:\\certs\\me.pem:pw", "C:\\certs\\me.pem", Some("pw")),
+            ("c:/certs/me.pem:pw", "c:/certs/me.pem", Some("pw")),
+            // Not a drive letter: a one-letter file and its passphrase.
+            ("c:pw", "c", Some("pw")),
+            ("pkcs11:token=a;object=b", "pkcs11:token=a;object=b", None),
+            ("ünï:cödé", "ünï", Some("cödé")),
+            (":pw", "", Some("pw")),
+        ];
+        for (value, file, passphrase) in rows {
+            assert_eq!(cert(value), (file.to_string(), passphrase.map(str::to_string)), "{value}");
         }
     }
 }

@@ -18,6 +18,7 @@ mod environment;
 mod hostile;
 mod junit;
 mod log;
+mod meet_headers;
 // --watch beside --state, --stall, conditional polls and --interval (issue 49).
 mod meet_watch;
 mod operations;

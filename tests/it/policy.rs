@@ -224,6 +224,7 @@ fn every_failure_variant() {
         (Tls, "TLS handshake failed"),
         (TooManyRedirects, "too many redirects"),
         (BadRedirect, "redirect cannot be followed"),
+        (Unsendable, "the request cannot be sent"),
         (BodyTooLarge, "body larger than --max-body"),
         (ProxyRefused, "the proxy refused the connection"),
         (CertRefused, "the server refused the client certificate"),

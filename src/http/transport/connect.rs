@@ -271,10 +271,19 @@ impl TlsHandshake {
         // The URL is parsed only when there is a certificate to withhold.
         let withheld = self.trust.identity.is_some() && !self.scope.covers(&details.uri.to_string());
         let config = if withheld { tls::without_certificate(&self.trust) } else { tls::config(&self.trust) };
-        let connection = config.and_then(|config| ClientConnection::new(config, name));
+        // Whether the server asks for a certificate is what tells a TLS 1.2 refusal of one from other failures.
+        let noted = config.map(|config| tls::noting_requests(&config));
+        let (connection, asked) = match noted {
+            Ok((config, asked)) => (ClientConnection::new(config, name), Some(asked)),
+            Err(e) => (Err(e), None),
+        };
         // As rustls' own errors of the handshake arrive: inside an I/O error.
         let connection = connection.map_err(|e| io::Error::new(ErrorKind::InvalidData, e))?;
-        Ok(Box::new(Tls::handshake(connection, plain, details)?))
+        let shaken = Tls::handshake(connection, plain, details).map_err(|e| match (e, &asked) {
+            (ureq::Error::Io(io), Some(asked)) => ureq::Error::Io(tls::RefusedAfterRequest::mark(io, asked)),
+            (other, _) => other,
+        });
+        Ok(Box::new(shaken?))
     }
 }
 
