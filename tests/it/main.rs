@@ -18,6 +18,8 @@ mod environment;
 mod hostile;
 mod junit;
 mod log;
+// Where POLL_* meets the command line, --help and the JUnit report (issue 49).
+mod meet_env;
 mod operations;
 mod request;
 mod run;
