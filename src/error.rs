@@ -208,13 +208,22 @@ impl Error {
         Error::new(Kind::Permanent, what)
     }
 
-    /// A usage error about `--flag`, as its message starts, whose value came
-    /// from one of the variables `from` (`POLL_STATE`): the line names it.
-    pub(crate) fn named_from(mut self, from: &[String]) -> Error {
-        let flag = self.what.split(':').next().unwrap_or_default().trim_start_matches('-');
-        let variable = format!("POLL_{}", flag.replace('-', "_").to_ascii_uppercase());
-        if self.kind == Kind::Usage && from.contains(&variable) {
+    /// A usage error about `flag` (its message starts `--flag:`) whose value
+    /// came from `variable` (`POLL_STATE`): the line names the variable, and
+    /// quotes no part of `secret`, the value when it may carry one.
+    pub(crate) fn set_by(mut self, flag: &str, variable: &str, secret: Option<&str>) -> Error {
+        let about = self.what.strip_prefix(flag).is_some_and(|rest| rest.starts_with(':'));
+        if self.kind == Kind::Usage && about {
+            self = self.redacted(secret);
             self.what = format!("{variable}: {}", self.what);
+        }
+        self
+    }
+
+    /// The same error quoting no part of `secret`, a value that may carry one.
+    pub(crate) fn redacted(mut self, secret: Option<&str>) -> Error {
+        if let Some(secret) = secret {
+            self.what = crate::util::url::unquoted(&self.what, secret);
         }
         self
     }

@@ -47,9 +47,9 @@ pub use crate::error::EXIT_CODES;
 
 pub use crate::run::{Closed, Ending, HandedOver, run, spawn_on_a_large_stack};
 
-use crate::cli::flags::{self, Invocation};
+use crate::cli::environment::{self, Refused};
+use crate::cli::flags::Invocation;
 use crate::cli::{config, docs};
-use crate::error::Error;
 use crate::report::voice::Voice;
 
 /// The command line, checked; or the ending of a run that never starts
@@ -58,15 +58,14 @@ use crate::report::voice::Voice;
 pub fn configure(args: impl IntoIterator<Item = OsString>, stdin: &mut dyn Read) -> Result<Config, Ending> {
     // A flag clap rejects is written before --ci is known; the others follow it.
     let voice = Voice::plain(config::github_actions(None));
-    let cli = match flags::parse(args) {
+    let cli = match environment::parse(args) {
         Ok(Invocation::Run(cli)) => *cli,
         Ok(Invocation::Generate(kind)) => return Err(Ending::new(docs::generate(kind), None, voice)),
-        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
-            let text = e.render();
+        Err(Refused::Shown(text)) => {
             let text = if std::io::stdout().is_terminal() { text.ansi().to_string() } else { text.to_string() };
             return Err(Ending::new(text.into_bytes(), None, voice));
         }
-        Err(e) => return Err(Ending::new(Vec::new(), Some(&Error::usage(flags::one_line(&e))), voice)),
+        Err(Refused::Usage(e)) => return Err(Ending::new(Vec::new(), Some(&e), voice)),
     };
     let voice = Voice::plain(config::github_actions(cli.ci));
     Config::from_cli(cli, stdin).map_err(|e| Ending::new(Vec::new(), Some(&e), voice))

@@ -158,11 +158,12 @@ pub(crate) enum Fallback {
 impl Config {
     /// Validates the flags; `stdin` is read only for `@-`.
     pub(crate) fn from_cli(cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
-        let from_environment = cli.from_environment.clone();
-        Config::checked(cli, stdin).map_err(|e| e.named_from(&from_environment))
+        let environment = cli.environment.clone();
+        Config::checked(cli, stdin).map_err(|e| environment.named_in(e))
     }
 
     fn checked(mut cli: Cli, stdin: &mut dyn Read) -> Result<Config, Error> {
+        clash(&cli).map_err(|clash| clash.error)?;
         // A FIFO given as a file (`-d @<(cmd)`) is read until the run's deadline at the latest.
         let until = (!cli.timeout.is_zero()).then(|| Instant::now() + *cli.timeout);
         let user_agent = cli.user_agent.take().unwrap_or_else(|| format!("poll/{}", env!("CARGO_PKG_VERSION")));
@@ -174,14 +175,15 @@ impl Config {
         let (idempotency_key, keyed) = idempotency_key(&cli, idempotent, &mut headers)?;
         let prefer_wait = prefer_wait(&cli, &mut headers)?;
         let limits = check_limits(&cli.limits, stdin, until)?;
-        if cli.urls.len() > 1 && limits.fallback.is_some() {
-            return Err(usage("--fallback", "stands in for one URL's body; it cannot be used with several URLs"));
-        }
         let given = Request { method, url: String::new(), headers, body, see_other_is_the_answer: cli.submit };
         let targets = targets(&cli, &given, &credentials)?;
         check_network(&cli, &targets)?;
         let cacert = cli.cacert.as_deref().map(|path| read_cacert(path, until)).transpose()?.unwrap_or_default();
         let (identity, key_warning) = read_identity(&cli, until)?;
+        // As Node warns on every run for NODE_TLS_REJECT_UNAUTHORIZED=0: set once in a template, it is easily forgotten.
+        let insecure_warning = (cli.insecure && cli.environment.sets("--insecure")).then(|| {
+            "POLL_INSECURE turns off TLS certificate verification (as -k): any certificate is accepted".to_string()
+        });
         let client = ClientConfig {
             user_agent,
             connect_timeout: *cli.connect_timeout,
@@ -220,7 +222,10 @@ impl Config {
             any: cli.any,
             output_file: cli.output.take(),
             junit: cli.report_junit.take(),
-            style: Style { warnings: Vec::from_iter(key_warning), ..style(&cli, timeout) },
+            style: Style {
+                warnings: key_warning.into_iter().chain(insecure_warning).collect(),
+                ..style(&cli, timeout)
+            },
             limits,
             command,
         })
@@ -239,9 +244,6 @@ fn credentials(cli: &mut Cli, until: Option<Instant>) -> Result<(Headers, Arc<Cr
             HeaderArg::Field(name, value) => headers.push(name, value),
             HeaderArg::File(path) => files.push(path),
         }
-    }
-    if cli.auth_cmd.is_some() && headers.contains("authorization") {
-        return Err(usage("--auth-cmd", "cannot be used with -H 'Authorization: ...'; give one of them"));
     }
     if cli.auth_cmd.as_deref().is_some_and(|command| command.trim().is_empty()) {
         return Err(usage("--auth-cmd", "the command is empty"));
@@ -326,12 +328,6 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
             return Err(Error::usage("`help` is no URL; see `poll --help`"));
         }
         let (url, in_url) = url::check(raw).map_err(Error::usage)?;
-        if in_url.is_some() && cli.auth_cmd.is_some() {
-            return Err(usage(
-                "--auth-cmd",
-                "cannot be used with credentials in the URL (user:password@); give one of them",
-            ));
-        }
         let mut headers = given.headers.clone();
         // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
         let written = headers.contains("authorization");
@@ -421,38 +417,22 @@ fn jq_args(cli: &Cli) -> Result<Args, Error> {
     Ok(args)
 }
 
-/// The status lists: a status may be in one of `--done-on`, `--pending-on`,
-/// `--fail-on` and `--retry-on` only, or the run could not say what it means.
-fn check_status_lists(cli: &Cli) -> Result<(), Error> {
-    let lists = [
+/// The status lists, `--done-on`, `--pending-on`, `--fail-on` and `--retry-on`.
+fn status_lists(cli: &Cli) -> [(&'static str, &Vec<u16>); 4] {
+    [
         ("--done-on", &cli.done_on),
         ("--pending-on", &cli.pending_on),
         ("--fail-on", &cli.fail_on),
         ("--retry-on", &cli.retry_on),
-    ];
-    // A 304 is judged on the body kept (conditional polls): no list could ever see one.
-    if let Some((flag, _)) = lists.iter().find(|(_, codes)| codes.contains(&304)) {
-        return Err(usage(flag, "304 cannot be listed: a 304 is judged on the body kept from the last 2xx"));
-    }
-    for (i, (flag, codes)) in lists.iter().enumerate() {
-        for (other, other_codes) in &lists[i + 1..] {
-            if let Some(code) = codes.iter().find(|code| other_codes.contains(code)) {
-                return Err(usage(flag, format!("{code} is in {other} too; give each status one meaning")));
-            }
-        }
-    }
-    Ok(())
+    ]
 }
 
 /// The schedule and retry rules `decide()` follows.
 fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
-    if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
-        return Err(usage("--interval-max", format!("{max} is shorter than --interval {}", cli.interval)));
+    // A 304 is judged on the body kept (conditional polls): no list could ever see one.
+    if let Some((flag, _)) = status_lists(cli).iter().find(|(_, codes)| codes.contains(&304)) {
+        return Err(usage(flag, "304 cannot be listed: a 304 is judged on the body kept from the last 2xx"));
     }
-    if *cli.backoff_max < *cli.backoff {
-        return Err(usage("--backoff-max", format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff)));
-    }
-    check_status_lists(cli)?;
 
     Ok(Policy {
         interval: *cli.interval,
@@ -482,7 +462,8 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
 fn style(cli: &Cli, timeout: Option<Duration>) -> Style {
     Style {
         verbose: cli.verbose,
-        from_environment: cli.from_environment.clone(),
+        from_environment: cli.environment.names(),
+        ignored_environment: cli.environment.ignored.clone(),
         warnings: Vec::new(),
         quiet: cli.quiet,
         json: cli.log_format == LogFormatArg::Json,
@@ -514,6 +495,87 @@ pub(crate) fn gitlab_ci(ci: Option<CiArg>) -> bool {
         Some(CiArg::Github | CiArg::None) => false,
         None => !github_actions(None) && std::env::var("GITLAB_CI").is_ok_and(|v| v == "true"),
     }
+}
+
+/// Two settings that cannot stand together: `flag`, and what it meets.
+/// Found before anything is read, so that `environment.rs` can drop the side
+/// a variable set and parse again; otherwise a usage error.
+#[derive(Debug)]
+pub(crate) struct Clash {
+    /// The option at fault, as messages name it: `--fallback`.
+    pub flag: &'static str,
+    pub meets: Meets,
+    pub error: Error,
+}
+
+/// What an option clashes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Meets {
+    /// Another option, which cannot stand beside it.
+    Flag(&'static str),
+    /// The option it only means something beside, which is not there.
+    Missing(&'static str),
+    /// What only the command line gives (several URLs, `-H`, a URL's credentials).
+    CommandLine(&'static str),
+}
+
+/// The first clash between the settings, besides those clap finds itself
+/// (`conflicts_with`, `requires`): these depend on a value or on the URLs.
+pub(crate) fn clash(cli: &Cli) -> Result<(), Clash> {
+    let at =
+        |flag: &'static str, meets: Meets, message: String| Err(Clash { flag, meets, error: usage(flag, message) });
+    let limits = &cli.limits;
+    if cli.urls.len() > 1 && limits.fallback.is_some() {
+        let why = "stands in for one URL's body; it cannot be used with several URLs";
+        return at("--fallback", Meets::CommandLine("several URLs"), why.into());
+    }
+    if limits.fallback.as_deref() == Some("last") && limits.state.is_none() {
+        return at(
+            "--fallback",
+            Meets::Missing("--state"),
+            "`last` needs --state, where the last good body is kept".into(),
+        );
+    }
+    // A rate learned from 429s is the fleet's: one process alone learns nothing --retries does not already do.
+    if limits.rate == Some(Rate::Auto) && limits.state.is_none() {
+        let why = "`auto` needs --state, where the fleet shares the rate it learns";
+        return at("--rate", Meets::Missing("--state"), why.into());
+    }
+    if cli.auth_cmd.is_some() {
+        let written = cli
+            .headers
+            .iter()
+            .any(|h| matches!(h, HeaderArg::Field(name, _) if name.eq_ignore_ascii_case("authorization")));
+        if written {
+            let why = "cannot be used with -H 'Authorization: ...'; give one of them";
+            return at("--auth-cmd", Meets::CommandLine("-H 'Authorization: ...'"), why.into());
+        }
+        if cli.urls.iter().any(|raw| url::check(raw).is_ok_and(|(_, in_url)| in_url.is_some())) {
+            let why = "cannot be used with credentials in the URL (user:password@); give one of them";
+            return at("--auth-cmd", Meets::CommandLine("credentials in a URL"), why.into());
+        }
+    }
+    if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
+        return at(
+            "--interval-max",
+            Meets::Flag("--interval"),
+            format!("{max} is shorter than --interval {}", cli.interval),
+        );
+    }
+    if *cli.backoff_max < *cli.backoff {
+        let why = format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff);
+        return at("--backoff-max", Meets::Flag("--backoff"), why);
+    }
+    // A status may be in one list only, or the run could not say what it means.
+    let lists = status_lists(cli);
+    for (i, (flag, codes)) in lists.iter().enumerate() {
+        for (other, other_codes) in &lists[i + 1..] {
+            if let Some(code) = codes.iter().find(|code| other_codes.contains(code)) {
+                return at(flag, Meets::Flag(other), format!("{code} is in {other} too; give each status one meaning"));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn usage(flag: &str, message: impl std::fmt::Display) -> Error {
@@ -690,9 +752,6 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read, until: Option<Instant>) -
     }
     let fallback = match cli.fallback.as_deref() {
         None => None,
-        Some("last") if state.is_none() => {
-            return Err(usage("--fallback", "`last` needs --state, where the last good body is kept"));
-        }
         Some("last") => Some(Fallback::Last),
         Some(value) => {
             let body = read_body("--fallback", value, stdin, until)?;
@@ -700,10 +759,6 @@ fn check_limits(cli: &LimitArgs, stdin: &mut dyn Read, until: Option<Instant>) -
             Some(Fallback::Body(body))
         }
     };
-    // A rate learned from 429s is the fleet's: one process alone learns nothing --retries does not already do.
-    if cli.rate == Some(Rate::Auto) && state.is_none() {
-        return Err(usage("--rate", "`auto` needs --state, where the fleet shares the rate it learns"));
-    }
     Ok(Limits {
         rate: cli.rate,
         retry_budget: cli.retry_budget,

@@ -45,6 +45,14 @@ const ENVIRONMENT: [(&str, &str); 12] = [
     ("ComSpec, SystemRoot", "On Windows, the shell that runs --auth-cmd (cmd.exe)."),
 ];
 
+/// What the man page says of `POLL_<FLAG>` before listing the variables.
+const SETTINGS: &str = "Every option that takes one value, and every switch, can be set from the environment: \
+    POLL_ and the long name in capitals, - as _. Switches take true or false (yes, no, on, off, 1, 0). An empty \
+    variable is unset. The command line wins, also over a variable whose option conflicts with one it gives \
+    (POLL_QUIET=true with -v): the variable is ignored. A variable that only means something beside another \
+    option (POLL_STATE_KEY without --state) is ignored without it. Two variables that conflict are a usage \
+    error naming both. -v names the variables used and those ignored, and why.";
+
 /// clap_mangen's sections, plus the ones a man page reader looks for.
 fn man_page() -> Vec<u8> {
     let man = clap_mangen::Man::new(flags::command());
@@ -74,7 +82,7 @@ fn extra_sections() -> String {
         roff.push_str(&format!(".TP\n{}\n.nf\n{}\n.fi\n", escape(name), escape(filter)));
     }
     roff.push_str(&format!(".PP\n{}\n", escape(BUILTIN_OUTCOME)));
-    roff.push_str(".SH ENVIRONMENT\n");
+    roff.push_str(&format!(".SH ENVIRONMENT\n{}\n", escape(SETTINGS)));
     for (names, meaning) in environment() {
         let names: Vec<String> = names.split(", ").map(|n| format!("\\fB{}\\fR", escape(n))).collect();
         roff.push_str(&format!(".TP\n{}\n{}\n", names.join(", "), escape(&meaning)));

@@ -1,14 +1,16 @@
 //! The command line: clap's derive model of every flag, with value parsers
-//! that reject bad input before anything is sent. `config.rs` turns a [`Cli`]
-//! into a `Config`; beside this file only `lib.rs` names clap, to tell
-//! `--help` and `--version` from a usage error.
+//! that reject bad input before anything is sent, and the `POLL_<FLAG>`
+//! variable of each option. `environment.rs` decides which variables a parse
+//! reads; `config.rs` turns a [`Cli`] into a `Config`. Outside `cli/` only
+//! `lib.rs` names clap, to print `--help` and `--version`.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
+use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory as _, FromArgMatches as _, Parser, ValueEnum};
 
-use crate::error::{self, EXIT_CODES};
+use crate::error::{self, EXIT_CODES, Error};
 use crate::rules::bucket::Rate;
 use crate::rules::budget::RetryBudget;
 use crate::rules::condition::{BUILTIN_VERDICT, OPERATION_WORD, RESOURCE_WORD};
@@ -21,6 +23,10 @@ const SUBMIT: &str = "Submit and wait";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
+
+/// What `-h` says after the options.
+const AFTER_HELP: &str = "Use --help for examples, the built-in conditions of --submit, the exit codes and each option's \
+    variable.";
 
 /// Examples: what each does, then the command lines; in `--help` and the man page.
 pub(crate) const EXAMPLES: [(&str, &str); 8] = [
@@ -116,7 +122,7 @@ fn fallback_help() -> String {
         stdout; the exit code tells what happened.",
     // clap would say `[-- <CMD>...]`, as if every word after `--` were a command; the man page's synopsis says this too.
     override_usage = "poll [OPTIONS] <URL>... [-- CMD [ARGS]...]",
-    after_help = "Use --help for examples, the built-in conditions of --submit and the exit codes.",
+    after_help = AFTER_HELP,
     after_long_help = after_long_help(),
     max_term_width = 100
 )]
@@ -125,9 +131,9 @@ pub struct Cli {
     #[arg(value_name = "URL", required = true, num_args = 1..)]
     pub(crate) urls: Vec<String>,
 
-    /// The variables (`POLL_TIMEOUT`) that set an option, for `-v`.
+    /// The variables (`POLL_TIMEOUT`) that set an option, and those ignored, for `-v` and messages.
     #[arg(skip)]
-    pub(crate) from_environment: Vec<String>,
+    pub(crate) environment: Environment,
 
     /// HTTP method [default: GET, or POST when a body is given]
     #[arg(short = 'X', long = "request", value_name = "METHOD", help_heading = REQUEST)]
@@ -487,38 +493,136 @@ pub(crate) enum Invocation {
     Generate(Generate),
 }
 
-/// Parses the command line. `poll --generate KIND` is a command of its own,
-/// so that the model above (its usage line, completions and man page) never
-/// shows it.
-pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, clap::Error> {
-    let args: Vec<OsString> = args.into_iter().collect();
+/// `poll --generate KIND`, a command of its own, so that the model above (its
+/// usage line, completions and man page) never shows it; `None` for any
+/// other command line.
+pub(crate) fn generating(args: &[OsString]) -> Result<Option<Generate>, clap::Error> {
     let generating =
         args.get(1).and_then(|a| a.to_str()).is_some_and(|a| a == "--generate" || a.starts_with("--generate="));
-    if generating {
-        let generate = clap::Arg::new("generate")
-            .long("generate")
-            .value_name("KIND")
-            .required(true)
-            .value_parser(clap::builder::EnumValueParser::<Generate>::new());
-        let mut matches = clap::Command::new("poll").arg(generate).try_get_matches_from(args)?;
-        let kind = matches.remove_one::<Generate>("generate").unwrap_or(Generate::Man);
-        return Ok(Invocation::Generate(kind));
+    if !generating {
+        return Ok(None);
     }
-    let mut matches = command().try_get_matches_from(args)?;
-    let from_environment = command()
-        .get_arguments()
-        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::EnvVariable))
-        .filter_map(|arg| arg.get_env().map(|name| name.to_string_lossy().into_owned()))
-        .collect();
-    let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
-    cli.from_environment = from_environment;
-    Ok(Invocation::Run(Box::new(cli)))
+    let generate = clap::Arg::new("generate")
+        .long("generate")
+        .value_name("KIND")
+        .required(true)
+        .value_parser(clap::builder::EnumValueParser::<Generate>::new());
+    let mut matches = clap::Command::new("poll").arg(generate).try_get_matches_from(args)?;
+    Ok(Some(matches.remove_one::<Generate>("generate").unwrap_or(Generate::Man)))
 }
+
+/// Where the settings of a run came from in the environment, for `-v` and
+/// for messages (`environment.rs` finds it out).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Environment {
+    /// Each variable that set an option, in the model's order.
+    pub used: Vec<Setting>,
+    /// Each variable set but not read, with why: `POLL_QUIET (the command line gives --verbose)`.
+    pub ignored: Vec<String>,
+}
+
+/// A variable that set an option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Setting {
+    /// `POLL_TIMEOUT`.
+    pub variable: String,
+    /// The option it set, as messages name it: `--timeout`.
+    pub flag: String,
+    /// Its value, when it may carry a secret ([`is_secret`]): no message quotes it, not even in part.
+    pub secret: Option<String>,
+}
+
+impl Environment {
+    /// Whether a variable set `flag` (`--insecure`).
+    pub(crate) fn sets(&self, flag: &str) -> bool {
+        self.used.iter().any(|setting| setting.flag == flag)
+    }
+
+    /// The variables that set an option, for `-v`.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.used.iter().map(|setting| setting.variable.clone()).collect()
+    }
+
+    /// The usage error about an option that a variable set (`--state: ...`),
+    /// naming the variable and quoting nothing of a secret one's value.
+    pub(crate) fn named_in(&self, error: Error) -> Error {
+        self.used
+            .iter()
+            .fold(error, |error, setting| error.set_by(&setting.flag, &setting.variable, setting.secret.as_deref()))
+    }
+}
+
+/// What the command line itself gives, read without the environment.
+#[derive(Debug, Default)]
+pub(crate) struct Given {
+    /// The options on it, by id.
+    pub ids: Vec<String>,
+    /// It asks for the short help: `-h` before any `--help`.
+    pub short_help: bool,
+}
+
+/// The probe's stand-ins for the help and version flags: plain switches, so
+/// that it reads the whole command line.
+const PROBE_SHORT_HELP: &str = "probe -h";
+const PROBE_LONG_HELP: &str = "probe --help";
+const PROBE_VERSION: &str = "probe --version";
+
+/// What the command line gives. clap parses it leniently, without the
+/// environment: no conflict or missing option stops it, and the help and
+/// version flags are switches. Where clap stops at a bad argument, what
+/// follows is not seen; the real parse stops there too.
+pub(crate) fn given(args: &[OsString]) -> Given {
+    let probe = model(Tags::None)
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .arg(clap::Arg::new(PROBE_SHORT_HELP).short('h').action(ArgAction::SetTrue))
+        .arg(clap::Arg::new(PROBE_LONG_HELP).long("help").action(ArgAction::SetTrue))
+        .arg(clap::Arg::new(PROBE_VERSION).short('V').long("version").action(ArgAction::SetTrue))
+        .ignore_errors(true);
+    let Ok(matches) = probe.try_get_matches_from(args) else { return Given::default() };
+    let on_the_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+    let ids = matches.ids().map(|id| id.as_str()).filter(|id| on_the_line(id)).map(str::to_string).collect();
+    let index = |id: &str| on_the_line(id).then(|| matches.index_of(id)).flatten();
+    let short_help = match (index(PROBE_SHORT_HELP), index(PROBE_LONG_HELP)) {
+        (Some(short), Some(long)) => short < long,
+        (short, _) => short.is_some(),
+    };
+    Given { ids, short_help }
+}
+
+/// The command line parsed with the variables of the options `reading` (by id) and of no other.
+pub(crate) fn matches(args: &[OsString], reading: &[String]) -> Result<clap::ArgMatches, clap::Error> {
+    model(Tags::Reading(reading)).try_get_matches_from(args)
+}
+
+/// The flags of a parse, with where the environment's settings came from.
+pub(crate) fn cli(mut matches: clap::ArgMatches, environment: Environment) -> Result<Cli, clap::Error> {
+    let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
+    cli.environment = environment;
+    Ok(cli)
+}
+
+/// The help the command line asks for: `-h` says the `POLL_<FLAG>` rule once
+/// after the options; `--help` shows each option's variable beside it.
+pub(crate) fn help(short: bool) -> clap::builder::StyledStr {
+    if short {
+        model(Tags::None).after_help(format!("{ENVIRONMENT_RULE}\n\n{AFTER_HELP}")).render_help()
+    } else {
+        command().render_long_help()
+    }
+}
+
+/// `-h`'s words for the variables, which `--help` shows beside each option.
+const ENVIRONMENT_RULE: &str = "Every option that takes one value, and every switch, can also be set from the environment as \
+    POLL_<FLAG>: the long name in capitals, - as _ (POLL_TIMEOUT=10m, POLL_VERBOSE=true). The command line wins; an \
+    empty variable is unset.";
 
 /// clap's error as one line, built from its parts (not from the rendered
 /// text): what is wrong, the flag, the value (escaped, so a value with a CR
-/// stays one line) and clap's suggestion.
-pub(crate) fn one_line(error: &clap::Error) -> String {
+/// stays one line) and clap's suggestion. A value that came from a variable
+/// (`from`: its name, and whether it may carry a secret) is named by it, and
+/// a secret one's value is not quoted.
+pub(crate) fn one_line(error: &clap::Error, from: Option<(&str, bool)>) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     // A value is quoted with the value of a secret header in it redacted (`-H 'Authorization: ...\r'`).
     let shown = |s: &str| printable(&crate::util::url::redact_header_line(s));
@@ -530,11 +634,7 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
     };
     let arg = text(ContextKind::InvalidArg).unwrap_or_default();
     let mut value = text(ContextKind::InvalidValue).unwrap_or_default();
-    // A value that came from POLL_<FLAG>: the line names the variable (a secret one's value unquoted).
-    let setting = setting_of(&arg).filter(|(variable, _)| {
-        std::env::var_os(variable).is_some_and(|set| printable(&set.to_string_lossy()) == value)
-    });
-    if let Some((_, true)) = setting {
+    if let Some((_, true)) = from {
         value = crate::util::url::REDACTED.to_string();
     }
     let mut line = match error.kind() {
@@ -543,6 +643,8 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
             Some(valid) => format!("invalid value '{value}' for '{arg}' [possible values: {valid}]"),
             None => format!("invalid value '{value}' for '{arg}'"),
         },
+        // The parser's reason quotes the value: a secret one's is left out.
+        ErrorKind::ValueValidation if matches!(from, Some((_, true))) => format!("invalid value '{value}' for '{arg}'"),
         ErrorKind::ValueValidation => {
             let why = std::error::Error::source(error).map(|e| format!(": {}", printable(&e.to_string())));
             format!("invalid value '{value}' for '{arg}'{}", why.unwrap_or_default())
@@ -556,6 +658,7 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
         ErrorKind::TooManyValues => format!("unexpected value '{value}' for '{arg}' found; no more were expected"),
         ErrorKind::NoEquals => format!("equal sign is needed when assigning values to '{arg}'"),
         ErrorKind::WrongNumberOfValues | ErrorKind::TooFewValues => format!("wrong number of values for '{arg}'"),
+        ErrorKind::InvalidUtf8 if from.is_some() => "the value is not UTF-8".to_string(),
         ErrorKind::InvalidUtf8 => "invalid UTF-8 was detected in one or more arguments".to_string(),
         kind => kind.as_str().unwrap_or("invalid arguments").to_string(),
     };
@@ -564,64 +667,129 @@ pub(crate) fn one_line(error: &clap::Error) -> String {
     } else if let Some(similar) = text(ContextKind::SuggestedValue) {
         line.push_str(&format!(" (a similar value exists: '{similar}')"));
     }
-    if let Some((variable, _)) = setting {
+    if let Some((variable, _)) = from {
         line = format!("{variable}: {line}");
     }
     line.push_str("; see `poll --help`");
     line
 }
 
-/// The variable that sets the option `arg` names (`--timeout <DURATION>`), and whether it is secret.
-fn setting_of(arg: &str) -> Option<(String, bool)> {
-    let long = arg.strip_prefix("--")?.split([' ', '=']).next()?;
-    let command = command();
-    let found = command.get_arguments().find(|a| a.get_long() == Some(long))?;
-    let variable = found.get_env()?.to_string_lossy().into_owned();
-    Some((variable, SECRET_SETTINGS.contains(&found.get_id().as_str())))
-}
-
-/// The clap command, for parsing and for generating completions and the man page.
+/// The clap command, for generating completions and the man page, and for
+/// `--help`: every option's variable (`[env: POLL_TIMEOUT=10m]`), the values
+/// of secret ones hidden.
 pub fn command() -> clap::Command {
-    Cli::command().mut_args(from_environment)
+    model(Tags::All)
 }
 
-/// The options whose values `--help` does not show when they come from the environment
-/// (`--cert`'s may be `FILE:PASSPHRASE`).
-const SECRET_SETTINGS: [&str; 5] = ["user", "auth_cmd", "state", "fallback", "cert"];
+/// Which variables the model lets clap read (and `--help` show).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tags<'a> {
+    /// Every option's: `--help`, completions and the man page.
+    All,
+    /// None: `-h`, which says the rule once, and the probe of the command line.
+    None,
+    /// Only these options' (by id): a parse, as `environment.rs` decides it.
+    Reading(&'a [String]),
+}
 
-/// `POLL_<FLAG>` for every option that takes one value and every switch
-/// (`POLL_TIMEOUT=10m`, `POLL_VERBOSE=true`), as CI templates set them once for
-/// many calls; a flag on the command line wins. Repeatable options and the
-/// URLs are not read, nor `--help`'s and `--version`'s own.
-fn from_environment(arg: clap::Arg) -> clap::Arg {
+/// The clap model, reading the variables `tags` names.
+pub(crate) fn model(tags: Tags<'_>) -> clap::Command {
+    Cli::command().mut_args(|arg| settable(arg, tags))
+}
+
+/// The options whose values may carry a secret, besides every jq filter.
+const SECRET_SETTINGS: [&str; 9] =
+    ["user", "auth_cmd", "state", "fallback", "data", "json", "idempotency_key", "cert", "key"];
+
+/// Whether an option's value may carry a secret, so that `--help` hides what
+/// its variable holds and no message quotes it: the credentials, the state
+/// store's URL (its password), the bodies, the idempotency key, the client
+/// certificate and key (curl's `FILE:PASSWORD`), and every jq filter (one
+/// may compare with a token).
+pub(crate) fn is_secret(arg: &clap::Arg) -> bool {
+    SECRET_SETTINGS.contains(&arg.get_id().as_str())
+        || arg.get_value_names().is_some_and(|names| names.iter().any(|name| name == "JQ"))
+}
+
+/// What of `value`, given to `arg` from the environment, no message may
+/// quote: all of a secret option's value, but of `--cert`'s only the
+/// passphrase of curl's `FILE:PASSPHRASE` (the file is named, so that a
+/// missing one can be found); `None` when nothing of it is secret.
+pub(crate) fn secret_in(arg: &clap::Arg, value: &std::ffi::OsStr) -> Option<String> {
+    if !is_secret(arg) {
+        return None;
+    }
+    let value = value.to_string_lossy();
+    match arg.get_id().as_str() {
+        "cert" => crate::util::parse::cert(&value).1,
+        _ => Some(value.into_owned()),
+    }
+}
+
+/// The variable that sets `arg`: `POLL_` and its long name in capitals, `-`
+/// as `_` (`POLL_TIMEOUT`, `POLL_REQUEST` for `-X, --request`), for every
+/// option that takes one value and every switch. Repeatable options, the
+/// URLs, and `--help`'s and `--version`'s own have none.
+pub(crate) fn variable(arg: &clap::Arg) -> Option<String> {
     // A status list (`--done-on 404,410`) is one value, split at its commas; `-H` and `--arg` repeat.
     let repeatable = (matches!(arg.get_action(), ArgAction::Append) && arg.get_value_delimiter().is_none())
         || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
     let own =
         matches!(arg.get_action(), ArgAction::Help | ArgAction::HelpShort | ArgAction::HelpLong | ArgAction::Version);
     if arg.is_positional() || repeatable || own || arg.is_hide_set() {
-        return arg;
+        return None;
     }
-    let id = arg.get_id().as_str().to_string();
-    let variable = format!("POLL_{}", id.to_ascii_uppercase());
-    // A switch is set as scripts write one: true, yes, on, 1 (or false, no, off, 0); -v as a level too.
+    Some(format!("POLL_{}", arg.get_long()?.replace('-', "_").to_ascii_uppercase()))
+}
+
+/// `POLL_<FLAG>` on an option, when `tags` lets clap read it, as CI
+/// templates set them once for many calls. A switch is read as scripts write
+/// one (true, yes, on, 1 or false, no, off, 0), `-v` as a level too, also
+/// where no variable is read, so that every parse gives the same types.
+fn settable(arg: clap::Arg, tags: Tags<'_>) -> clap::Arg {
+    let Some(variable) = variable(&arg) else { return arg };
     let arg = match arg.get_action() {
         ArgAction::SetTrue => arg.value_parser(clap::builder::BoolishValueParser::new()),
         ArgAction::Count => arg.value_parser(level),
         _ => arg,
     };
-    arg.env(variable).hide_env_values(SECRET_SETTINGS.contains(&id.as_str()))
+    let reads = match tags {
+        Tags::All => true,
+        Tags::None => false,
+        Tags::Reading(ids) => ids.iter().any(|id| id == arg.get_id().as_str()),
+    };
+    if !reads {
+        return arg;
+    }
+    let secret = is_secret(&arg);
+    arg.env(variable).hide_env_values(secret)
 }
 
-/// `POLL_VERBOSE`: a switch (`true` is `-v`) or a level (`2` is `-vv`).
-fn level(value: &str) -> Result<u8, String> {
-    let boolish = clap::builder::TypedValueParser::parse_ref(
+/// Whether a switch's variable reads as off (`false`, `0`; `-v`'s `0`): it
+/// sets nothing, so it can clash with nothing. A value that is neither on
+/// nor off is not off: clap says what is wrong with it.
+pub(crate) fn is_off(arg: &clap::Arg, value: &std::ffi::OsStr) -> bool {
+    let text = value.to_str().unwrap_or_default();
+    match arg.get_action() {
+        ArgAction::SetTrue => boolish(text).is_ok_and(|on| !on),
+        ArgAction::Count => level(text) == Ok(0),
+        _ => false,
+    }
+}
+
+/// `true`, `yes`, `on`, `1` (and `false`, `no`, `off`, `0`), as clap reads a switch's variable.
+fn boolish(value: &str) -> Result<bool, clap::Error> {
+    clap::builder::TypedValueParser::parse_ref(
         &clap::builder::BoolishValueParser::new(),
         &clap::Command::new("poll"),
         None,
         std::ffi::OsStr::new(value),
-    );
-    match (value.parse::<u8>(), boolish) {
+    )
+}
+
+/// `POLL_VERBOSE`: a switch (`true` is `-v`) or a level (`2` is `-vv`).
+fn level(value: &str) -> Result<u8, String> {
+    match (value.parse::<u8>(), boolish(value)) {
         (Ok(level), _) => Ok(level.min(3)),
         (_, Ok(on)) => Ok(u8::from(on)),
         _ => Err(format!("`{value}` is neither true nor false nor a level (0 to 3)")),
@@ -762,15 +930,68 @@ mod tests {
 
     #[test]
     fn the_hidden_generator_is_exclusive_and_absent_from_the_model() {
-        let asked = super::parse(["poll", "--generate", "man"].map(OsString::from));
-        assert!(matches!(asked, Ok(Invocation::Generate(Generate::Man))), "{asked:?}");
-        let asked = super::parse(["poll", "--generate=zsh"].map(OsString::from));
-        assert!(matches!(asked, Ok(Invocation::Generate(Generate::Zsh))), "{asked:?}");
-        assert!(super::parse(["poll", "--generate", "man", "http://x/"].map(OsString::from)).is_err());
-        assert!(super::parse(["poll", "--generate", "nroff"].map(OsString::from)).is_err());
+        let asked = |args: &[&str]| generating(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert!(matches!(asked(&["poll", "--generate", "man"]), Ok(Some(Generate::Man))));
+        assert!(matches!(asked(&["poll", "--generate=zsh"]), Ok(Some(Generate::Zsh))));
+        assert!(matches!(asked(&["poll", "http://x/"]), Ok(None)));
+        assert!(asked(&["poll", "--generate", "man", "http://x/"]).is_err());
+        assert!(asked(&["poll", "--generate", "nroff"]).is_err());
         assert!(command().get_arguments().all(|arg| arg.get_id() != "generate"));
         // The URL stays required in the model: the usage line says so.
         assert!(command().render_usage().to_string().contains("<URL>..."));
+    }
+
+    #[test]
+    fn each_variable_is_its_options_long_name_and_secret_ones_are_hidden_in_the_help() {
+        let mut command = command();
+        command.build();
+        let variables: Vec<(String, bool)> = command
+            .get_arguments()
+            .filter_map(|arg| variable(arg).map(|v| (v, arg.is_hide_env_values_set())))
+            .collect();
+        let find = |name: &str| variables.iter().find(|(v, _)| v == name).map(|(_, hidden)| *hidden);
+        assert_eq!(find("POLL_REQUEST"), Some(false), "-X, --request");
+        assert_eq!(find("POLL_METHOD"), None);
+        assert_eq!(find("POLL_TIMEOUT"), Some(false));
+        assert_eq!(find("POLL_HEADER"), None, "-H repeats");
+        // The contract's list: -u, --auth-cmd, --state, --fallback, -d, --json, --idempotency-key, --cert, --key,
+        // and any filter.
+        for secret in [
+            "POLL_USER",
+            "POLL_AUTH_CMD",
+            "POLL_STATE",
+            "POLL_FALLBACK",
+            "POLL_DATA",
+            "POLL_JSON",
+            "POLL_IDEMPOTENCY_KEY",
+            "POLL_CERT",
+            "POLL_KEY",
+            "POLL_UNTIL",
+            "POLL_FAIL_WHEN",
+            "POLL_PENDING_WHEN",
+            "POLL_SHOW",
+            "POLL_PRINT",
+            "POLL_STATUS_URL",
+        ] {
+            assert_eq!(find(secret), Some(true), "{secret}");
+        }
+        let hidden = variables.iter().filter(|(_, hidden)| *hidden).count();
+        assert_eq!(hidden, 15, "{variables:?}");
+    }
+
+    #[test]
+    fn a_switch_set_to_false_is_off() {
+        let mut command = command();
+        command.build();
+        let arg = |id: &str| command.get_arguments().find(|a| a.get_id() == id).cloned();
+        let (Some(insecure), Some(verbose), Some(timeout)) = (arg("insecure"), arg("verbose"), arg("timeout")) else {
+            panic!("the model has them")
+        };
+        for (value, off) in [("false", true), ("no", true), ("0", true), ("true", false), ("maybe", false)] {
+            assert_eq!(is_off(&insecure, std::ffi::OsStr::new(value)), off, "{value}");
+        }
+        assert!(is_off(&verbose, std::ffi::OsStr::new("0")) && !is_off(&verbose, std::ffi::OsStr::new("2")));
+        assert!(!is_off(&timeout, std::ffi::OsStr::new("0")));
     }
 
     #[test]

@@ -70,17 +70,32 @@ fn seconds(duration: Duration) -> String {
 }
 
 /// Text for an attribute or an element: XML's five specials as entities, and
-/// what XML 1.0 cannot hold at all (most control characters) escaped as poll
-/// escapes a server's text (`\u{1b}`). Line ends stay: GitLab shows them.
+/// what XML 1.0 cannot hold at all escaped as poll escapes a server's text
+/// (`\u{1b}`, `\u{fffe}`): control characters, and the noncharacters U+FFFE
+/// and U+FFFF, which [`printable`] lets through. (A lone surrogate never
+/// reaches a Rust string: text read lossily holds U+FFFD in its place.)
+/// Line ends stay: GitLab shows them.
 fn escape(text: &str) -> String {
     let lines: Vec<String> = text.split('\n').map(printable).collect();
-    lines
-        .join("\n")
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+    let mut out = String::with_capacity(text.len());
+    for c in lines.join("\n").chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if !is_xml_char(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// XML 1.0's `Char`: tab, line feed, carriage return, and U+0020 up, but
+/// for the surrogates and U+FFFE and U+FFFF.
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
 }
 
 #[cfg(test)]
@@ -90,6 +105,16 @@ mod tests {
     #[test]
     fn specials_and_control_characters_are_escaped_and_line_ends_kept() {
         assert_eq!(escape("a<b>&\"c'\nd\u{1b}"), "a&lt;b&gt;&amp;&quot;c&apos;\nd\\u{1b}");
+    }
+
+    #[test]
+    fn every_character_xml_forbids_is_escaped() {
+        assert_eq!(escape("a\u{fffe}b\u{ffff}c\u{0}d\u{1f}"), "a\\u{fffe}b\\u{ffff}c\\u{0}d\\u{1f}");
+        // What XML 1.0 allows stays as it is, astral planes included.
+        assert_eq!(escape("é\u{fffd}\u{10000}😀"), "é\u{fffd}\u{10000}😀");
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            assert!(escape(&c.to_string()).chars().all(is_xml_char), "{:?}", c);
+        }
     }
 
     #[test]

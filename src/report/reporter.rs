@@ -54,6 +54,8 @@ pub(crate) struct Style {
     pub deadline: Option<Duration>,
     /// The variables that set an option (`POLL_TIMEOUT`), which `-v` names.
     pub from_environment: Vec<String>,
+    /// The variables set but ignored, each with why (`POLL_QUIET (the command line gives --verbose)`), which `-v` names.
+    pub ignored_environment: Vec<String>,
     /// What the configuration warns of (a private key others may read), said when the run starts.
     pub warnings: Vec<String>,
 }
@@ -180,6 +182,10 @@ impl Reporter {
         let named = self.named(t);
         if t == 0 && !self.style.from_environment.is_empty() {
             self.line(t, &format!("{named}settings from the environment: {}", self.style.from_environment.join(", ")));
+        }
+        if t == 0 && !self.style.ignored_environment.is_empty() {
+            let ignored = self.style.ignored_environment.join(", ");
+            self.line(t, &format!("{named}ignored from the environment: {ignored}"));
         }
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
         self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));

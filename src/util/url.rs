@@ -215,6 +215,32 @@ pub(crate) fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
+/// `message` quoting no part of `secret` (a value that may carry one, such
+/// as a filter or a body from the environment): every quoted fragment
+/// (between backticks or single quotes) that is part of it, as given or as
+/// [`printable`](crate::util::text::printable) escapes it, and the whole of
+/// it anywhere, become [`REDACTED`].
+pub(crate) fn unquoted(message: &str, secret: &str) -> String {
+    let forms = [secret.to_string(), crate::util::text::printable(secret)];
+    // A fragment cut short by `shorten` ends in `…`.
+    let part = |fragment: &str| {
+        let fragment = fragment.trim_end_matches('…');
+        !fragment.is_empty() && forms.iter().any(|form| form.contains(fragment))
+    };
+    let (mut out, mut rest) = (String::with_capacity(message.len()), message);
+    while let Some(open) = rest.find(['`', '\'']) {
+        let quote = &rest[open..=open];
+        let Some(length) = rest[open + 1..].find(quote) else { break };
+        let fragment = &rest[open + 1..open + 1 + length];
+        out.push_str(&rest[..=open]);
+        out.push_str(if part(fragment) { REDACTED } else { fragment });
+        out.push_str(quote);
+        rest = &rest[open + length + 2..];
+    }
+    out.push_str(rest);
+    forms.iter().filter(|form| !form.is_empty()).fold(out, |out, form| out.replace(form.as_str(), REDACTED))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +347,24 @@ mod tests {
         }
         assert_eq!(redact_header("Accept", "application/json"), "application/json");
         assert_eq!(redact_header("Idempotency-Key", "run-42"), "run-42", "shown, so a run can be repeated");
+    }
+
+    #[test]
+    fn a_secret_is_quoted_in_no_part() {
+        let secret = ".token == \"s3cret\" and bogus_fn";
+        let cases = [
+            (
+                "--until: `.token == \"s3cret\" and bogus_fn` does not compile: undefined filter `bogus_fn`",
+                "--until: `<redacted>` does not compile: undefined filter `<redacted>`",
+            ),
+            ("--until: `.token == \"s3c…` does not compile", "--until: `<redacted>` does not compile"),
+            ("--until: value of header `Idempotency-Key` is bad", "--until: value of header `Idempotency-Key` is bad"),
+            ("no quotes but .token == \"s3cret\" and bogus_fn here", "no quotes but <redacted> here"),
+            ("an open `quote never closed", "an open `quote never closed"),
+        ];
+        for (message, said) in cases {
+            assert_eq!(unquoted(message, secret), said, "{message}");
+        }
+        assert_eq!(unquoted("--user: `a\\rb` is bad", "a\rb"), "--user: `<redacted>` is bad");
     }
 }

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["flags"],
     &["docs"],
     &["config"],
+    &["environment"],
     &["explain"],
     &["target"],
     &["watch"],

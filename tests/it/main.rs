@@ -21,6 +21,8 @@ mod log;
 mod meet_headers;
 // --watch beside --state, --stall, conditional polls and --interval (issue 49).
 mod meet_watch;
+// Where POLL_* meets the command line, --help and the JUnit report (issue 49).
+mod meet_env;
 mod operations;
 mod request;
 mod run;
