@@ -66,6 +66,8 @@ const WORKERS: usize = 3;
 
 const UNTIL: &str = r#".status == "done""#;
 const FAIL_WHEN: &str = r#".status == "failed""#;
+/// `--print`: the job's word and the event's type (`null` outside an event stream).
+const PRINT_FILTER: &str = r#""\(.status) \($event)""#;
 const FALLBACK_BODY: &str = r#"{"fallback":"used"}"#;
 /// `-- CMD`: says it ran, and with which trace context.
 const CMD_SCRIPT: &str = r#"echo "cmd-ran ${TRACEPARENT:-none}""#;
@@ -124,7 +126,18 @@ const FACTORS: [Factor; 22] = [
     Factor { name: "watch", levels: &["off", "sse", "ndjson", "blocking", "long-poll"] },
     Factor {
         name: "server",
-        levels: &["answers", "holds", "5xx", "bare-429", "resets", "big-headers", "not-up-yet", "odd-text"],
+        levels: &[
+            "answers",
+            "holds",
+            "5xx",
+            "bare-429",
+            "resets",
+            "big-headers",
+            "not-up-yet",
+            "odd-text",
+            // A 304 to a request that carried no validator: there is no body to judge.
+            "unasked-304",
+        ],
     },
     Factor { name: "outcome", levels: &["done", "never", "failed"] },
     Factor { name: "state", levels: &["off", "file"] },
@@ -144,7 +157,8 @@ const FACTORS: [Factor; 22] = [
     Factor { name: "print", levels: &["off", "on"] },
     Factor { name: "prefer-wait", levels: &["off", "on"] },
     Factor { name: "trace", levels: &["off", "on", "odd"] },
-    // -E FILE:PASSPHRASE (curl's form) with an encrypted key, from the flag or POLL_CERT.
+    // A client certificate: `-E FILE:PASSPHRASE` (curl's form) with an encrypted key, or an X.509 v1
+    // certificate from POLL_CERT and POLL_KEY.
     Factor { name: "cert", levels: &["off", "flag", "env"] },
     Factor { name: "log", levels: &["json", "text"] },
     Factor { name: "ci", levels: &["none", "github"] },
@@ -325,6 +339,12 @@ fn etag(case: &Case, n: usize) -> String {
     if case.is(SERVER, "big-headers") { format!("\"v{n}-{}\"", "e".repeat(4_000)) } else { format!("\"v{n}\"") }
 }
 
+/// Whether the case's server answers a request that carried no validator with a 304.
+fn unasked_304(case: &Case) -> bool {
+    let streams = case.is(WATCH, "sse") || case.is(WATCH, "ndjson");
+    case.is(SERVER, "unasked-304") && (streams || !validators(case))
+}
+
 /// Whether the case's JSON replies carry validators.
 fn validators(case: &Case) -> bool {
     case.on(CONDITIONAL) || (case.is(WATCH, "long-poll") && case.on(RESUME))
@@ -350,15 +370,33 @@ fn dress(case: &Case, mut step: Step) -> Step {
     step
 }
 
+/// How many times a JSON story says "pending" before its last word: twice, or, when the server
+/// holds its replies, as often as fits in 2.8 s (up to five, as many held replies as the breaker
+/// needs to judge a p95), so that the job ends well before the deadline on a loaded machine.
+fn pendings(case: &Case) -> usize {
+    if !case.held() {
+        return 2;
+    }
+    let ms = |d: Duration| d.as_millis() as usize;
+    let polling = !case.on(WATCH);
+    // A poll waits --interval after its held reply; a watch asks again at once.
+    let step = ms(HOLD) + if polling { ms(INTERVAL) } else { 0 };
+    let mut fixed = ms(HOLD);
+    if case.is(SERVER, "not-up-yet") {
+        fixed += ms(NOT_UP_FOR);
+    }
+    if case.on(SUBMIT) {
+        fixed += ms(HOLD) + ms(INTERVAL);
+    }
+    if matches!(case.get(SERVER), "5xx" | "bare-429" | "resets") {
+        fixed += 800;
+    }
+    (2_800usize.saturating_sub(fixed) / step).clamp(2, 5)
+}
+
 /// The steps of a JSON reply that polls or a blocking query or long poll answers, dressed.
 fn json_story(case: &Case) -> Vec<Step> {
-    // Five held replies, as many as the breaker needs to judge a p95; three after a late start,
-    // so that the job still ends well before the deadline.
-    let pendings = match (case.held(), case.is(SERVER, "not-up-yet")) {
-        (true, false) => 5,
-        (true, true) => 3,
-        _ => 2,
-    };
+    let pendings = pendings(case);
     let blocking = case.is(WATCH, "blocking") && case.on(RESUME);
     // A reply of the job (`n`: its version), with its validators and index.
     let reply = |status: u16, text: Option<&str>, n: usize, index: u64| -> Step {
@@ -384,6 +422,9 @@ fn json_story(case: &Case) -> Vec<Step> {
     };
     let pending = body(case, "pending");
     let mut steps = vec![reply(200, Some(&pending), 1, 10)];
+    if unasked_304(case) {
+        steps.push(dress(case, Step::new(Reply::status(304), "304, though the request carried no validator")));
+    }
     for k in 1..pendings {
         let index = 10 + k as u64;
         let full = reply(200, Some(&pending), 1, index);
@@ -444,6 +485,9 @@ fn stream_story(case: &Case) -> Vec<Step> {
         Step { ids: step_ids, ..Step::new(stream(vec![(Duration::ZERO, text)]), said) }
     };
     let mut steps = vec![ending(1, true)];
+    if unasked_304(case) {
+        steps.push(Step::new(Reply::status(304), "304, though the request carried no validator"));
+    }
     match case.last_word() {
         Some(word) => {
             steps.push(ending(3, false));
@@ -508,28 +552,58 @@ struct Setup {
     tracestate: Option<String>,
 }
 
-/// The client certificate with a key encrypted under `PASSPHRASE`, made once per test binary.
-fn client_certificate() -> Option<&'static (String, String)> {
-    static MADE: std::sync::OnceLock<Option<(String, String)>> = std::sync::OnceLock::new();
+/// The client certificates, made once per test binary with openssl: `cert.pem` with a key
+/// encrypted under `PASSPHRASE` (`-E FILE:PASSPHRASE`, curl's form), and `v1.pem`, an X.509 v1
+/// certificate (as old internal CAs still sign) with its key in the clear.
+struct Certificates {
+    cert: String,
+    encrypted_key: String,
+    v1: String,
+    v1_key: String,
+}
+
+/// Where `client_certificates` makes them; removed at the end of the test that uses them.
+fn certificates_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("pairs-certificates-{}", std::process::id()))
+}
+
+fn client_certificates() -> Option<&'static Certificates> {
+    static MADE: std::sync::OnceLock<Option<Certificates>> = std::sync::OnceLock::new();
     MADE.get_or_init(|| {
         if !support::have_tool("openssl", "apt-get install openssl") {
             return None;
         }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("pairs-cert-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create the certificate's folder");
-        let (cert, key) = (dir.join("client.pem"), dir.join("client.key"));
-        let out = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-days", "2"])
-            .args(["-subj", "/CN=pairs-client", "-passout", &format!("pass:{PASSPHRASE}")])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .output()
-            .expect("run openssl");
-        assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
-        support::certs::owner_only(&key);
-        Some((cert.display().to_string(), key.display().to_string()))
+        let dir = certificates_dir();
+        std::fs::create_dir_all(&dir).expect("create the certificates' folder");
+        let path = |name: &str| dir.join(name).display().to_string();
+        let pass = format!("pass:{PASSPHRASE}");
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
+        let steps: [Vec<&str>; 4] = [
+            [&["req", "-x509"][..], &ec, &["-days", "2", "-subj", "/CN=pairs-client", "-passout", &pass]].concat(),
+            ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"].to_vec(),
+            ["req", "-new", "-subj", "/CN=pairs-v1"].to_vec(),
+            // No extensions: `x509 -req` then makes a version 1 certificate.
+            ["x509", "-req", "-days", "2"].to_vec(),
+        ];
+        let files: [Vec<String>; 4] = [
+            vec!["-keyout".into(), path("client.key"), "-out".into(), path("client.pem")],
+            vec!["-out".into(), path("v1.key")],
+            vec!["-key".into(), path("v1.key"), "-out".into(), path("v1.csr")],
+            vec!["-in".into(), path("v1.csr"), "-signkey".into(), path("v1.key"), "-out".into(), path("v1.pem")],
+        ];
+        for (step, files) in steps.iter().zip(&files) {
+            let out = Command::new("openssl").args(step).args(files).output().expect("run openssl");
+            assert!(out.status.success(), "openssl {step:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        for key in ["client.key", "v1.key"] {
+            support::certs::owner_only(&dir.join(key));
+        }
+        Some(Certificates {
+            cert: path("client.pem"),
+            encrypted_key: path("client.key"),
+            v1: path("v1.pem"),
+            v1_key: path("v1.key"),
+        })
     })
     .as_ref()
 }
@@ -601,14 +675,14 @@ fn setup(case: &Case) -> Setup {
         push(&["-o", &file("body.json")]);
     }
     if case.on(PRINT) {
-        push(&["--print", ".status"]);
+        push(&["--print", PRINT_FILTER]);
     }
     if case.on(PREFER) {
         push(&["--prefer-wait", "2s"]);
     }
-    let certificate = case.on(CERT).then(client_certificate).flatten();
-    if let (true, Some((cert, key))) = (case.is(CERT, "flag"), certificate) {
-        push(&["-E", &format!("{cert}:{PASSPHRASE}"), "--key", key]);
+    let certificates = case.on(CERT).then(client_certificates).flatten();
+    if let (true, Some(made)) = (case.is(CERT, "flag"), certificates) {
+        push(&["-E", &format!("{}:{PASSPHRASE}", made.cert), "--key", &made.encrypted_key]);
     }
     let summary = case.is(CI, "github").then(|| folder.path("summary.md"));
     if case.is(CI, "github") {
@@ -655,9 +729,9 @@ fn setup(case: &Case) -> Setup {
         set("TRACEPARENT", TRACEPARENT);
         set("TRACESTATE", state);
     }
-    if let (true, Some((cert, key))) = (case.is(CERT, "env"), certificate) {
-        set("POLL_CERT", &format!("{cert}:{PASSPHRASE}"));
-        set("POLL_KEY", key);
+    if let (true, Some(made)) = (case.is(CERT, "env"), certificates) {
+        set("POLL_CERT", &made.v1);
+        set("POLL_KEY", &made.v1_key);
     }
     if let Some(summary) = &summary {
         set("GITHUB_STEP_SUMMARY", &summary.display().to_string());
@@ -754,13 +828,18 @@ fn play(case: &Case, setup: &Setup) -> Seen {
 
 /// The exit codes the contract allows for the case, each with why.
 fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
-    let mut codes = vec![match case.get(OUTCOME) {
-        "done" => (0, "the job ends done"),
-        "failed" => (4, "--fail-when matches the job's last word"),
-        _ => (1, "the job never ends: the deadline"),
-    }];
-    if case.on(STALL_ON) {
-        codes.push((1, "--stall, when the value stood still for its time (checked against the log)"));
+    let mut codes = Vec::new();
+    if unasked_304(case) {
+        codes.push((3, "a 304 to a request that carried no validator is a permanent failure"));
+    } else {
+        codes.push(match case.get(OUTCOME) {
+            "done" => (0, "the job ends done"),
+            "failed" => (4, "--fail-when matches the job's last word"),
+            _ => (1, "the job never ends: the deadline"),
+        });
+        if case.on(STALL_ON) {
+            codes.push((1, "--stall, when the value stood still for its time (checked against the log)"));
+        }
     }
     let failing = matches!(case.get(SERVER), "5xx" | "bare-429" | "resets");
     let slow = case.is(SERVER, "holds") && !case.hold_asked_for();
@@ -771,7 +850,7 @@ fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
         codes.push((3, "a header too large to send is exit 3 naming it"));
     }
     if case.on(CERT) {
-        codes.push((2, "-E FILE:PASSPHRASE may be refused, in one line that names --cert"));
+        codes.push((2, "a client certificate may be refused, in one line of words that names it"));
     }
     codes
 }
@@ -970,6 +1049,10 @@ fn check_usage(seen: &Seen, words: &[&str], broke: &mut Vec<String>) {
     let lines: Vec<&str> = seen.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.len() != 1 {
         broke.push(format!("a usage error is one line; stderr has {}: {:?}", lines.len(), seen.stderr));
+    }
+    // Words, not a Rust value (`Other(OtherError(UnsupportedCertVersion))`).
+    if ["Error(", "Other(", "Some(", "Err(", "Ok("].iter().any(|debug| seen.stderr.contains(debug)) {
+        broke.push(format!("a usage error in words, not a debug value: {:?}", seen.stderr.trim()));
     }
     for word in words {
         if !seen.stderr.contains(word) {
@@ -1171,20 +1254,41 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
         // Several URLs' lines: where -o takes them is -o's business.
         0 | 4 if case.several() && case.on(OUTPUT) => {}
         0 | 4 if case.several() => {
-            for line in out.lines() {
-                let parsed: Option<Value> = serde_json::from_str(line).ok();
-                if !parsed.is_some_and(|v| v["url"].is_string() && v.get("exit_code").is_some()) {
+            // One object per URL that ended 0 or 4, its body or its `--print` values.
+            let event = if case.is(WATCH, "sse") { "message" } else { "null" };
+            let lines: Vec<Option<Value>> = out.lines().map(|line| serde_json::from_str(line).ok()).collect();
+            if lines.is_empty() || lines.len() > 2 {
+                wrong("several URLs print one line per URL that ended 0 or 4".into());
+            }
+            for line in lines {
+                let Some(line) = line else {
                     wrong("several URLs print one JSON object per URL".into());
+                    break;
+                };
+                let word = if line["exit_code"] == 0 { "done" } else { "failed" };
+                let right = match case.on(PRINT) {
+                    true => line["print"] == serde_json::json!([format!("{word} {event}")]),
+                    false => line["body"]["status"] == word,
+                };
+                if !line["url"].is_string() || !matches!(line["exit_code"].as_i64(), Some(0 | 4)) || !right {
+                    wrong(format!(
+                        "several URLs print {{\"url\",\"exit_code\",{}}} for each URL that ended 0 or 4",
+                        if case.on(PRINT) {
+                            format!("\"print\":[\"{word} {event}\"]")
+                        } else {
+                            format!("\"body\":{{\"status\":\"{word}\"}}")
+                        }
+                    ));
                     break;
                 }
             }
-            if out.lines().count() == 0 || out.lines().count() > 2 {
-                wrong("several URLs print one line per URL that ended 0 or 4".into());
-            }
         }
         0 | 4 if case.on(PRINT) => {
-            if out != &format!("{word}\n") {
-                wrong(format!("--print .status prints `{word}`"));
+            let event = if case.is(WATCH, "sse") { "message" } else { "null" };
+            if out != &format!("{word} {event}\n") {
+                wrong(format!(
+                    "--print {PRINT_FILTER} prints `{word} {event}` ($event: the event's type, null outside SSE)"
+                ));
             }
         }
         0 | 4 => {
@@ -1218,7 +1322,7 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
 
 /// Whether `text` is the fallback, or `--print .status` of it.
 fn fallback(case: &Case, text: &str) -> bool {
-    text.trim() == FALLBACK_BODY || (case.on(PRINT) && text == "null\n")
+    text.trim() == FALLBACK_BODY || (case.on(PRINT) && text.starts_with("null ") && text.lines().count() == 1)
 }
 
 fn cut(text: &str, n: usize) -> String {
@@ -1577,7 +1681,7 @@ fn summary(line: &str) {
 
 #[test]
 fn every_pair_of_features_keeps_the_contracts_promises() {
-    if client_certificate().is_none() {
+    if client_certificates().is_none() {
         return;
     }
     let seed = seed();
@@ -1585,8 +1689,15 @@ fn every_pair_of_features_keeps_the_contracts_promises() {
     let wanted = covering::wanted(&levels(), &allowed);
     let covered = wanted.iter().filter(|pair| all.iter().any(|case| covering::holds(&case.levels, **pair))).count();
     let cases = chosen(all.clone());
+    if std::env::var_os("POLL_TEST_PAIRS_LIST").is_some() {
+        for case in &cases {
+            summary(&format!("pairs: case {}: {}", case.n, case.features()));
+        }
+        return;
+    }
     let started = Instant::now();
     let (failures, longest) = play_all(&cases);
+    let _ = std::fs::remove_dir_all(certificates_dir());
     let broken: Vec<String> = failures.iter().map(|(n, _)| n.to_string()).collect();
     summary(&format!(
         "pairs: {} runs of {} combinations of {} features, {covered} of {} pairs covered, seed {seed}, {:.1}s \
