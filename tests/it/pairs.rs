@@ -4,9 +4,10 @@
 //! meeting the old ones.
 //!
 //! - **Combinations.** 22 factors (the features, what the server does, how the job ends), each at
-//!   2 to 8 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
-//!   level of every factor meets every level of every other factor in at least one run, about
-//!   fifty runs where all combinations would be billions. Pairs are where most such defects live;
+//!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
+//!   level of every factor meets every level of every other factor in at least one run (48 runs
+//!   hold all 1,681 pairs with the seed 49), where all combinations would be billions, and
+//!   a sample of their triples comes along. Pairs are where most such defects live;
 //!   the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another seed samples
 //!   other triples. The pairs the contract refuses together (`--watch` with `--submit` or
 //!   `--prefer-wait`, `--fallback` with several URLs) are left out of the rows and each run once
@@ -539,8 +540,8 @@ fn status_steps(case: &Case) -> Vec<Step> {
 
 /// Everything one case runs with.
 struct Setup {
-    folder: Folder,
-    server: Server,
+    /// The case's files (the state, the report, `-o`'s, the summary), removed with it.
+    _folder: Folder,
     /// The tap's port, which every URL names.
     port: u16,
     chains: Vec<Chain>,
@@ -608,7 +609,7 @@ fn client_certificates() -> Option<&'static Certificates> {
     .as_ref()
 }
 
-fn setup(case: &Case) -> Setup {
+fn setup(case: &Case) -> (Setup, Server) {
     let folder = Folder::new(&format!("pairs-{}", case.n));
     let port = support::daemon::free_port();
     let names: &[&str] = if case.several() { &["a", "b"] } else { &["a"] };
@@ -736,7 +737,7 @@ fn setup(case: &Case) -> Setup {
     if let Some(summary) = &summary {
         set("GITHUB_STEP_SUMMARY", &summary.display().to_string());
     }
-    Setup { folder, server, port, chains, args, env, output, report, summary, tracestate }
+    (Setup { _folder: folder, port, chains, args, env, output, report, summary, tracestate }, server)
 }
 
 /// What a run left behind.
@@ -759,8 +760,8 @@ struct Seen {
 }
 
 /// Runs the case's `poll` against its server (the tap in front, up at once or after `NOT_UP_FOR`).
-fn play(case: &Case, setup: &Setup) -> Seen {
-    let backend = setup.server.addr();
+fn play(case: &Case, setup: &Setup, server: &Server) -> Seen {
+    let backend = server.addr();
     let start_tap = |port: u16, backend: SocketAddr| Tap::start_on(port, backend);
     let mut tap = (!case.is(SERVER, "not-up-yet")).then(|| start_tap(setup.port, backend));
     let mut cmd = support::poll_std();
@@ -816,8 +817,8 @@ fn play(case: &Case, setup: &Setup) -> Seen {
         killed,
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        requests: setup.server.requests(),
-        bad_requests: setup.server.bad_requests(),
+        requests: server.requests(),
+        bad_requests: server.bad_requests(),
         partial,
         connections,
         output: read(&setup.output),
@@ -1651,9 +1652,15 @@ fn play_all(cases: &[Case]) -> (Vec<(usize, String)>, Duration) {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(case) = cases.get(i) else { break };
-                    let setup = setup(case);
-                    let seen = play(case, &setup);
-                    let broke = check(case, &setup, &seen);
+                    let (setup, server) = setup(case);
+                    let seen = play(case, &setup, &server);
+                    let mut broke = check(case, &setup, &seen);
+                    // The server checks itself on drop (a panic in one of its threads included).
+                    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(server)));
+                    if let Err(panic) = dropped {
+                        let said = panic.downcast_ref::<String>().cloned().unwrap_or_else(|| "a panic".into());
+                        broke.push(format!("the test server: {said}"));
+                    }
                     let mut longest = longest.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                     *longest = (*longest).max(seen.took);
                     drop(longest);
@@ -1661,10 +1668,7 @@ fn play_all(cases: &[Case]) -> (Vec<(usize, String)>, Duration) {
                         let text = describe(case, &setup, &seen, &broke);
                         failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((case.n, text));
                     }
-                    // The server checks itself on drop; what it would say is checked above.
-                    let Setup { server, folder, .. } = setup;
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(server)));
-                    drop(folder);
+                    drop(setup);
                 }
             });
         }
