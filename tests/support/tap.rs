@@ -7,7 +7,8 @@
 //! counted. The tap cuts the client's bytes into requests (a head, then a `Content-Length` or
 //! chunked body) and keeps every connection that ended inside one (`partial_requests()`).
 //! It also counts the connections a client opened (`connections()`: 0 for "nothing was sent"),
-//! and can come up after its client (`start_on` a port chosen beforehand: a server not up yet).
+//! and can come up after its client (`start_on` a [`Port`] reserved beforehand: a server not up
+//! yet, whose port refuses connections until then and that no one else can take meanwhile).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -39,6 +40,22 @@ struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// A loopback port held for a tap that comes up later: bound, not listening, so that connections
+/// to it are refused (as to a server not up yet) and no other socket can take it meanwhile.
+pub struct Port(socket2::Socket);
+
+impl Port {
+    pub fn reserve() -> Port {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a TCP socket");
+        socket.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into()).expect("bind 127.0.0.1:0");
+        Port(socket)
+    }
+
+    pub fn number(&self) -> u16 {
+        self.0.local_addr().ok().and_then(|a| a.as_socket()).map_or(0, |a| a.port())
+    }
+}
+
 /// A relay on 127.0.0.1 to a backend; stops when dropped.
 pub struct Tap {
     addr: SocketAddr,
@@ -47,9 +64,10 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// A tap on `port` (0: any free one) in front of `backend`.
-    pub fn start_on(port: u16, backend: SocketAddr) -> Tap {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("bind the tap on 127.0.0.1");
+    /// A tap on `port`, which starts listening now, in front of `backend`.
+    pub fn start_on(port: Port, backend: SocketAddr) -> Tap {
+        port.0.listen(128).expect("listen on the tap's port");
+        let listener: TcpListener = port.0.into();
         let addr = listener.local_addr().expect("local_addr of the tap");
         let shared = Arc::new(Shared {
             backend,
