@@ -1011,6 +1011,7 @@ fn check_all(case: &Case, setup: &Setup, seen: &Seen) -> Vec<String> {
     check_breaker(case, seen, code, &mut broke);
     check_stall(case, seen, &mut broke);
     check_stall_served(case, setup, seen, &mut broke);
+    check_deadline_words(case, seen, &mut broke);
     check_stdout(case, setup, seen, code, &mut broke);
     if case.is(ENV, "secret") {
         // As Node warns of NODE_TLS_REJECT_UNAUTHORIZED=0: on every run, whatever the log.
@@ -1103,6 +1104,7 @@ fn check_usage(seen: &Seen, words: &[&str], broke: &mut Vec<String>) {
 /// The exit code, the JSON log's final object, the report and the step summary say the same.
 fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>) {
     let objects = log_objects(seen);
+    let urls = if case.several() { 2 } else { 1 };
     let mut reasons: Vec<String> = Vec::new();
     if case.is(LOG, "json") {
         for line in seen.stderr.lines().filter(|l| !l.trim().is_empty()) {
@@ -1115,6 +1117,12 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
             None => broke.push("--log-format json: no final object".into()),
             Some(last) => {
                 let reason = last["reason"].as_str().unwrap_or("").to_string();
+                if last["schema"] != 1 || !last["version"].is_string() {
+                    broke.push(format!(
+                        "the log's final object carries schema 1 and the version: {}",
+                        cut(&last.to_string(), 200)
+                    ));
+                }
                 if last["exit_code"] != code {
                     broke.push(format!("exit {code}, but the log's final object says exit_code {}", last["exit_code"]));
                 }
@@ -1136,6 +1144,13 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
                     broke.push(format!("the JUnit report is not well-formed XML: it {trouble}"));
                 }
                 let types = failure_types(report);
+                let cases = report.matches("<testcase ").count();
+                if cases != urls || report.matches("classname=\"poll\"").count() != urls {
+                    broke.push(format!(
+                        "the JUnit report has one <testcase classname=\"poll\"> per URL ({urls}): {}",
+                        cut(report, 300)
+                    ));
+                }
                 if code == 0 && !types.is_empty() {
                     broke.push(format!("exit 0, but the report has failures: {types:?}"));
                 }
@@ -1159,7 +1174,15 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
                 "exit {code}, but the step summary says otherwise: {:?}",
                 summary.lines().find(|l| l.contains("exit"))
             )),
+            Some(summary) if summary.lines().filter(|l| l.starts_with("| `http")).count() != urls => {
+                broke.push(format!("the step summary has one row per URL ({urls}): {}", cut(summary, 300)))
+            }
             Some(_) => {}
+        }
+        // The error line as a workflow command, so that it shows as an annotation.
+        let last = seen.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if case.is(LOG, "text") && code != 0 && !last.starts_with("::error title=poll::") {
+            broke.push(format!("--ci github: the error line is `::error title=poll::...`: {}", cut(last, 200)));
         }
     }
 }
@@ -1224,6 +1247,31 @@ fn check_stall(case: &Case, seen: &Seen, broke: &mut Vec<String>) {
             )),
             _ => {}
         }
+    }
+}
+
+/// Under `--watch`, a run that ends by its deadline names the last event judged (`last: event
+/// ...`) when a held reply was in flight: the hold was asked for (a watch's request has no
+/// request timeout), it did not time out. (A failure as the last attempt may be named instead.)
+fn check_deadline_words(case: &Case, seen: &Seen, broke: &mut Vec<String>) {
+    if !case.on(WATCH) {
+        return;
+    }
+    let objects = log_objects(seen);
+    let (line, judged) = match final_object(&objects) {
+        Some(last) => {
+            (last["message"].as_str().unwrap_or("").to_string(), objects.iter().any(|o| o["event"] == "stream_event"))
+        }
+        None => (
+            seen.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
+            seen.stderr.lines().any(|l| l.starts_with("event ") || l.contains("] event ")),
+        ),
+    };
+    if judged && line.contains("deadline") && line.contains("timed out") {
+        broke.push(format!(
+            "a watch that ends by its deadline names the last event judged, not a timeout of the hold it asked for: {}",
+            cut(&line, 300)
+        ));
     }
 }
 
@@ -1348,6 +1396,9 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
         _ => {
             if !out.is_empty() {
                 wrong(format!("nothing on exit {code}"));
+            }
+            if seen.output.is_some() {
+                broke.push(format!("-o FILE: written on exit {code}, which has no body to write: {:?}", seen.output));
             }
         }
     }
