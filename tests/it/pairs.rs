@@ -1145,13 +1145,16 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
                 }
                 let types = failure_types(report);
                 let cases = report.matches("<testcase ").count();
+                let failed_cases = report.split("<testcase ").skip(1).filter(|c| c.contains("<failure")).count();
                 if cases != urls || report.matches("classname=\"poll\"").count() != urls {
                     broke.push(format!(
                         "the JUnit report has one <testcase classname=\"poll\"> per URL ({urls}): {}",
                         cut(report, 300)
                     ));
                 }
-                if code == 0 && !types.is_empty() {
+                // Under --any, a URL may have failed before another was done.
+                let any = case.is(URLS, "two-any");
+                if code == 0 && ((!any && !types.is_empty()) || (any && failed_cases >= urls)) {
                     broke.push(format!("exit 0, but the report has failures: {types:?}"));
                 }
                 if code != 0 && types.is_empty() {
@@ -1577,7 +1580,17 @@ fn check_carried(case: &Case, setup: &Setup, seen: &Seen, broke: &mut Vec<String
             if let Some(state) = &setup.tracestate {
                 let sent = request.header("tracestate");
                 let valid = case.is(TRACE, "on");
-                if valid && sent != Some(state.as_str()) {
+                // A long one may be cut as W3C lets a tracer cut it (whole members dropped), or
+                // refused as too large to send (exit 3); a short one goes as it is.
+                let members: Vec<&str> = state.split(',').collect();
+                let cut_whole = |sent: &str| sent.split(',').all(|m| members.contains(&m));
+                let long = state.len() > 512;
+                let right = match sent {
+                    Some(sent) if long => cut_whole(sent),
+                    None if long => true,
+                    sent => sent == Some(state.as_str()),
+                };
+                if valid && !right {
                     said(format!(
                         "trace: request {n} carries tracestate {:?}, not TRACESTATE",
                         sent.map(|s| cut(s, 60))
@@ -1824,8 +1837,9 @@ fn every_pair_of_features_keeps_the_contracts_promises() {
     let seed = seed();
     let all = covering_cases(seed);
     let wanted = covering::wanted(&levels(), &allowed);
-    let covered = wanted.iter().filter(|pair| all.iter().any(|case| covering::holds(&case.levels, **pair))).count();
     let cases = chosen(all.clone());
+    // Of the cases that run (one of them, or factors turned off, cover fewer).
+    let covered = wanted.iter().filter(|pair| cases.iter().any(|case| covering::holds(&case.levels, **pair))).count();
     if std::env::var_os("POLL_TEST_PAIRS_LIST").is_some() {
         for case in &cases {
             summary(&format!("pairs: case {}: {}", case.n, case.features()));
