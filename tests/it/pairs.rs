@@ -5,8 +5,8 @@
 //!
 //! - **Combinations.** 22 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
-//!   level of every factor meets every level of every other factor in at least one run (48 runs
-//!   hold all 1,681 pairs with the seed 49), where all combinations would be billions, and
+//!   level of every factor meets every level of every other factor in at least one run (49 runs
+//!   hold all 1,681 pairs with the seed 4), where all combinations would be billions, and
 //!   a sample of their triples comes along. Pairs are where most such defects live;
 //!   the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another seed samples
 //!   other triples. The pairs the contract refuses together (`--watch` with `--submit` or
@@ -59,8 +59,11 @@ const STALL: Duration = Duration::from_secs(1);
 const NOT_UP_FOR: Duration = Duration::from_millis(1_300);
 /// The breaker's p95 limit with `--state`: a fleet that wants answers fast, below `HOLD`.
 const MAX_P95: &str = "200ms";
-/// The seed of the rows, unless `POLL_TEST_PAIRS_SEED` names another.
-const SEED: u64 = 49;
+/// The seed of the rows, unless `POLL_TEST_PAIRS_SEED` names another. Every seed covers every
+/// pair; 4 is one whose rows also met, by themselves, every defect of issue 49 that a scripted
+/// server can show (its rows 1-4 and 7-18) on the main the test was written against (seed 49
+/// met all of them but row 11).
+const SEED: u64 = 4;
 /// Runs at once: CI has two cores, and most of a run is waiting.
 const WORKERS: usize = 3;
 
