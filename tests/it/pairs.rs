@@ -1834,6 +1834,14 @@ fn summary(line: &str) {
 
 #[test]
 fn every_pair_of_features_keeps_the_contracts_promises() {
+    // The certificates' folder goes when the test ends, however it ends.
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _certificates = Remove(certificates_dir());
     if client_certificates().is_none() {
         return;
     }
@@ -1851,7 +1859,6 @@ fn every_pair_of_features_keeps_the_contracts_promises() {
     }
     let started = Instant::now();
     let (failures, longest) = play_all(&cases);
-    let _ = std::fs::remove_dir_all(certificates_dir());
     let mut broken: Vec<String> = failures.iter().map(|(n, _)| n.to_string()).collect();
     broken.dedup();
     summary(&format!(
