@@ -49,6 +49,10 @@ mod redis;
 mod state;
 mod storm;
 
+// Every pair of features together, held to the contract's universal promises. Unix: `-- sh -c`, `--auth-cmd printf`.
+#[cfg(unix)]
+mod pairs;
+
 // The pure rules as tables.
 mod condition;
 mod policy;

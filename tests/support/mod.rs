@@ -7,6 +7,9 @@ mod arrivals;
 pub mod breaker;
 pub mod certs;
 pub mod cmd;
+// The covering arrays and the tap of the pairs test (tests/it/pairs.rs), which is Unix-only.
+#[cfg(unix)]
+pub mod covering;
 pub mod daemon;
 pub mod etcd;
 pub mod nginx;
@@ -18,6 +21,8 @@ pub mod redis;
 #[cfg(unix)]
 pub mod resp;
 pub mod server;
+#[cfg(unix)]
+pub mod tap;
 pub mod tinyproxy;
 pub mod tokens;
 mod tool;
