@@ -40,7 +40,11 @@ impl Loop<'_> {
         let number = counts.number;
         self.reporter.sending(number);
         let resumed = self.resumed();
-        let (sending, validated) = self.validators.prepare(&resumed, false);
+        // Validators are kept by the URL as given: a blocking query's `index` and `wait` change its
+        // query on every request, and a long poll's ETag must still go with the next one.
+        let keyed = Request { url: self.request.url.clone(), ..resumed.clone() };
+        let (prepared, validated) = self.validators.prepare(&keyed, false);
+        let sending = Request { url: resumed.url.clone(), ..prepared.into_owned() };
         let started = Instant::now();
         let open = |request: &Request| client.open(request, self.left(), &|status| self.cuts(status));
         let sent = self.send(&sending, number, &open, Opened::status);
@@ -52,7 +56,7 @@ impl Loop<'_> {
                     Reply { status: stream.status, headers: stream.headers.clone(), body: Vec::new(), cut: false };
                 let mut head = Ok(head);
                 // A long poll resumes by the validators of the reply it held.
-                self.validators.settle(&resumed, false, validated, &mut head);
+                self.validators.settle(&keyed, false, validated, &mut head);
                 return self.stream(stream, head, started, counts, rng);
             }
             Ok(Opened::Reply(reply)) => Ok(reply),
@@ -61,6 +65,11 @@ impl Loop<'_> {
             // silent stream is (no failure: no --retries spent, a success for the breaker).
             Err(fault) if fault.failure == Failure::Timeout => {
                 self.stall_due()?;
+                // Held until the deadline: the run ends naming the last event judged, as a stream's
+                // does, not a timeout of the hold it asked for (a watch has no request timeout).
+                if self.left().is_some_and(|left| left.is_zero()) {
+                    return Err(self.deadline().into());
+                }
                 if self.left().is_none_or(|left| !left.is_zero()) {
                     let idle = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: true };
                     let record = self.decided(Err(fault), idle, latency, counts, rng);
@@ -71,10 +80,15 @@ impl Loop<'_> {
             }
             Err(fault) => Err(fault),
         };
-        let answer = self.validators.settle(&resumed, false, validated, &mut reply);
+        let answer = self.validators.settle(&keyed, false, validated, &mut reply);
         // A 304 to a long poll's validators: nothing new yet, asked again as a stream that ended.
         // (One to a request that carried none has no body to judge: exit 3, as when polling.)
         if matches!(answer, Answer::NotModified { .. } | Answer::Unchanged) {
+            // A blocking query's 304 still moves its index (Consul answers one with X-Consul-Index).
+            if let Ok(reply) = &reply {
+                let event_stream = self.resume.event_stream;
+                self.resume.replied(&reply.headers, event_stream);
+            }
             let ended = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: false };
             let record = self.decided(reply, ended, latency, counts, rng);
             self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());

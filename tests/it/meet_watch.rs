@@ -289,3 +289,44 @@ fn a_long_poll_held_past_the_idle_timeout_is_asked_again_not_failed() {
         }
     }
 }
+
+/// Found by the pairs test: a blocking query whose replies carry an `ETag` besides
+/// `X-Consul-Index` sends `If-None-Match` on every later request (validators are kept by the URL
+/// as given, not by the query that `index` and `wait` change), and the index a 304 carries moves
+/// the next request's. Before: no `If-None-Match` after the first reply, and the index stayed.
+#[test]
+fn a_blocking_query_keeps_its_validators_and_a_304_moves_its_index() {
+    let first = Reply::json(200, r#"{"status":"pending"}"#).header("ETag", "\"v1\"").header("X-Consul-Index", "10");
+    let not_modified = Reply::status(304).header("ETag", "\"v1\"").header("X-Consul-Index", "11");
+    let done = Reply::json(200, r#"{"status":"done"}"#).header("ETag", "\"v2\"").header("X-Consul-Index", "12");
+    let server = Server::start(vec![first, not_modified, done]).expect_hits(3);
+    let (out, _) = run(&["--watch", "--until", UNTIL_DONE, "-i", "50ms", "--timeout", "10s", &server.url("/kv")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"status":"done"}"#);
+    let requests = server.requests();
+    let sent: Vec<(&str, Option<&str>)> = requests
+        .iter()
+        .map(|r| (r.path.split("&wait=").next().unwrap_or_default(), r.header("if-none-match")))
+        .collect();
+    assert_eq!(sent, [("/kv", None), ("/kv?index=10", Some("\"v1\"")), ("/kv?index=11", Some("\"v1\""))]);
+}
+
+/// Found by the pairs test: a watch whose request is held when `--timeout` comes ends naming
+/// the last event judged, as a stream's does, not "request timed out" (a watch has no request
+/// timeout). Before: `deadline reached; last: request timed out`.
+#[test]
+fn a_hold_cut_by_the_deadline_names_the_last_event_judged() {
+    let pending = || Reply::json(200, r#"{"status":"pending"}"#).delay(ms(400));
+    let server = Server::start(vec![pending()]).expect_hits_between(2, 6);
+    let url = server.url("/held");
+    let (out, took) =
+        run(&["--watch", "--until", UNTIL_DONE, "--show", ".status", "-i", "50ms", "--timeout", "1s", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(took >= ms(1000), "{took:?}");
+    // Events are counted over the run's requests: one or two have come by then, as the machine allows.
+    let text = stderr(&out);
+    let n = text.strip_prefix("poll: error: deadline reached; last: event ").and_then(|rest| {
+        rest.strip_suffix(&format!(" pending · status pending (raise --timeout to wait longer) [{url}]\n"))
+    });
+    assert!(n.is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n >= 1)), "{text}");
+}
