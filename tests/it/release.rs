@@ -1443,3 +1443,48 @@ json.dump({"app": [app.findtext(f"{ns}name"), app.findtext(f"{ns}version")], "cr
         assert_eq!(got, [want[0].as_str()], "{name} in the SBOM");
     }
 }
+
+/// The `sh` block of CONTRIBUTING.md that begins with `crate=`: which release holds which version.
+fn crate_versions_block() -> String {
+    let text = std::fs::read_to_string(root().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    let blocks: Vec<&str> =
+        text.split("```sh\n").skip(1).filter_map(|b| b.split_once("```").map(|(code, _)| code)).collect();
+    let found: Vec<&&str> = blocks.iter().filter(|b| b.starts_with("crate=")).collect();
+    assert_eq!(found.len(), 1, "one block of CONTRIBUTING.md begins with crate=");
+    found[0].to_string()
+}
+
+#[cfg(unix)] // The block is a shell's.
+#[test]
+fn contributing_names_the_version_of_a_crate_that_each_release_holds() {
+    if !have_tool("git", "apt-get install git") {
+        return;
+    }
+    let folder = Folder::new("crate-versions");
+    let repo = folder.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=poll tests", "-c", "user.email=tests@localhost"];
+        all.extend_from_slice(args);
+        must("git", &all, &repo)
+    };
+    git(&["init", "-q"]);
+    // Three releases (the last with two versions of the crate in its tree), a tag that is no
+    // release, and a crate whose name starts with the one asked for.
+    let releases = [("v0.1.0", vec!["3.5.1"]), ("v0.1.1", vec!["3.5.2"]), ("v0.10.0", vec!["3.5.2", "3.6.0"])];
+    for (tag, versions) in &releases {
+        let mut lock = String::from("version = 4\n\n[[package]]\nname = \"ureq-proto\"\nversion = \"0.7.1\"\n");
+        for version in versions {
+            lock.push_str(&format!("\n[[package]]\nname = \"ureq\"\nversion = \"{version}\"\n"));
+        }
+        std::fs::write(repo.join("Cargo.lock"), lock).unwrap();
+        git(&["add", "Cargo.lock"]);
+        git(&["commit", "-q", "-m", tag]);
+        git(&["tag", tag]);
+    }
+    git(&["tag", "nightly"]);
+    let out = Command::new("bash").args(["-c", &crate_versions_block()]).current_dir(&repo).output().expect("run bash");
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    // In version order, v0.10.0 after v0.1.1.
+    assert_eq!(text(&out).0, "v0.1.0 3.5.1\nv0.1.1 3.5.2\nv0.10.0 3.5.2 3.6.0\n");
+}
