@@ -1303,7 +1303,7 @@ fn the_image_job_builds_both_platforms_from_the_archives_and_pushes_three_tags()
     let image = format!("ghcr.io/{}", repository.to_lowercase());
     let build = |platform: &str| {
         format!(
-            "build --platform linux/{platform} --manifest poll --build-arg VERSION={version} --build-arg SOURCE=https://github.com/{repository} --file Dockerfile target/image/{platform}"
+            "build --platform linux/{platform} --manifest poll --identity-label=false --build-arg VERSION={version} --build-arg SOURCE=https://github.com/{repository} --file Dockerfile target/image/{platform}"
         )
     };
     let push = |tag: &str| format!("manifest push --all --format oci poll docker://{image}:{tag}");
