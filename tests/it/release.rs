@@ -407,10 +407,10 @@ fn pack_linked(folder: &Folder, target: &str, to: &Path) -> (String, Vec<u8>) {
 }
 
 /// A small executable file in `folder`, for an archive whose `poll` is never run.
+#[cfg(unix)] // Its callers make links, or run the image job's bash steps.
 fn stand_in_exe(folder: &Folder) -> PathBuf {
     let exe = folder.path("stand-in-poll");
     std::fs::write(&exe, "#!/bin/sh\necho 'not poll'\n").unwrap();
-    #[cfg(unix)]
     std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     exe
 }
@@ -1109,6 +1109,7 @@ fn image_steps() -> Vec<Value> {
 }
 
 /// The step of publish-image.yml named `name`.
+#[cfg(unix)] // Run by the tests that run its bash steps.
 fn image_step(name: &str) -> Value {
     let steps = image_steps();
     steps.into_iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("publish-image.yml has no step {name:?}"))
@@ -1445,6 +1446,7 @@ json.dump({"app": [app.findtext(f"{ns}name"), app.findtext(f"{ns}version")], "cr
 }
 
 /// The `sh` block of CONTRIBUTING.md that begins with `crate=`: which release holds which version.
+#[cfg(unix)] // Run by bash.
 fn crate_versions_block() -> String {
     let text = std::fs::read_to_string(root().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
     let blocks: Vec<&str> =
