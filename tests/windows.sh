@@ -5,14 +5,18 @@
 #            shared by three processes, --auth-cmd through cmd /C (and its kill at the deadline),
 #            --unix-socket refused, --request-timeout against a server that never answers,
 #            -o NUL, a reader that closes stdout early, Ctrl-C, and the library's unit tests
-#   musl     the static Linux build (x86_64-unknown-linux-musl): no dynamic dependencies, one poll,
-#            and, in an empty root (a `scratch` image), the built-in Mozilla roots
+#   musl     the static Linux build (x86_64-unknown-linux-musl) as the release's archive holds it
+#            (`dist build`): no dynamic dependencies, one poll, its dependency list read back by
+#            rust-audit-info, in an empty root (a `scratch` image) the built-in Mozilla roots; and
+#            the container image (the Dockerfile, by buildah), unpacked by umoci and run under chroot
 #
 #   tests/windows.sh [windows|musl]...     (both when none is named)
 #
 # Each case checks the exit code and the stdout bytes. A missing tool is one `SKIPPED:` line
 # naming its install command, or a failure under POLL_TEST_REQUIRE_TOOLS=1 (as .ci/run sets).
-# Debug builds, once each: the cases test behaviour, not speed.
+# Debug builds, once each, for poll.exe: the cases test behaviour, not speed. The musl build is
+# the release's (its `dist` profile): the image's size and the binary's dependency list are
+# what the release ships.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -331,10 +335,28 @@ musl() {
     if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl; then
         need rustup-target-x86_64-unknown-linux-musl "rustup target add x86_64-unknown-linux-musl" "the static musl build" || return 0
     fi
-    cargo build --locked --quiet --target x86_64-unknown-linux-musl --bin poll
+    need dist "cargo install cargo-dist --version 0.34.0 --locked" "the static musl build as the release makes it" || return 0
+    need cargo-auditable "cargo install cargo-auditable --version 0.7.7 --locked" "the static musl build as the release makes it" || return 0
+    # The release's archive of this target, made as release.yml's local job makes it (`dist build`
+    # with the plan's arguments: `cargo auditable build --profile dist`, static): the image's size
+    # and the binary's dependency list are what the release ships, which a debug build is not.
+    local distrib=$target/distrib name=poll-x86_64-unknown-linux-musl started=$SECONDS
+    if ! CARGO_TARGET_DIR=$target dist build --artifacts=local --target=x86_64-unknown-linux-musl \
+        --output-format=json >"$work/dist.json" 2>"$work/dist.log" </dev/null; then
+        echo "FAILED: musl: dist build --target=x86_64-unknown-linux-musl:" >&2
+        tail -40 "$work/dist.log" | sed 's/^/    /' >&2
+        failed=$((failed + 1))
+        return 0
+    fi
+    if ! (cd "$distrib" && sha256sum --check --strict --quiet "$name.tar.gz.sha256"); then
+        echo "FAILED: musl: $name.tar.gz is not the archive its .sha256 names" >&2
+        failed=$((failed + 1))
+        return 0
+    fi
+    tar -xzf "$distrib/$name.tar.gz" -C "$work"
+    local bin=$work/$name/poll
+    echo "musl poll: $(stat -c %s "$bin") bytes (the release's archive, built in $((SECONDS - started)) s)"
     cargo build --locked --quiet --example jobserver
-    local bin=$target/x86_64-unknown-linux-musl/debug/poll
-    echo "musl poll: $(stat -c %s "$bin") bytes (debug)"
     local linked=0
     ldd "$bin" >"$work/ldd" 2>&1 || linked=$?
     if grep -Eq "not a dynamic executable|statically linked" "$work/ldd"; then
@@ -348,6 +370,8 @@ musl() {
     get "$base/reset?n=2" >/dev/null
     expect "musl: polls until the condition holds" 0 '{"status":"done","n":2}' -- \
         "$bin" --until '.status=="done"' -i 50ms "$base/job"
+
+    auditable "$bin"
 
     # In an empty root (as in a `scratch` image) no store is found: the Mozilla roots serve, -v
     # says so, and the test server's own CA is not among them. Needs root, or user namespaces.
@@ -370,6 +394,161 @@ musl() {
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${chroot[@]}" /poll -v --retries 0 "$tls_url"
     if ! grep -q "trusted roots: no system store found; the [0-9]* built-in Mozilla roots serve instead" "$work/err"; then
         echo "FAILED: musl: -v does not say that the Mozilla roots serve: $(cat "$work/err")" >&2
+        failed=$((failed + 1))
+    fi
+
+    image "$distrib/$name.tar.gz" "$name"
+}
+
+# auditable BIN: the dependency list `cargo auditable` put in the binary, read back by
+# rust-audit-info (the tool of the cargo-auditable project, as scanners read it): every crate of
+# Cargo.lock that it names at the version Cargo.lock has, ureq, rustls and jaq-core among them.
+auditable() {
+    need rust-audit-info "cargo install rust-audit-info --version 0.5.4 --locked" "the binary's dependency list" || return 0
+    local code=0
+    rust-audit-info "$1" >"$work/audit.json" 2>"$work/err" || code=$?
+    if [ "$code" != 0 ]; then
+        echo "FAILED: musl: rust-audit-info finds no dependency list in the binary (exit $code): $(cat "$work/err")" >&2
+        failed=$((failed + 1))
+        return 0
+    fi
+    local said
+    if said=$(python3 - "$work/audit.json" Cargo.lock <<'PY'
+import json, re, sys
+audit = json.load(open(sys.argv[1]))
+locked = set(re.findall(r'\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', open(sys.argv[2]).read()))
+found = {(p["name"], p["version"]) for p in audit["packages"]}
+wrong = sorted(found - locked)
+def fail(message):
+    print(message)
+    sys.exit(1)
+if wrong:
+    fail("not as in Cargo.lock: %s" % wrong)
+root = [p for p in audit["packages"] if p.get("root")]
+if [(p["name"], p["kind"] if "kind" in p else "runtime") for p in root] != [("poll", "runtime")]:
+    fail("the root package is not poll: %s" % root)
+named = []
+for crate in ["ureq", "rustls", "jaq-core"]:
+    versions = sorted(v for n, v in found if n == crate)
+    want = sorted(v for n, v in locked if n == crate)
+    if versions != want or len(versions) != 1:
+        fail("%s: %s in the binary, %s in Cargo.lock" % (crate, versions, want))
+    named.append("%s %s" % (crate, versions[0]))
+print("%d crates, %s, as in Cargo.lock" % (len(found), ", ".join(named)))
+PY
+    ); then
+        echo "ok: musl: rust-audit-info reads the binary's dependency list: $said"
+        passed=$((passed + 1))
+    else
+        echo "FAILED: musl: rust-audit-info's list: $said" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+# image ARCHIVE NAME: the release's container image, built from the repository's Dockerfile by
+# buildah (its vfs driver: no daemon, no overlay mount) with the context publish-image.yml makes
+# from the archive, exported as an OCI layout, unpacked by umoci, and run under chroot in that
+# root file system alone, as the user the image names.
+image() {
+    need buildah "apt-get install buildah" "the container image" || return 0
+    need umoci "apt-get install umoci" "the container image" || return 0
+    if [ "$(id -u)" != 0 ]; then
+        if [ "${POLL_TEST_REQUIRE_TOOLS:-}" = 1 ]; then
+            echo "tests/windows.sh: the container image needs root (POLL_TEST_REQUIRE_TOOLS=1)" >&2
+            exit 1
+        fi
+        echo "SKIPPED: the container image: buildah's vfs storage, umoci's unpack and chroot need root" >&2
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    local archive=$1 name=$2 context=$work/image/amd64 oci=$work/oci bundle=$work/bundle
+    local version source
+    version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+    source=$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -1)
+    # publish-image.yml's unpacking, for the one platform built here.
+    mkdir -p "$context"
+    tar -xzf "$archive" -C "$context" --strip-components=1 "$name/poll" "$name/LICENSE-MIT" "$name/LICENSE-APACHE"
+    # Storage of our own, and a policy that accepts the local image (it is pushed to a folder).
+    printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"$work/policy.json"
+    local b=(buildah --root "$work/containers/root" --runroot "$work/containers/run" --storage-driver vfs)
+    if ! "${b[@]}" build --quiet --signature-policy "$work/policy.json" --platform linux/amd64 --identity-label=false \
+        --build-arg "VERSION=$version" --build-arg "SOURCE=$source" --file Dockerfile --tag localhost/poll:test \
+        "$context" >"$work/buildah.log" 2>&1 ||
+        ! "${b[@]}" push --quiet --signature-policy "$work/policy.json" localhost/poll:test "oci:$oci:test" >>"$work/buildah.log" 2>&1 ||
+        ! umoci unpack --image "$oci:test" "$bundle" >>"$work/buildah.log" 2>&1; then
+        echo "FAILED: image: buildah or umoci:" >&2
+        tail -20 "$work/buildah.log" | sed 's/^/    /' >&2
+        failed=$((failed + 1))
+        "${b[@]}" rm --all >/dev/null 2>&1 || true
+        return 0
+    fi
+    # vfs keeps a whole copy of each layer; the OCI layout and the bundle are what the test reads.
+    "${b[@]}" rmi --all --force >/dev/null 2>&1 || true
+    echo "image: umoci stat:"
+    umoci stat --image "$oci:test" | sed 's/^/    /'
+    local rootfs=$bundle/rootfs said
+    if said=$(python3 - "$oci" "$bundle" "$version" "$source" <<'PY'
+import json, os, sys
+oci, bundle, version, source = sys.argv[1:]
+def blob(digest):
+    return os.path.join(oci, "blobs", *digest.split(":"))
+index = json.load(open(os.path.join(oci, "index.json")))
+manifest_ref = index["manifests"][0]
+manifest = json.load(open(blob(manifest_ref["digest"])))
+config = json.load(open(blob(manifest["config"]["digest"])))
+problems = []
+files = sorted(os.path.relpath(os.path.join(d, f), bundle + "/rootfs") for d, dirs, fs in os.walk(bundle + "/rootfs") for f in dirs + fs)
+if files != ["licenses", "licenses/LICENSE-APACHE", "licenses/LICENSE-MIT", "poll"]:
+    problems.append("the root holds %s" % files)
+c = config["config"]
+# buildah, as docker's builders, gives an image FROM scratch the default PATH; nothing else.
+path = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+if c.get("Entrypoint") != ["/poll"] or c.get("Cmd") or c.get("User") != "65534:65534" or c.get("Env", path) != path:
+    problems.append("the config is %s" % c)
+want = {"org.opencontainers.image.source": source, "org.opencontainers.image.version": version,
+        "org.opencontainers.image.licenses": "MIT OR Apache-2.0"}
+if c.get("Labels") != want:
+    problems.append("the labels are %s" % c.get("Labels"))
+if (config["os"], config["architecture"]) != ("linux", "amd64"):
+    problems.append("the platform is %s/%s" % (config["os"], config["architecture"]))
+# What a pull moves (the manifest, the config, the compressed layers), and what lands on disk.
+pulled = manifest_ref["size"] + manifest["config"]["size"] + sum(l["size"] for l in manifest["layers"])
+unpacked = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(bundle + "/rootfs") for f in fs)
+size = "%d layer(s); %d bytes to pull, %d bytes unpacked" % (len(manifest["layers"]), pulled, unpacked)
+if max(pulled, unpacked) >= 10_000_000:
+    problems.append("the image is 10 MB or more: " + size)
+if problems:
+    print("; ".join(problems))
+    sys.exit(1)
+print(size)
+PY
+    ); then
+        echo "ok: image: /poll, /licenses and nothing else, ENTRYPOINT /poll as 65534, the OCI labels; $said (under 10 MB)"
+        passed=$((passed + 1))
+    else
+        echo "FAILED: image: $said" >&2
+        failed=$((failed + 1))
+    fi
+    if ! cmp -s "$rootfs/poll" "$context/poll"; then
+        echo "FAILED: image: its /poll is not the archive's" >&2
+        failed=$((failed + 1))
+    fi
+
+    # Run as the image would be: its root alone, its user, no environment (so chroot by its path).
+    local run=(env -i "$(command -v chroot)" --userspec=65534:65534 "$rootfs" /poll)
+    expect "image: /poll --version" 0 "poll $version
+" -- "${run[@]}" --version
+    get "$base/reset?n=2" >/dev/null
+    expect "image: waits on the loopback job server" 0 '{"status":"done","n":2}' -- \
+        "${run[@]}" --until '.status=="done"' -i 50ms "$base/job"
+    # A CA given with --cacert, from a file put in the root as a volume would put it.
+    cp tests/fixtures/cert.pem "$rootfs/ca.pem"
+    chmod 644 "$rootfs/ca.pem"
+    expect "image: https:// with --cacert" 0 '{"status":"done","n":1}' -- "${run[@]}" --cacert /ca.pem "$tls_url"
+    rm "$rootfs/ca.pem"
+    expect "image: https:// whose CA is not among the built-in roots" 3 '' -- "${run[@]}" -v --retries 0 "$tls_url"
+    if ! grep -q "trusted roots: no system store found; the [0-9]* built-in Mozilla roots serve instead" "$work/err"; then
+        echo "FAILED: image: -v does not say that the Mozilla roots serve: $(cat "$work/err")" >&2
         failed=$((failed + 1))
     fi
 }

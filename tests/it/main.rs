@@ -42,6 +42,9 @@ mod watch_resume;
 mod nginx;
 // Mutual TLS against real servers that ask for a client certificate: nginx, etcd, redis-server.
 mod mtls;
+// The container recipes of docs/guide/containers.md, read from the page (`-o /dev/null`: Unix).
+#[cfg(unix)]
+mod containers;
 
 // Shared state: the file, Redis, a Redis Cluster and Sentinels.
 mod cluster;

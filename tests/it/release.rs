@@ -138,6 +138,7 @@ fn the_release_workflow_is_the_one_dist_generates_and_builds_every_target() {
         "custom-ci-passed",
         "build-global-artifacts",
         "host",
+        "custom-publish-image",
     ];
     for job in dists.into_iter().chain(["announce"]) {
         assert!(jobs.contains_key(job), "release.yml lacks the job {job}");
@@ -201,20 +202,10 @@ const HARDENING_STEP: &str =
 ";
 
 /// release.yml is what `dist generate` makes of Cargo.toml today, plus [`HARDENING_STEP`] after
-/// the global job's build: Cargo.toml's `allow-dirty = ["ci"]` keeps dist from checking it (or
+/// the global job's build (before its SBOM step, which does not touch the installer): Cargo.toml's `allow-dirty = ["ci"]` keeps dist from checking it (or
 /// writing it), so this regenerates it without that line in a copy of the repository's files.
 fn release_yml_is_dists_plus_the_hardening() {
-    let copy = Folder::new("release-generate");
-    let files = must("git", &["ls-files", "-z"], &root());
-    for file in files.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
-        let file = String::from_utf8_lossy(file).into_owned();
-        let (from, to) = (root().join(&file), copy.path(&file));
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        // A file deleted in the work tree but still in the index is not copied.
-        if from.is_file() {
-            std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {file}: {e}"));
-        }
-    }
+    let copy = copy_repository("release-generate");
     let manifest = std::fs::read_to_string(copy.path("Cargo.toml")).unwrap();
     let allow = "allow-dirty = [\"ci\"]\n";
     assert_eq!(
@@ -232,10 +223,11 @@ fn release_yml_is_dists_plus_the_hardening() {
     assert!(out.status.success(), "dist generate: {}", text(&out).1);
     let dists = std::fs::read_to_string(copy.path(".github/workflows/release.yml")).unwrap();
     let ours = std::fs::read_to_string(root().join(".github/workflows/release.yml")).unwrap();
-    // Where the step goes: after the global job's build, before its upload.
-    let anchor = "          cp dist-manifest.json \"$BUILD_MANIFEST_NAME\"\n      - name: \"Upload artifacts\"\n        uses: actions/upload-artifact@v7\n        with:\n          name: artifacts-build-global\n";
+    // Where the step goes: after the global job's build, before its SBOM and its upload (the
+    // global job is the one job that runs `cargo cyclonedx`).
+    let anchor = "          cp dist-manifest.json \"$BUILD_MANIFEST_NAME\"\n      - id: cargo-cyclonedx\n";
     assert_eq!(dists.matches(anchor).count(), 1, "dist's release.yml changed where the hardening step goes");
-    let (before, after) = anchor.split_at(anchor.find("      - name: \"Upload").unwrap());
+    let (before, after) = anchor.split_at(anchor.find("      - id: cargo-cyclonedx").unwrap());
     let want = dists.replace(anchor, &format!("{before}{HARDENING_STEP}{after}"));
     assert!(
         ours == want,
@@ -243,6 +235,23 @@ fn release_yml_is_dists_plus_the_hardening() {
          Cargo.toml's allow-dirty line, then put HARDENING_STEP (tests/it/release.rs) back after the \
          build-global-artifacts job's build step"
     );
+}
+
+/// A copy of the repository's files (those git knows, as they are in the work tree), as a
+/// workflow's checkout has them.
+fn copy_repository(name: &str) -> Folder {
+    let copy = Folder::new(name);
+    let files = must("git", &["ls-files", "-z"], &root());
+    for file in files.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let file = String::from_utf8_lossy(file).into_owned();
+        let (from, to) = (root().join(&file), copy.path(&file));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        // A file deleted in the work tree but still in the index is not copied.
+        if from.is_file() {
+            std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {file}: {e}"));
+        }
+    }
+    copy
 }
 
 /// The repository's URL as Cargo.toml gives it, with the package's metadata.
@@ -357,6 +366,12 @@ fn copy_tree(from: &Path, to: &Path) {
 /// `poll` for the executable, the repository's file or folder for the rest) in `poll-TARGET/`.
 /// `extra` adds a file, to make an archive whose SHA-256 differs.
 fn pack(folder: &Folder, target: &str, extra: Option<&str>) -> (String, Vec<u8>) {
+    pack_from(folder, target, extra, Path::new(env!("CARGO_BIN_EXE_poll")))
+}
+
+/// As [`pack`], with `exe` for `poll`: a small stand-in where the binary is never run (it is
+/// 140 MB in a debug build, and packing it takes seconds).
+fn pack_from(folder: &Folder, target: &str, extra: Option<&str>, exe: &Path) -> (String, Vec<u8>) {
     let (_, archive) = archives().into_iter().find(|(t, _)| t == target).expect("the plan builds this target");
     let name = archive["name"].as_str().unwrap().to_string();
     let top = name.trim_end_matches(".tar.gz");
@@ -365,8 +380,7 @@ fn pack(folder: &Folder, target: &str, extra: Option<&str>) -> (String, Vec<u8>)
     std::fs::create_dir_all(&inside).unwrap();
     for asset in archive["assets"].as_array().unwrap() {
         let path = asset["path"].as_str().unwrap();
-        let source =
-            if asset["kind"] == "executable" { PathBuf::from(env!("CARGO_BIN_EXE_poll")) } else { root().join(path) };
+        let source = if asset["kind"] == "executable" { exe.to_path_buf() } else { root().join(path) };
         copy_tree(&source, &inside.join(path));
     }
     if let Some(extra) = extra {
@@ -380,7 +394,8 @@ fn pack(folder: &Folder, target: &str, extra: Option<&str>) -> (String, Vec<u8>)
 /// The archive for `target` as [`pack`] makes it, but with `poll` a link to `to`.
 #[cfg(unix)]
 fn pack_linked(folder: &Folder, target: &str, to: &Path) -> (String, Vec<u8>) {
-    let (name, _) = pack(folder, target, None);
+    // Its poll is replaced by the link: any file will do before.
+    let (name, _) = pack_from(folder, target, None, &stand_in_exe(folder));
     let top = name.trim_end_matches(".tar.gz");
     let stage = folder.path("stage-false");
     let poll = stage.join(top).join("poll");
@@ -389,6 +404,15 @@ fn pack_linked(folder: &Folder, target: &str, to: &Path) -> (String, Vec<u8>) {
     let file = folder.path(&format!("linked-{name}"));
     must("tar", &["-czf", file.to_str().unwrap(), "-C", stage.to_str().unwrap(), top], &root());
     (name, std::fs::read(file).unwrap())
+}
+
+/// A small executable file in `folder`, for an archive whose `poll` is never run.
+#[cfg(unix)] // Its callers make links, or run the image job's bash steps.
+fn stand_in_exe(folder: &Folder) -> PathBuf {
+    let exe = folder.path("stand-in-poll");
+    std::fs::write(&exe, "#!/bin/sh\necho 'not poll'\n").unwrap();
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    exe
 }
 
 fn sha256(bytes: &[u8], folder: &Folder) -> String {
@@ -402,6 +426,20 @@ fn sha256(bytes: &[u8], folder: &Folder) -> String {
 /// `sha256`: rendered by dist from the local build's manifest, as the workflow's global job
 /// renders it, then hardened by the workflow's own step.
 fn render_installer(folder: &Folder, name: &str, target: &str, sha256: &str) -> Vec<u8> {
+    global_build(folder, name, target, sha256);
+    let distrib = folder.path("target").join("distrib");
+    let sums = std::fs::read_to_string(distrib.join("sha256.sum")).expect("dist wrote sha256.sum");
+    assert!(sums.lines().any(|l| l == format!("{sha256} *{name}")), "{sums}");
+    // HARDENING_STEP's command, on the file dist rendered.
+    let installer = distrib.join("poll-installer.sh");
+    let script = root().join("install/harden-installer.py");
+    must("python3", &[script.to_str().unwrap(), installer.to_str().unwrap()], &root());
+    std::fs::read(installer).expect("dist rendered poll-installer.sh")
+}
+
+/// dist's global build, as the workflow's global job runs it, in `folder`'s `target/`, for the
+/// archive `name` of `target` whose SHA-256 is `sha256`: its manifest (what it made and uploads).
+fn global_build(folder: &Folder, name: &str, target: &str, sha256: &str) -> Value {
     // The local build's manifest, as each build job of the workflow leaves one for the global job.
     let target_dir = folder.path("target");
     let distrib = target_dir.join("distrib");
@@ -411,14 +449,8 @@ fn render_installer(folder: &Folder, name: &str, target: &str, sha256: &str) -> 
         "name": name, "kind": "executable-zip", "target_triples": [target], "checksums": { "sha256": sha256 },
     }}});
     std::fs::write(distrib.join(format!("{target}-dist-manifest.json")), local.to_string()).unwrap();
-    dist(&["build", "--artifacts=global", "--output-format=json"], Some(&target_dir));
-    let sums = std::fs::read_to_string(distrib.join("sha256.sum")).expect("dist wrote sha256.sum");
-    assert!(sums.lines().any(|l| l == format!("{sha256} *{name}")), "{sums}");
-    // HARDENING_STEP's command, on the file dist rendered.
-    let installer = distrib.join("poll-installer.sh");
-    let script = root().join("install/harden-installer.py");
-    must("python3", &[script.to_str().unwrap(), installer.to_str().unwrap()], &root());
-    std::fs::read(installer).expect("dist rendered poll-installer.sh")
+    let out = dist(&["build", "--artifacts=global", "--output-format=json"], Some(&target_dir));
+    serde_json::from_slice(&out.stdout).expect("dist's manifest is JSON")
 }
 
 impl Built {
@@ -738,14 +770,20 @@ fn the_shell_installer_says_which_url_it_could_not_download() {
     assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 0, "nothing is installed");
 }
 
-/// The value of a step's `env` entry or `if`, for the expressions these files use; any other
+/// The value of a step's `env` entry or `if`, for the expressions these files use: `inputs.NAME`,
+/// given as `NAME`, and `github.token`, given as itself by a test that expects it; any other
 /// makes the test fail, so that a new one is taught here before it is trusted.
 fn expression(value: &str, inputs: &[(&str, &str)]) -> String {
     let Some(inner) = value.strip_prefix("${{").and_then(|v| v.strip_suffix("}}")) else {
         assert!(!value.contains("${{"), "an expression inside a value: {value}");
         return value.to_string();
     };
-    let name = inner.trim().strip_prefix("inputs.").unwrap_or_else(|| panic!("unknown expression {value}"));
+    let inner = inner.trim();
+    let name = match inner.strip_prefix("inputs.") {
+        Some(name) => name,
+        None if inner == "github.token" => inner,
+        None => panic!("unknown expression {value}"),
+    };
     inputs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()).unwrap_or_else(|| panic!("no input {name}"))
 }
 
@@ -1054,4 +1092,401 @@ esac
         let refused = format!("::error title=release::ci.yml has not passed for {sha}, so nothing is published");
         assert_eq!(stdout.contains(&refused), code == 1, "{case}: {stdout}");
     }
+}
+
+// The container image, and what scanners read.
+
+/// The platforms of the image, each with the musl target whose archive it is made of.
+const IMAGE_PLATFORMS: [(&str, &str); 2] =
+    [("amd64", "x86_64-unknown-linux-musl"), ("arm64", "aarch64-unknown-linux-musl")];
+
+/// The steps of publish-image.yml's one job.
+fn image_steps() -> Vec<Value> {
+    let called = yaml(".github/workflows/publish-image.yml");
+    let jobs = jobs(&called);
+    assert_eq!(jobs.len(), 1, "one job");
+    jobs.values().next().unwrap()["steps"].as_array().expect("steps").clone()
+}
+
+/// The step of publish-image.yml named `name`.
+#[cfg(unix)] // Run by the tests that run its bash steps.
+fn image_step(name: &str) -> Value {
+    let steps = image_steps();
+    steps.into_iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("publish-image.yml has no step {name:?}"))
+}
+
+#[test]
+fn the_image_is_published_after_the_release_from_its_musl_archives_only_when_its_checks_passed() {
+    if !have_release_tools() {
+        return;
+    }
+    let release = yaml(".github/workflows/release.yml");
+    let jobs = jobs(&release);
+    let image = &jobs["custom-publish-image"];
+    assert_eq!(image["uses"], "$/.github/workflows/publish-image.yml");
+    assert_eq!(image["with"]["plan"], "${{ needs.plan.outputs.val }}");
+    // After `host`, which published the archives and runs only when the gate and every build
+    // passed (the_release_publishes_nothing_unless_its_gate_passed checks its `if`). With no
+    // status function in its `if`, GitHub runs it only when all it needs succeeded; a
+    // prerelease is skipped, as by dist's own publish jobs, so :MAJOR and :latest never name one.
+    assert_eq!(image["needs"], json!(["plan", "host"]));
+    let host: Vec<Value> = jobs["host"]["needs"].as_array().expect("host's needs").clone();
+    for job in ["build-local-artifacts", "custom-ci-passed", "build-global-artifacts"] {
+        assert!(host.contains(&json!(job)), "host does not wait for {job}");
+    }
+    let condition = image["if"].as_str().expect("the image job's if");
+    assert_eq!(
+        condition,
+        "${{ !fromJson(needs.plan.outputs.val).announcement_is_prerelease || fromJson(needs.plan.outputs.val).publish_prereleases }}"
+    );
+    assert_eq!(plan()["publish_prereleases"], false);
+    assert_eq!(image["permissions"], json!({ "contents": "read", "packages": "write" }));
+    assert!(jobs["announce"]["needs"].as_array().unwrap().contains(&json!("custom-publish-image")));
+
+    let called = yaml(".github/workflows/publish-image.yml");
+    assert!(called["true"]["workflow_call"]["inputs"]["plan"].is_object());
+    assert_eq!(called["permissions"], json!({ "contents": "read", "packages": "write" }));
+
+    // It fetches this run's artifacts of the musl builds, and no other: the local build job
+    // uploads each target's archive as `artifacts-build-local-TARGET`.
+    let uploads =
+        jobs["build-local-artifacts"]["steps"].as_array().unwrap().iter().find(|s| s["name"] == "Upload artifacts");
+    assert_eq!(
+        uploads.expect("the local job's upload")["with"]["name"],
+        "artifacts-build-local-${{ join(matrix.targets, '_') }}"
+    );
+    let steps = image_steps();
+    let download =
+        steps.iter().find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/download-artifact@")));
+    let download = &download.expect("a download of the run's artifacts")["with"];
+    assert_eq!(download["path"], "target/distrib/");
+    assert_eq!(download["merge-multiple"], true);
+    let pattern = download["pattern"].as_str().expect("a pattern");
+    let (prefix, suffix) = pattern.split_once('*').expect("one *");
+    assert!(!suffix.contains(['*', '?', '[']), "{pattern}");
+    let matrix = plan()["ci"]["github"]["artifacts_matrix"]["include"].as_array().unwrap();
+    let mut fetched = Vec::new();
+    for entry in matrix {
+        let targets: Vec<&str> = entry["targets"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let name = format!("artifacts-build-local-{}", targets.join("_"));
+        if name.starts_with(prefix) && name.ends_with(suffix) && name.len() > prefix.len() + suffix.len() {
+            fetched.extend(targets);
+        }
+    }
+    fetched.sort_unstable();
+    let mut want: Vec<&str> = IMAGE_PLATFORMS.iter().map(|(_, t)| *t).collect();
+    want.sort_unstable();
+    assert_eq!(fetched, want, "the artifacts {pattern} fetches");
+}
+
+/// The Dockerfile's instructions, a line each (continuations joined, comments dropped).
+fn dockerfile() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("Dockerfile")).expect("the Dockerfile");
+    let mut instructions = Vec::new();
+    let mut current = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        match line.strip_suffix('\\') {
+            Some(part) => current.push_str(part),
+            None => {
+                current.push_str(line);
+                instructions.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    instructions
+}
+
+#[test]
+fn the_dockerfile_holds_poll_and_its_licences_and_nothing_else() {
+    let license = package()["license"].as_str().expect("Cargo.toml's license");
+    let labels = format!(
+        "LABEL org.opencontainers.image.source=\"${{SOURCE}}\" org.opencontainers.image.version=\"${{VERSION}}\" org.opencontainers.image.licenses=\"{license}\""
+    );
+    assert_eq!(
+        dockerfile(),
+        [
+            "FROM scratch",
+            "ARG VERSION",
+            "ARG SOURCE",
+            &labels,
+            "COPY LICENSE-MIT LICENSE-APACHE /licenses/",
+            "COPY poll /poll",
+            "USER 65534:65534",
+            "ENTRYPOINT [\"/poll\"]",
+        ]
+    );
+}
+
+/// Packs the musl archives of the release as dist does (with a stand-in for `poll`: the job
+/// never runs it), each with its `.sha256`, in `distrib`; `link` makes the amd64 archive's `poll`
+/// a link to that file.
+#[cfg(unix)]
+fn musl_archives(folder: &Folder, distrib: &Path, link: Option<&Path>) {
+    std::fs::create_dir_all(distrib).unwrap();
+    for (platform, target) in IMAGE_PLATFORMS {
+        let (name, archive) = match link {
+            Some(to) if platform == "amd64" => pack_linked(folder, target, to),
+            _ => pack_from(folder, target, None, &stand_in_exe(folder)),
+        };
+        std::fs::write(distrib.join(&name), &archive).unwrap();
+        // dist's form of the file: the sum, a space and a star, the name.
+        std::fs::write(distrib.join(format!("{name}.sha256")), format!("{} *{name}\n", sha256(&archive, folder)))
+            .unwrap();
+    }
+}
+
+#[cfg(unix)] // The stand-in for buildah is a shell script.
+#[test]
+fn the_image_job_builds_both_platforms_from_the_archives_and_pushes_three_tags() {
+    if !have_release_tools() {
+        return;
+    }
+    let folder = Folder::new("image-job");
+    let checkout = folder.path("checkout");
+    let distrib = checkout.join("target/distrib");
+    musl_archives(&folder, &distrib, None);
+    let unpack = image_step("Unpack each platform's archive, once its SHA-256 is the release's");
+    let env = [("PATH", SYSTEM_PATH)];
+    let out = run_step(&unpack, &[], &env, &folder.path(""), &checkout);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    // Each build context holds the archive's poll and licences, and nothing else.
+    let poll = std::fs::read(stand_in_exe(&folder)).unwrap();
+    for (platform, _) in IMAGE_PLATFORMS {
+        let context = checkout.join("target/image").join(platform);
+        let mut names: Vec<String> = std::fs::read_dir(&context)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["LICENSE-APACHE", "LICENSE-MIT", "poll"], "{platform}");
+        assert!(std::fs::read(context.join("poll")).unwrap() == poll, "{platform}: poll is not the archive's");
+        for licence in ["LICENSE-APACHE", "LICENSE-MIT"] {
+            assert_eq!(std::fs::read(context.join(licence)).unwrap(), std::fs::read(root().join(licence)).unwrap());
+        }
+        // What the Dockerfile copies is there.
+        for copy in dockerfile().iter().filter_map(|i| i.strip_prefix("COPY ")) {
+            let sources: Vec<&str> = copy.split_whitespace().collect();
+            for source in &sources[..sources.len() - 1] {
+                assert!(context.join(source).is_file(), "{platform}: the Dockerfile copies {source}");
+            }
+        }
+    }
+
+    // buildah: each call's arguments in a file, and what it read on stdin.
+    let bin = folder.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let buildah = bin.join("buildah");
+    let script =
+        "#!/bin/sh\necho \"$*\" >> \"$BUILDAH_CALLS\"\nif [ \"$1\" = login ]; then cat > \"$BUILDAH_STDIN\"; fi\n";
+    std::fs::write(&buildah, script).unwrap();
+    std::fs::set_permissions(&buildah, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (calls, stdin) = (folder.path("calls"), folder.path("stdin"));
+    let path = format!("{}:{SYSTEM_PATH}", bin.display());
+    // The runner's names for the repository that runs the workflow: here, the one Cargo.toml names.
+    let repository = repository().strip_prefix("https://github.com/").expect("Cargo.toml's repository is on GitHub");
+    let env = [
+        ("PATH", path.as_str()),
+        ("GITHUB_SERVER_URL", "https://github.com"),
+        ("GITHUB_REPOSITORY", repository),
+        ("GITHUB_ACTOR", "release-bot"),
+        ("BUILDAH_CALLS", calls.to_str().unwrap()),
+        ("BUILDAH_STDIN", stdin.to_str().unwrap()),
+    ];
+    let plan = plan().to_string();
+    let token = "ghs_not-a-real-token";
+    let inputs = [("plan", plan.as_str()), ("github.token", token)];
+    for name in ["Build the image for linux/amd64 and linux/arm64", "Push VERSION, MAJOR and latest"] {
+        let out = run_step(&image_step(name), &inputs, &env, &folder.path(""), &checkout);
+        assert_eq!(out.status.code(), Some(0), "{name}: {:?}", text(&out));
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    let major = version.split('.').next().unwrap();
+    let image = format!("ghcr.io/{}", repository.to_lowercase());
+    let build = |platform: &str| {
+        format!(
+            "build --platform linux/{platform} --manifest poll --identity-label=false --build-arg VERSION={version} --build-arg SOURCE=https://github.com/{repository} --file Dockerfile target/image/{platform}"
+        )
+    };
+    let push = |tag: &str| format!("manifest push --all --format oci poll docker://{image}:{tag}");
+    let want = [
+        build("amd64"),
+        build("arm64"),
+        "login --username release-bot --password-stdin ghcr.io".to_string(),
+        push(version),
+        push(major),
+        push("latest"),
+    ];
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().collect::<Vec<_>>(), want);
+    // The token reaches buildah on stdin, never in its arguments.
+    assert_eq!(std::fs::read_to_string(&stdin).unwrap(), format!("{token}\n"));
+}
+
+#[cfg(unix)] // pack_linked makes a symbolic link.
+#[test]
+fn the_image_job_refuses_an_archive_of_another_sha256_or_whose_poll_is_a_link() {
+    if !have_release_tools() {
+        return;
+    }
+    let unpack = image_step("Unpack each platform's archive, once its SHA-256 is the release's");
+    let env = [("PATH", SYSTEM_PATH)];
+    let folder = Folder::new("image-refusals");
+
+    // The arm64 archive changed after its sum was made.
+    let checkout = folder.path("sum");
+    let distrib = checkout.join("target/distrib");
+    musl_archives(&folder, &distrib, None);
+    let name = "poll-aarch64-unknown-linux-musl.tar.gz";
+    let mut other = std::fs::read(distrib.join(name)).unwrap();
+    other.push(b'\n');
+    std::fs::write(distrib.join(name), other).unwrap();
+    let out = run_step(&unpack, &[], &env, &folder.path(""), &checkout);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.lines().any(|l| l == format!("{name}: FAILED")), "{stdout}");
+    assert!(!checkout.join("target/image/arm64").exists(), "nothing unpacked for arm64");
+
+    // A poll that is a link, in an archive whose sum is right.
+    let checkout = folder.path("link");
+    let distrib = checkout.join("target/distrib");
+    musl_archives(&folder, &distrib, Some(Path::new("/bin/sh")));
+    let out = run_step(&unpack, &[], &env, &folder.path(""), &checkout);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let line = "::error title=image::the archive's poll for x86_64-unknown-linux-musl is not a regular file";
+    assert!(stdout.lines().any(|l| l == line), "{stdout}");
+}
+
+/// The cargo-cyclonedx that release.yml installs (dist chooses it), which the SBOM test runs.
+const CYCLONEDX: &str = "0.5.5";
+const INSTALL_CYCLONEDX: &str = "cargo install cargo-cyclonedx --version 0.5.5 --locked";
+
+/// Each package of Cargo.lock: its name and version.
+fn locked() -> Vec<(String, String)> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).expect("Cargo.lock");
+    let field = |block: &str, key: &str| {
+        let prefix = format!("{key} = \"");
+        block.lines().find_map(|l| l.strip_prefix(&prefix)?.strip_suffix('"').map(str::to_string))
+    };
+    let blocks = lock.split("[[package]]").skip(1);
+    blocks.map(|b| (field(b, "name").expect("a name"), field(b, "version").expect("a version"))).collect()
+}
+
+#[test]
+fn the_release_s_sbom_names_the_crates_of_cargo_lock_with_their_versions() {
+    if !have_release_tools() || !have_tool("cargo-cyclonedx", INSTALL_CYCLONEDX) {
+        return;
+    }
+    assert_eq!(plan()["artifacts"]["poll.cdx.xml"]["kind"], "sbom", "the release carries the SBOM");
+    let release = yaml(".github/workflows/release.yml");
+    let steps = jobs(&release)["build-global-artifacts"]["steps"].as_array().expect("the global job's steps").clone();
+    let install =
+        steps.iter().find(|s| s["name"] == "Install cargo-cyclonedx").expect("the global job installs cargo-cyclonedx");
+    let install = install["run"].as_str().unwrap();
+    assert!(install.contains(&format!("/cargo-cyclonedx-{CYCLONEDX}/")), "release.yml installs another: {install}");
+
+    // The global job's step, in a checkout: it writes poll.cdx.xml and moves it to target/distrib/.
+    let step = steps.iter().find(|s| s["id"] == "cargo-cyclonedx").expect("the SBOM step").clone();
+    let copy = copy_repository("release-sbom");
+    std::fs::create_dir_all(copy.path("target/distrib")).unwrap();
+    let output = copy.path("github_output");
+    std::fs::write(&output, "").unwrap();
+    let home = std::env::var("HOME").unwrap_or_default();
+    let cargo_home = std::env::var("CARGO_HOME").unwrap_or(format!("{home}/.cargo"));
+    let rustup_home = std::env::var("RUSTUP_HOME").unwrap_or(format!("{home}/.rustup"));
+    let path = std::env::var("PATH").unwrap_or_default();
+    let toolchain = std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_default();
+    let mut env = vec![
+        ("PATH", path.as_str()),
+        ("CARGO_HOME", cargo_home.as_str()),
+        ("RUSTUP_HOME", rustup_home.as_str()),
+        ("GITHUB_OUTPUT", output.to_str().unwrap()),
+    ];
+    if !toolchain.is_empty() {
+        env.push(("RUSTUP_TOOLCHAIN", &toolchain));
+    }
+    let out = run_step(&step, &[], &env, &copy.path(""), &copy.path(""));
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let sbom = copy.path("target/distrib/poll.cdx.xml");
+    assert!(sbom.is_file(), "the step left no target/distrib/poll.cdx.xml: {:?}", text(&out));
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "paths<<EOF\n./target/distrib/poll.cdx.xml\nEOF\n");
+    // The upload takes it from dist's list of the global job's files (the step's own list is
+    // read as `steps.cargo-cyclonedx.output.paths`, dist's typo for `outputs`: always empty).
+    let archive = format!("poll-{}.tar.gz", host_target());
+    let manifest = global_build(&Folder::new("release-sbom-global"), &archive, &host_target(), &"0".repeat(64));
+    let uploads = manifest["upload_files"].as_array().expect("dist's upload list");
+    assert!(uploads.contains(&json!("target/distrib/poll.cdx.xml")), "{uploads:?}");
+
+    // Read back with Python's own XML parser: the application, then each crate.
+    let read = r#"
+import json, sys, xml.etree.ElementTree as ET
+bom = ET.parse(sys.argv[1]).getroot()
+ns = bom.tag[: bom.tag.index("}") + 1]
+app = bom.find(f"{ns}metadata/{ns}component")
+crates = [[c.findtext(f"{ns}name"), c.findtext(f"{ns}version"), c.findtext(f"{ns}purl")] for c in bom.find(f"{ns}components")]
+tools = [t.findtext(f"{ns}version") for t in bom.iter(f"{ns}tool")]
+json.dump({"app": [app.findtext(f"{ns}name"), app.findtext(f"{ns}version")], "crates": crates, "tools": tools}, sys.stdout)
+"#;
+    let out = must("python3", &["-c", read, sbom.to_str().unwrap()], &root());
+    let bom: Value = serde_json::from_slice(&out.stdout).expect("the SBOM read as JSON");
+    assert_eq!(bom["app"], json!(["poll", env!("CARGO_PKG_VERSION")]));
+    assert_eq!(bom["tools"], json!([CYCLONEDX]));
+    let lock = locked();
+    let crates = bom["crates"].as_array().expect("the SBOM's components");
+    for entry in crates {
+        let (name, version) = (entry[0].as_str().unwrap(), entry[1].as_str().unwrap());
+        assert!(lock.iter().any(|(n, v)| n == name && v == version), "{name} {version} is not in Cargo.lock");
+        assert_eq!(entry[2], format!("pkg:cargo/{name}@{version}"), "{name}'s purl");
+    }
+    for name in ["ureq", "rustls", "jaq-core"] {
+        let want: Vec<&String> = lock.iter().filter(|(n, _)| n == name).map(|(_, v)| v).collect();
+        let got: Vec<&str> = crates.iter().filter(|c| c[0] == name).map(|c| c[1].as_str().unwrap()).collect();
+        assert_eq!(want.len(), 1, "one {name} in Cargo.lock");
+        assert_eq!(got, [want[0].as_str()], "{name} in the SBOM");
+    }
+}
+
+/// The `sh` block of CONTRIBUTING.md that begins with `crate=`: which release holds which version.
+#[cfg(unix)] // Run by bash.
+fn crate_versions_block() -> String {
+    let text = std::fs::read_to_string(root().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    let blocks: Vec<&str> =
+        text.split("```sh\n").skip(1).filter_map(|b| b.split_once("```").map(|(code, _)| code)).collect();
+    let found: Vec<&&str> = blocks.iter().filter(|b| b.starts_with("crate=")).collect();
+    assert_eq!(found.len(), 1, "one block of CONTRIBUTING.md begins with crate=");
+    found[0].to_string()
+}
+
+#[cfg(unix)] // The block is a shell's.
+#[test]
+fn contributing_names_the_version_of_a_crate_that_each_release_holds() {
+    if !have_tool("git", "apt-get install git") {
+        return;
+    }
+    let folder = Folder::new("crate-versions");
+    let repo = folder.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=poll tests", "-c", "user.email=tests@localhost"];
+        all.extend_from_slice(args);
+        must("git", &all, &repo)
+    };
+    git(&["init", "-q"]);
+    // Three releases (the last with two versions of the crate in its tree), a tag that is no
+    // release, and a crate whose name starts with the one asked for.
+    let releases = [("v0.1.0", vec!["3.5.1"]), ("v0.1.1", vec!["3.5.2"]), ("v0.10.0", vec!["3.5.2", "3.6.0"])];
+    for (tag, versions) in &releases {
+        let mut lock = String::from("version = 4\n\n[[package]]\nname = \"ureq-proto\"\nversion = \"0.7.1\"\n");
+        for version in versions {
+            lock.push_str(&format!("\n[[package]]\nname = \"ureq\"\nversion = \"{version}\"\n"));
+        }
+        std::fs::write(repo.join("Cargo.lock"), lock).unwrap();
+        git(&["add", "Cargo.lock"]);
+        git(&["commit", "-q", "-m", tag]);
+        git(&["tag", tag]);
+    }
+    git(&["tag", "nightly"]);
+    let out = Command::new("bash").args(["-c", &crate_versions_block()]).current_dir(&repo).output().expect("run bash");
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    // In version order, v0.10.0 after v0.1.1.
+    assert_eq!(text(&out).0, "v0.1.0 3.5.1\nv0.1.1 3.5.2\nv0.10.0 3.5.2 3.6.0\n");
 }
