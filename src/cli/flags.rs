@@ -23,6 +23,10 @@ const SUBMIT: &str = "Submit and wait";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
+const START: &str = "The server it starts";
+
+/// `--start-grace`: how long a started command's group has between SIGTERM and SIGKILL.
+pub(crate) const START_GRACE: Duration = Duration::from_secs(5);
 
 /// What `-h` says after the options.
 const AFTER_HELP: &str = "Use --help for examples, the built-in conditions of --submit, the exit codes and each option's \
@@ -236,10 +240,11 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
     pub(crate) fail_when: Option<String>,
 
-    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet"
-    /// unless --until holds on it
-    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
-    pub(crate) done_on: Vec<u16>,
+    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted, and refused to wait
+    /// until nothing listens there any more (a connection refused, a Unix socket gone); a 2xx (or an open port)
+    /// is then "not yet" unless --until holds on it
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_done_on, help_heading = CONDITION)]
+    pub(crate) done_on: Vec<DoneOn>,
 
     /// These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it
     /// exists
@@ -378,6 +383,16 @@ pub struct Cli {
     /// sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]
     #[arg(long, value_name = "CI", value_enum, help_heading = OUTPUT)]
     pub(crate) ci: Option<CiArg>,
+
+    /// Start CMD (sh -c; Windows cmd /C) in a process group of its own once no target answers yet, wait for the
+    /// targets, run -- CMD as a child, then stop CMD's whole group (SIGTERM, then SIGKILL after --start-grace); a
+    /// started command that exits first ends the run (exit 3). CMD's output goes to stderr
+    #[arg(long, value_name = "CMD", help_heading = START)]
+    pub(crate) start: Option<String>,
+
+    /// How long the started command's group has between SIGTERM and SIGKILL at the end
+    #[arg(long, value_name = "DURATION", default_value_t = shown(START_GRACE), value_parser = parse_duration, requires = "start", help_heading = START)]
+    pub(crate) start_grace: humantime::Duration,
 
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
@@ -845,6 +860,20 @@ fn parse_header(text: &str) -> Result<HeaderArg, String> {
 
 fn parse_status(text: &str) -> Result<u16, String> {
     parse::status(text)
+}
+
+/// One value of `--done-on`: a status, or `refused` (nothing listens there any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DoneOn {
+    Status(u16),
+    Refused,
+}
+
+fn parse_done_on(text: &str) -> Result<DoneOn, String> {
+    match text.trim() {
+        word if word.eq_ignore_ascii_case("refused") => Ok(DoneOn::Refused),
+        _ => parse::status(text).map(DoneOn::Status).map_err(|e| format!("{e}, or refused")),
+    }
 }
 
 fn parse_rate(text: &str) -> Result<Rate, String> {

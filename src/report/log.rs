@@ -14,20 +14,31 @@ use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::policy::Action;
 
 /// The object of one attempt (the reporter adds `target`, `idempotency_key`, `reauthenticated`).
-pub(crate) fn attempt_object(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
+/// A `tcp://` or `unix://` target's has no `method` (nothing is sent) but `scheme` and `address`.
+pub(crate) fn attempt_object(record: &Record, method: Option<&str>, url: &str, elapsed: Duration) -> Value {
     let mut object = json!({
         "event": "attempt",
         "attempt": record.number,
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
-        "method": method,
-        "url": url,
-        "latency_ms": record.latency.as_millis() as u64,
     });
+    match (&record.port, method) {
+        (Some(port), _) => {
+            object["scheme"] = json!(port.scheme);
+            object["url"] = json!(url);
+            object["address"] = json!(port.address);
+        }
+        (None, method) => {
+            object["method"] = json!(method.unwrap_or_default());
+            object["url"] = json!(url);
+        }
+    }
+    object["latency_ms"] = json!(record.latency.as_millis() as u64);
     if let Some(phase) = record.phase.name() {
         object["phase"] = json!(phase);
     }
     match &record.reply {
+        Ok(_) if record.port.is_some() => object["open"] = json!(true),
         Ok(reply) => object["status"] = json!(reply.status),
         Err(fault) => {
             object["error"] = json!(fault.detail);

@@ -239,7 +239,10 @@ fn several_stdout(results: &[UrlResult]) -> Vec<u8> {
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
                 line.insert("body".into(), body);
             }
-            (None, None) => {}
+            // A tcp:// or unix:// target (or a --done-on refused): no body came.
+            (None, None) => {
+                line.insert("body".into(), Value::Null);
+            }
         }
         stdout.extend_from_slice(Value::Object(line).to_string().as_bytes());
         stdout.push(b'\n');

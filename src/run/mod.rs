@@ -7,6 +7,7 @@
 
 mod ending;
 mod explain;
+mod port;
 pub(crate) mod target;
 mod watch;
 
@@ -88,7 +89,19 @@ enum Heard {
 
 /// Runs every URL's loop to the run's end.
 pub fn run(config: Config) -> Ending {
-    let Config { targets, polling, idempotency_key, timeout, any, output_file, junit, style, limits, command } = config;
+    let Config {
+        targets,
+        polling,
+        idempotency_key,
+        timeout,
+        any,
+        output_file,
+        junit,
+        style,
+        limits,
+        command,
+        start: _server,
+    } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
     match &polling.trace {
