@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::process::start::Exit;
 use crate::report::record::Record;
 use crate::report::result::RunEnd;
 use crate::rules::attempt::{Outcome, Verdict};
@@ -95,7 +96,7 @@ pub(crate) fn final_object(summary: &RunEnd, elapsed: Duration, idempotency_key:
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
         "attempts": summary.attempts,
-        "exit_code": summary.row.code,
+        "exit_code": summary.code(),
         "reason": summary.row.reason,
         "message": summary.message,
     });
@@ -116,7 +117,28 @@ pub(crate) fn final_object(summary: &RunEnd, elapsed: Duration, idempotency_key:
     if let Some(key) = idempotency_key {
         object["idempotency_key"] = json!(key);
     }
+    // --start: the server poll started and stopped, and -- CMD run as a child.
+    if let Some(start) = &summary.start {
+        let mut fields = json!({ "pid": start.pid });
+        exit_fields(&mut fields, start.exit);
+        fields["stopped_by"] = json!(start.stopped_by.name());
+        object["start"] = fields;
+    }
+    if let Some(command) = summary.command {
+        let mut fields = json!({});
+        exit_fields(&mut fields, Some(command));
+        object["command"] = fields;
+    }
     object
+}
+
+/// `exit_code` or `signal`, as a process ended.
+fn exit_fields(object: &mut Value, exit: Option<Exit>) {
+    match exit {
+        Some(Exit::Code(code)) => object["exit_code"] = json!(code),
+        Some(Exit::Signal(signal)) => object["signal"] = json!(signal),
+        None => {}
+    }
 }
 
 /// `--watch`: the object of event `n` of a stream, judged in `record`.

@@ -390,6 +390,13 @@ impl Reporter {
         }
     }
 
+    /// A line of the run as a whole that `-v` shows (`--start`'s server), under no URL.
+    pub(crate) fn note(&self, message: &str) {
+        if self.verbose_text() {
+            self.write(&format!("poll: {message}"));
+        }
+    }
+
     /// A warning, such as a jq runtime error; shown once by the caller's choice.
     pub(crate) fn warn(&self, message: &str) {
         if self.style.json {

@@ -8,6 +8,7 @@
 mod ending;
 mod explain;
 mod port;
+mod serve;
 pub(crate) mod target;
 mod watch;
 
@@ -18,11 +19,13 @@ pub use crate::run::ending::{Closed, Ending, HandedOver};
 
 use crate::cli::config::{self, Config, Fallback, StateSpec};
 use crate::error::{Error, Signal};
+use crate::process::start::Exit;
 use crate::process::{child, signals};
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::Reporter;
 use crate::report::result::UrlResult;
 use crate::run::ending::{Finale, Over, stopped_early};
+use crate::run::serve::Server;
 use crate::run::target::Common;
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::stack;
@@ -83,6 +86,8 @@ fn loop_stack(filter_depth: usize, recursion: bool) -> (usize, usize) {
 /// What the run's coordinator hears.
 enum Heard {
     Signal(Signal),
+    /// `--start`'s command exited while the run waited.
+    StartExited(Exit),
     /// Loop `t` ended.
     Ended(usize, Box<UrlResult>),
 }
@@ -100,7 +105,7 @@ pub fn run(config: Config) -> Ending {
         style,
         limits,
         command,
-        start: _server,
+        start: server,
     } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
@@ -124,6 +129,19 @@ pub fn run(config: Config) -> Ending {
         },
         None => None,
     };
+    // --start: no target may answer yet (another server's), then the command starts.
+    let server = match &server {
+        Some(start) => {
+            let connect = timeout.map_or(client.connect_timeout, |t| t.min(client.connect_timeout));
+            let launched = serve::free(&targets, client.unix_socket.as_deref(), connect)
+                .and_then(|()| Server::launch(start, &reporter));
+            match launched {
+                Ok(server) => Some(server),
+                Err(error) => return stopped_early(&reporter, &error),
+            }
+        }
+        None => None,
+    };
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     // How long a half-open probe may take: its lease must outlast it.
     let probe_time = client.connect_timeout + client.request_timeout;
@@ -139,24 +157,36 @@ pub fn run(config: Config) -> Ending {
         signal_end: Arc::default(),
     });
     let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
-    let over = match start(&common, &targets) {
+    let over = match start(&common, &targets, server.as_ref()) {
         Ok(heard) => gather_endings(&heard, &mut ends, &common, any, deadline),
         Err(why) => {
             common.cancel.cancel();
+            if let Some(server) = &server {
+                server.stop(&common.reporter);
+            }
             return stopped_early(&common.reporter, &Error::permanent(why));
         }
     };
+    if let Some(server) = &server {
+        server.waited(matches!(over, Over::Done), &common.reporter);
+        // From here a signal waits for the server's stop (and is passed on to -- CMD).
+        common.signal_end.hold();
+    }
     // Loops still running stop at their next wait; one in a request ends with the process, and
     // an --auth-cmd still running is ended with what it started.
     common.cancel.cancel();
     child::end_all();
-    let finale = Finale { output_file, junit, fallback: limits.fallback, command };
+    let finale = Finale { output_file, junit, fallback: limits.fallback, command, server };
     ending::finish(common, &targets, ends, over, finale)
 }
 
 /// Listens for signals and starts each URL's loop on a thread of its own;
 /// everything that can end the run comes on the channel returned.
-fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Heard>, String> {
+fn start(
+    common: &Arc<Common>,
+    targets: &[config::Target],
+    server: Option<&Arc<Server>>,
+) -> Result<mpsc::Receiver<Heard>, String> {
     let (tell, heard) = mpsc::channel();
     let signals = tell.clone();
     let signal_end = Arc::clone(&common.signal_end);
@@ -167,6 +197,9 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
         }
     })
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    if let Some(server) = server {
+        server.watch(tell.clone(), Heard::StartExited).map_err(|e| format!("cannot watch --start's command: {e}"))?;
+    }
     let (size, reserve) = loop_stack(common.polling.filter_depth(), common.polling.filters_recurse());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
         let (common, target, tell) = (Arc::clone(common), target.clone(), tell.clone());
@@ -237,6 +270,7 @@ fn gather_endings(
                 return Over::Signal(signal);
             }
             Heard::Ended(t, end) => (t, end),
+            Heard::StartExited(exit) => return Over::StartExited(exit),
         };
         common.reporter.ended(t);
         let done = end.is_done();

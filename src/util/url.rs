@@ -150,6 +150,14 @@ pub(crate) fn endpoint(raw: &str) -> Option<Result<Endpoint, String>> {
     Some(Ok(Endpoint::Tcp { host: host.to_ascii_lowercase(), port }))
 }
 
+/// An `http(s)://` URL's host (an IPv6 literal without its brackets) and port, the default
+/// one filled in: where `--start` looks for another server before it starts its own.
+pub(crate) fn host_port(url: &str) -> Option<(String, u16)> {
+    let (_, host, port) = origin(url)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::to_string).unwrap_or(host);
+    Some((host, port))
+}
+
 /// `host:port` -> (`host`, `port`); an IPv6 literal keeps its brackets.
 fn split_port(authority: &str) -> (&str, Option<&str>) {
     let after_brackets = if authority.starts_with('[') { authority.find(']').map_or(0, |i| i + 1) } else { 0 };
