@@ -23,7 +23,6 @@ const SUBMIT: &str = "Submit and wait";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
-const START: &str = "The server it starts";
 
 /// `--start-grace`: how long a started command's group has between SIGTERM and SIGKILL.
 pub(crate) const START_GRACE: Duration = Duration::from_secs(5);
@@ -240,9 +239,11 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
     pub(crate) fail_when: Option<String>,
 
-    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted, and refused to wait
-    /// until nothing listens there any more (a connection refused, a Unix socket gone); a 2xx (or an open port)
-    /// is then "not yet" unless --until holds on it
+    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted, or refused (gone); a
+    /// 2xx is then "not yet" unless --until holds on it
+    ///
+    /// refused: nothing listens there any more (a connection refused, a Unix socket file gone), before a first
+    /// contact too; an open port or any reply is then "not yet".
     #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_done_on, help_heading = CONDITION)]
     pub(crate) done_on: Vec<DoneOn>,
 
@@ -384,14 +385,17 @@ pub struct Cli {
     #[arg(long, value_name = "CI", value_enum, help_heading = OUTPUT)]
     pub(crate) ci: Option<CiArg>,
 
-    /// Start CMD (sh -c; Windows cmd /C) in a process group of its own once no target answers yet, wait for the
-    /// targets, run -- CMD as a child, then stop CMD's whole group (SIGTERM, then SIGKILL after --start-grace); a
-    /// started command that exits first ends the run (exit 3). CMD's output goes to stderr
-    #[arg(long, value_name = "CMD", help_heading = START)]
+    /// Start CMD (sh -c) in a group of its own, wait for the targets, run -- CMD, then stop the group
+    ///
+    /// Start CMD (sh -c; Windows cmd /C) in a process group (Windows: a job object) of its own once no target
+    /// answers yet (one that does is exit 3), wait for the targets, run -- CMD as a child (signals passed on; its
+    /// status is the run's), then stop CMD's whole group: SIGTERM, then SIGKILL after --start-grace. A started
+    /// command that exits first, with any status, ends the run (exit 3). CMD's output goes to stderr.
+    #[arg(long, value_name = "CMD", help_heading = SCHEDULE)]
     pub(crate) start: Option<String>,
 
-    /// How long the started command's group has between SIGTERM and SIGKILL at the end
-    #[arg(long, value_name = "DURATION", default_value_t = shown(START_GRACE), value_parser = parse_duration, requires = "start", help_heading = START)]
+    /// SIGTERM to SIGKILL, when --start's group is stopped
+    #[arg(long, value_name = "DURATION", default_value_t = shown(START_GRACE), value_parser = parse_duration, requires = "start", help_heading = SCHEDULE)]
     pub(crate) start_grace: humantime::Duration,
 
     #[command(flatten)]

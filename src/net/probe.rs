@@ -97,7 +97,8 @@ fn tcp(host: &str, port: u16, bound: Duration) -> Knock {
         None => Knocked::Refused,
     };
     let words = match tried.as_slice() {
-        [(_, (_, words))] => words.to_string(),
+        // A literal names its one address already; a name's line says which address did what.
+        [(_, (_, words))] if literal => words.to_string(),
         _ => tried.iter().map(|(address, (_, words))| format!("{address} {words}")).collect::<Vec<_>>().join(", "),
     };
     Knock::new(knocked, words)

@@ -53,8 +53,12 @@ impl Loop<'_> {
         };
         // Under --done-on an open port is "not yet": recorded as decide() reads it.
         let outcome = self.common.polling.policy.read(&outcome, Phase::Poll).into_owned();
+        let words = match outcome {
+            Outcome::Open { met: false } => format!("{}, not yet gone", knock.words),
+            _ => knock.words,
+        };
         let mut record = self.decided(reply, outcome, latency, counts, rng);
-        record.port = Some(PortSeen { scheme: endpoint.scheme(), address: endpoint.address(), words: knock.words });
+        record.port = Some(PortSeen { scheme: endpoint.scheme(), address: endpoint.address(), words });
         self.reporter.attempt(&self.request, &record);
         Ok(record)
     }

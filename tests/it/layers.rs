@@ -181,6 +181,7 @@ const SEAMS: &[&str] = &[
     "process/signals.rs",        // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
     "process/child.rs",          // --auth-cmd: sh -c or cmd /C, and its end
     "process/exec.rs",           // -- CMD: exec, or run and wait
+    "process/start.rs",          // --start: a process group, or a job object
     "util/file.rs",              // a file's identity, modes and owners; device names; a reader gone
     "util/timeout.rs",           // a socket timeout's unit: milliseconds or microseconds
     "net/unix.rs",               // Unix sockets: --unix-socket and redis+unix://
