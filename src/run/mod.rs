@@ -129,19 +129,8 @@ pub fn run(config: Config) -> Ending {
         },
         None => None,
     };
-    // --start: no target may answer yet (another server's), then the command starts.
-    let server = match &server {
-        Some(start) => {
-            let connect = timeout.map_or(client.connect_timeout, |t| t.min(client.connect_timeout));
-            let launched = serve::free(&targets, client.unix_socket.as_deref(), connect)
-                .and_then(|()| Server::launch(start, &reporter));
-            match launched {
-                Ok(server) => Some(server),
-                Err(error) => return stopped_early(&reporter, &error),
-            }
-        }
-        None => None,
-    };
+    let connect = timeout.map_or(client.connect_timeout, |t| t.min(client.connect_timeout));
+    let unix_socket = client.unix_socket.clone();
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     // How long a half-open probe may take: its lease must outlast it.
     let probe_time = client.connect_timeout + client.request_timeout;
@@ -157,6 +146,26 @@ pub fn run(config: Config) -> Ending {
         signal_end: Arc::default(),
     });
     let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
+    // --start: no target may answer yet (another server's: the run ends as that URL's failure,
+    // reported as any), then the command starts.
+    let server = match &server {
+        Some(start) => match serve::free(&targets, unix_socket.as_deref(), connect) {
+            Err((t, error)) => {
+                if let (Some(slot), Some(target), Some(progress)) =
+                    (ends.get_mut(t), targets.get(t), common.progress.of(t))
+                {
+                    *slot = Some(UrlResult::failed(&target.shown, error, progress));
+                }
+                let finale = Finale { output_file, junit, fallback: limits.fallback, command: None, server: None };
+                return ending::finish(common, &targets, ends, Over::Failed(t), finale);
+            }
+            Ok(()) => match Server::launch(start, &common.reporter) {
+                Ok(server) => Some(server),
+                Err(error) => return stopped_early(&common.reporter, &error),
+            },
+        },
+        None => None,
+    };
     let over = match start(&common, &targets, server.as_ref()) {
         Ok(heard) => gather_endings(&heard, &mut ends, &common, any, deadline),
         Err(why) => {

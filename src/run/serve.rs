@@ -36,9 +36,14 @@ pub(crate) struct Server {
 
 /// Before anything starts: one connection to each target (an `http(s)://` one at its host and
 /// port, or `--unix-socket`), within `connect`. One that opens is another server's, which
-/// the run would test instead of the one it starts (Playwright's default): exit 3.
-pub(super) fn free(targets: &[Target], unix_socket: Option<&std::path::Path>, connect: Duration) -> Result<(), Error> {
-    for target in targets {
+/// the run would test instead of the one it starts (Playwright's default): exit 3, the
+/// failure of that target (its index).
+pub(super) fn free(
+    targets: &[Target],
+    unix_socket: Option<&std::path::Path>,
+    connect: Duration,
+) -> Result<(), (usize, Error)> {
+    for (t, target) in targets.iter().enumerate() {
         let endpoint = match (&target.endpoint, unix_socket) {
             (Some(endpoint), _) => Some(endpoint.clone()),
             (None, Some(path)) => Some(Endpoint::Unix(path.to_path_buf())),
@@ -49,10 +54,9 @@ pub(super) fn free(targets: &[Target], unix_socket: Option<&std::path::Path>, co
         let Some(endpoint) = endpoint else { continue };
         if probe::knock(&endpoint, connect).knocked == Knocked::Open {
             let what = format!("{} already answers before --start ran: another server holds it", target.shown);
-            return Err(Error::permanent(what).hint(format!(
-                " ({} accepted a connection); stop it, or wait for it without --start",
-                endpoint.address()
-            )));
+            let hint =
+                format!(" ({} accepted a connection); stop it, or wait for it without --start", endpoint.address());
+            return Err((t, Error::permanent(what).hint(hint)));
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! curl's numbered cases and SQLite's harness hold theirs, so that a new flag cannot land without
 //! meeting the old ones.
 //!
-//! - **Combinations.** 22 factors (the features, what the server does, how the job ends), each at
+//! - **Combinations.** 23 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
 //!   level of every factor meets every level of every other factor in at least one run (49 runs
 //!   hold all 1,681 pairs with the seed 4), where all combinations would be billions, and
@@ -123,8 +123,9 @@ const TRACE: usize = 18;
 const CERT: usize = 19;
 const LOG: usize = 20;
 const CI: usize = 21;
+const START: usize = 22;
 
-const FACTORS: [Factor; 22] = [
+const FACTORS: [Factor; 23] = [
     // --watch, and what the server streams or holds for it.
     Factor { name: "watch", levels: &["off", "sse", "ndjson", "blocking", "long-poll"] },
     Factor {
@@ -166,6 +167,9 @@ const FACTORS: [Factor; 22] = [
     Factor { name: "cert", levels: &["off", "flag", "env"] },
     Factor { name: "log", levels: &["json", "text"] },
     Factor { name: "ci", levels: &["none", "github"] },
+    // --start (issue 50): a command that stays in the foreground and serves nothing; the server
+    // must not answer before it starts (the not-up-yet server), or the run is another server's.
+    Factor { name: "start", levels: &["off", "on"] },
 ];
 
 /// The pair in `row` that the contract makes a usage error, as the two things its line names.
@@ -181,6 +185,11 @@ fn refused(row: &[Option<usize>]) -> Option<[&'static str; 2]> {
     // for one URL's body.
     if on(FALLBACK) && on(URLS) {
         return Some(["--fallback", "several URLs"]);
+    }
+    // The contract's: --start needs -- CMD, run before the started command is stopped. Only
+    // this pair: a row that leaves CMD off for another pair's sake is kept from --start by `allowed`.
+    if on(START) && row[CMD] == Some(0) && row.iter().enumerate().all(|(f, l)| f == START || *l == Some(0)) {
+        return Some(["--start", "-- CMD"]);
     }
     None
 }
@@ -249,7 +258,8 @@ fn levels() -> Vec<usize> {
 }
 
 fn allowed(row: &[Option<usize>]) -> bool {
-    refused(row).is_none()
+    let start_alone = row[START].is_some_and(|level| level != 0) && row[CMD] == Some(0);
+    refused(row).is_none() && !start_alone
 }
 
 /// The rows of the covering array, as cases numbered from 1.
@@ -270,7 +280,11 @@ fn refused_cases(first: usize) -> Vec<Case> {
         row[a] = Some(la);
         row[b] = Some(lb);
         if let Some(words) = refused(&row) {
-            let levels = row.into_iter().map(|l| l.unwrap_or(0)).collect();
+            let levels: Vec<usize> = row.into_iter().map(|l| l.unwrap_or(0)).collect();
+            // --start with every other factor off is the one row of each pair (--start, X off).
+            if cases.iter().any(|case: &Case| case.levels == levels) {
+                continue;
+            }
             cases.push(Case { n: first + cases.len(), levels, refused: Some(words), peeled: Vec::new() });
         }
     }
@@ -701,6 +715,9 @@ fn setup(case: &Case) -> (Setup, Server) {
     for chain in &chains {
         push(&[&chain.url]);
     }
+    if case.on(START) {
+        push(&["--start", "exec sleep 60", "--start-grace", "1s"]);
+    }
     if case.on(CMD) {
         push(&["--", "sh", "-c", CMD_SCRIPT]);
     }
@@ -858,6 +875,14 @@ fn play(case: &Case, setup: &Setup, server: &Server) -> Seen {
 /// The exit codes the contract allows for the case, each with why.
 fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
     let mut codes = Vec::new();
+    if case.on(CERT) {
+        codes.push((2, "a client certificate may be refused, in one line of words that names it"));
+    }
+    // The server answers before --start's command starts: another server holds the port.
+    if case.on(START) && !case.is(SERVER, "not-up-yet") {
+        codes.push((3, "--start: a target that already answers before it starts is another server's"));
+        return codes;
+    }
     if unasked_304(case) {
         codes.push((3, "a 304 to a request that carried no validator is a permanent failure"));
     } else {
@@ -877,9 +902,6 @@ fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
     }
     if case.is(SERVER, "big-headers") {
         codes.push((3, "a header too large to send is exit 3 naming it"));
-    }
-    if case.on(CERT) {
-        codes.push((2, "a client certificate may be refused, in one line of words that names it"));
     }
     codes
 }
@@ -996,7 +1018,7 @@ fn check_all(case: &Case, setup: &Setup, seen: &Seen) -> Vec<String> {
         let said: Vec<String> = allowed.iter().map(|(c, why)| format!("{c} ({why})")).collect();
         broke.push(format!("exit {code}, where the contract allows {}: {}", said.join(", "), last_line(seen)));
     }
-    if code == 3 && case.is(SERVER, "big-headers") {
+    if code == 3 && case.is(SERVER, "big-headers") && !case.on(START) {
         let named = ["header", "cookie", "Cookie", "tracestate", "Last-Event-ID", "If-None-Match"];
         if !named.iter().any(|name| seen.stderr.contains(name)) {
             broke.push(format!("exit 3 on big headers names no header: {}", last_line(seen)));
@@ -1889,8 +1911,9 @@ fn each_pair_the_contract_refuses_is_one_usage_error_that_sends_nothing() {
     let all = refused_cases(first);
     assert_eq!(
         all.len(),
-        4 + 4 + 2,
-        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs"
+        4 + 4 + 2 + 1,
+        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs, --start \
+         without -- CMD"
     );
     let cases = chosen(all);
     let started = Instant::now();
