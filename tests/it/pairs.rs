@@ -3,7 +3,7 @@
 //! curl's numbered cases and SQLite's harness hold theirs, so that a new flag cannot land without
 //! meeting the old ones.
 //!
-//! - **Combinations.** 23 factors (the features, what the server does, how the job ends), each at
+//! - **Combinations.** 24 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
 //!   level of every factor meets every level of every other factor in at least one run (49 runs
 //!   hold all 1,681 pairs with the seed 4), where all combinations would be billions, and
@@ -124,8 +124,9 @@ const CERT: usize = 19;
 const LOG: usize = 20;
 const CI: usize = 21;
 const START: usize = 22;
+const PORT: usize = 23;
 
-const FACTORS: [Factor; 23] = [
+const FACTORS: [Factor; 24] = [
     // --watch, and what the server streams or holds for it.
     Factor { name: "watch", levels: &["off", "sse", "ndjson", "blocking", "long-poll"] },
     Factor {
@@ -170,6 +171,8 @@ const FACTORS: [Factor; 23] = [
     // --start (issue 50): a command that stays in the foreground and serves nothing; the server
     // must not answer before it starts (the not-up-yet server), or the run is another server's.
     Factor { name: "start", levels: &["off", "on"] },
+    // A tcp:// target beside the URLs (issue 50): a port that opens when the server is up.
+    Factor { name: "port", levels: &["off", "tcp"] },
 ];
 
 /// The pair in `row` that the contract makes a usage error, as the two things its line names.
@@ -183,7 +186,7 @@ fn refused(row: &[Option<usize>]) -> Option<[&'static str; 2]> {
     }
     // Not in the contract's words, but in the code's (src/cli/config.rs): a fallback stands in
     // for one URL's body.
-    if on(FALLBACK) && on(URLS) {
+    if on(FALLBACK) && (on(URLS) || on(PORT)) {
         return Some(["--fallback", "several URLs"]);
     }
     // The contract's: --start needs -- CMD, run before the started command is stopped. Only
@@ -245,7 +248,17 @@ impl Case {
     }
 
     fn several(&self) -> bool {
-        self.on(URLS)
+        self.on(URLS) || self.on(PORT)
+    }
+
+    /// The http:// URLs of the command line.
+    fn http_urls(&self) -> usize {
+        if self.on(URLS) { 2 } else { 1 }
+    }
+
+    /// Every target: the URLs, and the `tcp://` one.
+    fn targets(&self) -> usize {
+        self.http_urls() + usize::from(self.on(PORT))
     }
 }
 
@@ -566,6 +579,8 @@ struct Setup {
     _folder: Folder,
     /// The tap's port, which every URL names: held, not listening, until the tap starts on it.
     port: Mutex<Option<Port>>,
+    /// The `tcp://` target's port, held the same way.
+    port_target: Mutex<Option<Port>>,
     chains: Vec<Chain>,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -635,7 +650,7 @@ fn setup(case: &Case) -> (Setup, Server) {
     let folder = Folder::new(&format!("pairs-{}", case.n));
     let reserved = Port::reserve();
     let port = reserved.number();
-    let names: &[&str] = if case.several() { &["a", "b"] } else { &["a"] };
+    let names: &[&str] = if case.on(URLS) { &["a", "b"] } else { &["a"] };
     let mut chains = Vec::new();
     for name in names {
         let url = format!("http://127.0.0.1:{port}/{name}?access_token={QUERY_SECRET}");
@@ -715,6 +730,11 @@ fn setup(case: &Case) -> (Setup, Server) {
     for chain in &chains {
         push(&[&chain.url]);
     }
+    // The port: reserved now, listening when the server is up (`play`).
+    let port_target = case.on(PORT).then(Port::reserve);
+    if let Some(reserved) = &port_target {
+        push(&[&format!("tcp://127.0.0.1:{}", reserved.number())]);
+    }
     if case.on(START) {
         push(&["--start", "exec sleep 60", "--start-grace", "1s"]);
     }
@@ -771,6 +791,7 @@ fn setup(case: &Case) -> (Setup, Server) {
         Setup {
             _folder: folder,
             port: Mutex::new(Some(reserved)),
+            port_target: Mutex::new(port_target),
             chains,
             args,
             env,
@@ -807,7 +828,12 @@ fn play(case: &Case, setup: &Setup, server: &Server) -> Seen {
     let backend = server.addr();
     let reserved = setup.port.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     let mut reserved = Some(reserved.expect("the tap's port, once"));
-    let mut start_tap = || reserved.take().map(|port| Tap::start_on(port, backend));
+    let mut target = setup.port_target.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    let mut listening = None;
+    let mut start_tap = || {
+        listening = target.take().map(Port::listen);
+        reserved.take().map(|port| Tap::start_on(port, backend))
+    };
     let mut tap = if case.is(SERVER, "not-up-yet") { None } else { start_tap() };
     let mut cmd = support::poll_std();
     cmd.args(&setup.args).envs(setup.env.iter().map(|(k, v)| (k, v)));
@@ -894,6 +920,9 @@ fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
         if case.on(STALL_ON) {
             codes.push((1, "--stall, when the value stood still for its time (checked against the log)"));
         }
+    }
+    if case.on(PORT) && case.is(URLS, "two-any") {
+        codes.push((0, "--any: the tcp:// target opens as soon as the server is up"));
     }
     let failing = matches!(case.get(SERVER), "5xx" | "bare-429" | "resets");
     let slow = case.is(SERVER, "holds") && !case.hold_asked_for();
@@ -1129,7 +1158,7 @@ fn check_usage(seen: &Seen, words: &[&str], broke: &mut Vec<String>) {
 /// The exit code, the JSON log's final object, the report and the step summary say the same.
 fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>) {
     let objects = log_objects(seen);
-    let urls = if case.several() { 2 } else { 1 };
+    let urls = case.targets();
     let mut reasons: Vec<String> = Vec::new();
     if case.is(LOG, "json") {
         for line in seen.stderr.lines().filter(|l| !l.trim().is_empty()) {
@@ -1202,7 +1231,10 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
                 "exit {code}, but the step summary says otherwise: {:?}",
                 summary.lines().find(|l| l.contains("exit"))
             )),
-            Some(summary) if summary.lines().filter(|l| l.starts_with("| `http")).count() != urls => {
+            Some(summary)
+                if summary.lines().filter(|l| l.starts_with("| `http")).count() != case.http_urls()
+                    || summary.lines().filter(|l| l.starts_with("| `tcp")).count() != usize::from(case.on(PORT)) =>
+            {
                 broke.push(format!("the step summary has one row per URL ({urls}): {}", cut(summary, 300)))
             }
             Some(_) => {}
@@ -1366,7 +1398,7 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
             // One object per URL that ended 0 or 4, its body or its `--print` values.
             let event = if case.is(WATCH, "sse") { "message" } else { "null" };
             let lines: Vec<Option<Value>> = out.lines().map(|line| serde_json::from_str(line).ok()).collect();
-            if lines.is_empty() || lines.len() > 2 {
+            if lines.is_empty() || lines.len() > case.targets() {
                 wrong("several URLs print one line per URL that ended 0 or 4".into());
             }
             for line in lines {
@@ -1375,7 +1407,10 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
                     break;
                 };
                 let word = if line["exit_code"] == 0 { "done" } else { "failed" };
+                // A port has no body: its line carries `"body":null`, whatever --print says.
+                let port = line["url"].as_str().is_some_and(|url| url.starts_with("tcp://"));
                 let right = match case.on(PRINT) {
+                    _ if port => line["body"].is_null() && line["exit_code"] == 0 && line.get("print").is_none(),
                     true => line["print"] == serde_json::json!([format!("{word} {event}")]),
                     false => line["body"]["status"] == word,
                 };
@@ -1419,6 +1454,16 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
         1 | 5 | 6 if case.on(FALLBACK) => {
             if !fallback(case, out) {
                 wrong(format!("--fallback prints {FALLBACK_BODY} on exit {code}"));
+            }
+        }
+        // The port opened before the run ended otherwise: its line stays ("Several URLs"), in -o's file too.
+        _ if case.on(PORT) => {
+            let text = seen.output.as_deref().unwrap_or(out);
+            let kept = |line: &str| {
+                serde_json::from_str::<Value>(line).is_ok_and(|line| matches!(line["exit_code"].as_i64(), Some(0 | 4)))
+            };
+            if !text.lines().all(kept) {
+                wrong(format!("on exit {code}, only the lines of the targets that ended 0 or 4"));
             }
         }
         _ => {
@@ -1911,9 +1956,9 @@ fn each_pair_the_contract_refuses_is_one_usage_error_that_sends_nothing() {
     let all = refused_cases(first);
     assert_eq!(
         all.len(),
-        4 + 4 + 2 + 1,
-        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs, --start \
-         without -- CMD"
+        4 + 4 + 2 + 1 + 1,
+        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs and with a \
+         tcp:// target, --start without -- CMD"
     );
     let cases = chosen(all);
     let started = Instant::now();
