@@ -159,23 +159,22 @@ pub fn run(config: Config) -> Ending {
                 let finale = Finale { output_file, junit, fallback: limits.fallback, command: None, server: None };
                 return ending::finish(common, &targets, ends, Over::Failed(t), finale);
             }
-            Ok(()) => match Server::launch(start, &common.reporter) {
-                Ok(server) => Some(server),
-                Err(error) => return stopped_early(&common.reporter, &error),
-            },
+            Ok(()) => Some(start),
         },
         None => None,
     };
-    let over = match start(&common, &targets, server.as_ref()) {
+    let mut started = None;
+    let over = match start(&common, &targets, server, &mut started) {
         Ok(heard) => gather_endings(&heard, &mut ends, &common, any, deadline),
         Err(why) => {
             common.cancel.cancel();
-            if let Some(server) = &server {
+            if let Some(server) = &started {
                 server.stop(&common.reporter);
             }
-            return stopped_early(&common.reporter, &Error::permanent(why));
+            return stopped_early(&common.reporter, &why);
         }
     };
+    let server = started;
     if let Some(server) = &server {
         server.waited(matches!(over, Over::Done), &common.reporter);
         // From here a signal waits for the server's stop (and is passed on to -- CMD).
@@ -189,13 +188,15 @@ pub fn run(config: Config) -> Ending {
     ending::finish(common, &targets, ends, over, finale)
 }
 
-/// Listens for signals and starts each URL's loop on a thread of its own;
+/// Listens for signals, starts `--start`'s command (`server`, into `started`) once a signal
+/// can no longer end poll before it stops it, and each URL's loop on a thread of its own;
 /// everything that can end the run comes on the channel returned.
 fn start(
     common: &Arc<Common>,
     targets: &[config::Target],
-    server: Option<&Arc<Server>>,
-) -> Result<mpsc::Receiver<Heard>, String> {
+    server: Option<&config::Start>,
+    started: &mut Option<Arc<Server>>,
+) -> Result<mpsc::Receiver<Heard>, Error> {
     let (tell, heard) = mpsc::channel();
     let signals = tell.clone();
     let signal_end = Arc::clone(&common.signal_end);
@@ -205,9 +206,12 @@ fn start(
             signal_end.late(signal);
         }
     })
-    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    if let Some(server) = server {
-        server.watch(tell.clone(), Heard::StartExited).map_err(|e| format!("cannot watch --start's command: {e}"))?;
+    .map_err(|e| Error::permanent(format!("cannot install signal handlers: {e}")))?;
+    if let Some(spec) = server {
+        let server = started.insert(Server::launch(spec, &common.reporter)?);
+        server
+            .watch(tell.clone(), Heard::StartExited)
+            .map_err(|e| Error::permanent(format!("cannot watch --start's command: {e}")))?;
     }
     let (size, reserve) = loop_stack(common.polling.filter_depth(), common.polling.filters_recurse());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
@@ -221,7 +225,7 @@ fn start(
                 let _ = tell.send(Heard::Ended(t, Box::new(end)));
             }
         })
-        .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
+        .map_err(|e| Error::permanent(format!("cannot start a thread for {named}: {e}")))?;
     }
     Ok(heard)
 }

@@ -209,3 +209,41 @@ fn a_signal_during_the_command_stops_both_and_exits_with_its_code() {
         let _ = std::fs::remove_dir_all(format!("/tmp/{token}"));
     }
 }
+
+/// The deadline, and Ctrl-C while the run still waits: the started command's group is stopped
+/// either way, and the run's own code stands (1, 130).
+#[test]
+fn the_deadline_and_a_signal_during_the_wait_stop_the_started_group() {
+    if !support::have_tool("python3", "apt-get install python3") {
+        return;
+    }
+    let port = free_port();
+    let target = format!("tcp://127.0.0.1:{port}");
+    let token = format!("poll-start-wait-{port}");
+    // A process whose command line names the token (as poll's own does, which the wait below skips).
+    let start = format!("exec python3 -c 'import time; time.sleep(60)' {token}");
+    let out = poll()
+        .args(["--log-format", "json", "--timeout", "1s", "--start", &start, &target, "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let last: serde_json::Value = serde_json::from_str(stderr(&out).lines().last().unwrap()).unwrap();
+    assert_eq!((&last["reason"], &last["start"]["stopped_by"]), (&"deadline".into(), &"sigterm".into()));
+    assert!(none_running(&token, Duration::from_secs(5)), "the started command outlived the deadline");
+    let child = poll_std()
+        .args(["--timeout", "60s", "--start", &start, &target, "--", "true"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = || {
+        support::process::command_lines()
+            .iter()
+            .any(|l| l.contains("python3 -c") && !l.contains("--start") && l.contains(&token))
+    };
+    assert!(support::eventually(Duration::from_secs(10), started));
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(none_running(&token, Duration::from_secs(5)), "the started command outlived Ctrl-C");
+}
