@@ -147,7 +147,8 @@ impl Ending {
 impl Closed {
     /// Once stdout and stderr are written: `-- CMD` runs in poll's place.
     /// On Unix this returns only when it could not be run (exit 126 or 127,
-    /// with its error line); on Windows also with the command's exit status.
+    /// with its error line); on Windows also with the command's exit status;
+    /// with `--start`, once it ran as a child and the started server is stopped.
     pub fn hand_over(&mut self) -> Option<HandedOver> {
         let command = self.then.take()?;
         if let Some(after) = self.after.take() {

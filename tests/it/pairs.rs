@@ -5,12 +5,13 @@
 //!
 //! - **Combinations.** 24 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
-//!   level of every factor meets every level of every other factor in at least one run (49 runs
-//!   hold all 1,681 pairs with the seed 4), where all combinations would be billions, and
+//!   level of every factor meets every level of every other factor in at least one run (50 runs
+//!   hold all 1,923 pairs with the seed 4), where all combinations would be billions, and
 //!   a sample of their triples comes along. Pairs are where most such defects live;
 //!   the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another seed samples
 //!   other triples. The pairs the contract refuses together (`--watch` with `--submit` or
-//!   `--prefer-wait`, `--fallback` with several URLs) are left out of the rows and each run once
+//!   `--prefer-wait`, `--fallback` with several URLs or a `tcp://` target, `--start` without `-- CMD`)
+//!   are left out of the rows and each run once
 //!   on its own instead: exit 2, one line, nothing sent.
 //! - **Promises**, checked on every run: the exit code is one the contract allows for the case,
 //!   and the JSON log's final object, the JUnit report and the step summary say the same; the run
