@@ -12,6 +12,9 @@
     python3 benches/bench.py --limits [--before BIN]  # one-shot, tight polling, 1,000 URLs, syscalls
                                         # and instructions per attempt (strace, valgrind when
                                         # installed), beside another build (BIN) in one run
+    python3 benches/bench.py --start [--poll BIN]  # --start's server: from its first answer to -- CMD, and from
+                                        # its crash to poll's exit, 20 runs each (needs python3; BIN
+                                        # defaults to this tree's debug build: the figures are waits)
     python3 benches/bench.py --https [--before BIN]  # one-shot https:// and http:// runs (needs hyperfine),
                                         # beside another build of poll (BIN) when given, then
                                         # paired: BIN and this build alternately, run by run
@@ -1051,6 +1054,83 @@ def storm_main(args):
         print(f"\n- {note}")
 
 
+# --start's server in the benchmark: it binds its port after a random pause (so that it comes up
+# anywhere between two polls), writes the time it bound and the time it sent its first 200 to
+# files, and serves until it is stopped. Times are epoch seconds, as `date +%s.%N` writes them.
+START_SERVER = r"""
+import os, random, socket, sys, time
+port, folder = int(sys.argv[1]), sys.argv[2]
+time.sleep(random.uniform(0.2, 0.7))
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen(16)
+open(os.path.join(folder, "bound"), "w").write(repr(time.time()))
+first = True
+while True:
+    c, _ = s.accept()
+    c.recv(65536)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    if first:
+        open(os.path.join(folder, "answered"), "w").write(repr(time.time()))
+        first = False
+    c.close()
+"""
+
+
+def free_port():
+    """A loopback port that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_main(args):
+    """--start: the first answer to -- CMD, and the crash to poll's exit, over 20 runs each."""
+    binary = os.path.abspath(args.poll) if args.poll else os.path.join(TARGET, "debug", "poll")
+    if not args.poll:
+        subprocess.run(["cargo", "build", "--quiet"], cwd=ROOT, check=True)
+    runs = 5 if args.quick else 20
+    interval = 0.25
+    answer_to_cmd, bound_to_cmd, crash_to_exit = [], [], []
+    with tempfile.TemporaryDirectory(prefix="poll-bench-start-") as folder:
+        server = os.path.join(folder, "server.py")
+        with open(server, "w") as f:
+            f.write(START_SERVER)
+        for _ in range(runs):
+            for name in ("bound", "answered", "cmd", "crashed"):
+                if os.path.exists(os.path.join(folder, name)):
+                    os.remove(os.path.join(folder, name))
+            port = free_port()
+            start = f"exec python3 {server} {port} {folder}"
+            cmd = ["sh", "-c", f"date +%s.%N > {folder}/cmd"]
+            subprocess.run([binary, "--start", start, "-i", f"{int(interval * 1000)}ms", "--timeout", "30s",
+                            f"http://127.0.0.1:{port}/health", "--", *cmd], check=True,
+                           stderr=subprocess.DEVNULL)
+            read = lambda name: float(open(os.path.join(folder, name)).read())
+            answer_to_cmd.append(read("cmd") - read("answered"))
+            bound_to_cmd.append(read("cmd") - read("bound"))
+            # A server that dies 0.2-0.7 s after it starts, the moment written just before it exits.
+            port = free_port()
+            crash = (f"sleep 0.$(( $$ % 5 + 2 )); date +%s.%N > {folder}/crashed; exit 1")
+            proc = subprocess.run([binary, "--start", crash, "-i", "1s", "--timeout", "30s",
+                                   f"http://127.0.0.1:{port}/health", "--", "true"], stderr=subprocess.DEVNULL)
+            ended = time.time()
+            assert proc.returncode == 3, proc.returncode
+            crash_to_exit.append(ended - read("crashed"))
+    ms = lambda values: [v * 1000 for v in values]
+    def row(what, values, goal, met):
+        values = sorted(ms(values))
+        median, worst = statistics.median(values), values[-1]
+        print(f"| {what} | {median:.1f} ms | {values[int(len(values) * 0.9) - 1]:.1f} ms | {worst:.1f} ms | {goal} | "
+              f"{'yes' if met(worst) else '**no**'} |")
+    print(f"{runs} runs each, `--interval {int(interval * 1000)}ms`, {binary}\n")
+    print("| measure | median | p90 | max | goal | met |")
+    print("|---|---:|---:|---:|---|---|")
+    row("the server's first answer to `-- CMD` starting", answer_to_cmd, "-", lambda worst: True)
+    row("the server's port bound to `-- CMD` starting (the answer seen)", bound_to_cmd,
+        f"within `--interval` ({int(interval * 1000)} ms) plus the answer's way", lambda worst: worst < interval * 1000 + 50)
+    row("the server's crash to poll's exit (exit 3)", crash_to_exit, "< 100 ms", lambda worst: worst < 100)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -1066,8 +1146,12 @@ def main():
                         help="only issue 37's fleet: 50 polls sharing one --state in a brownout and under bare 429s")
     parser.add_argument("--before", help="with --https or --limits: another build of poll to compare with")
     parser.add_argument("--poll", help="with --storm: the poll to run (default: this tree's release build)")
+    parser.add_argument("--start", action="store_true",
+                        help="only --start: its server's first answer to -- CMD, and its crash to poll's exit")
     parser.add_argument("--storm-only", choices=["brownout", "bare 429s"], help="with --storm: one case only")
     args = parser.parse_args()
+    if args.start:
+        return start_main(args)
     if args.storm:
         return storm_main(args)
     if args.watch:

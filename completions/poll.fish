@@ -18,7 +18,7 @@ complete -c poll -l idempotency-header -d 'The name of the idempotency header, f
 complete -c poll -l prefer-wait -d 'Send Prefer: wait=SECONDS (RFC 7240) on every request: a server that supports it holds the request until the state changes or DURATION passes; each attempt\'s timeout is DURATION plus --request-timeout' -r
 complete -c poll -l until -d 'Done when this jq filter\'s first output is truthy on a 2xx JSON body' -r
 complete -c poll -l fail-when -d 'Stop with exit 4 when this jq filter is truthy on a 2xx JSON body (checked before --until)' -r
-complete -c poll -l done-on -d 'These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet" unless --until holds on it' -r
+complete -c poll -l done-on -d 'These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted, or refused (gone); a 2xx is then "not yet" unless --until holds on it' -r
 complete -c poll -l pending-on -d 'These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it exists' -r
 complete -c poll -l pending-when -d 'On a reply of a status no list names and that is not a 2xx: when this jq filter is truthy it is "not yet" (polled at --interval, no --retries spent), e.g. \'.error.code == "ResourceNotFound"\'; otherwise retried or failed as before. A body that is not JSON reads as null' -r
 complete -c poll -l fail-on -d 'These statuses end the run with exit 4, as --fail-when does, e.g. 410' -r
@@ -50,6 +50,8 @@ never\t''"
 complete -c poll -l ci -d 'CI integration: github (annotations, -v groups, the step summary table), gitlab (-v in collapsed sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]' -r -f -a "github\t''
 gitlab\t''
 none\t''"
+complete -c poll -l start -d 'Start CMD (sh -c) in a group of its own, wait for the targets, run -- CMD, then stop the group' -r
+complete -c poll -l start-grace -d 'SIGTERM to SIGKILL, when --start\'s group is stopped' -r
 complete -c poll -l rate -d 'At most N requests per DURATION, evenly spaced, e.g. 10/s, 100/m, 5/10s; shared through --state; auto (with --state): learned from the server\'s 429s by the whole fleet' -r
 complete -c poll -l retry-budget -d 'With --state: the fleet\'s retries over the last 10s are at most PCT of its other requests plus N a second (20% means 20%/1); a retry with no room waits for the next regular poll' -r
 complete -c poll -l state -d 'State shared by every poll naming it: rate budget, server advice, circuit breaker, last good body; a FILE, or redis://[USER:PASS@]HOST[:PORT][/DB] (any node of a cluster too), rediss://..., redis+unix:///PATH, redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]' -r

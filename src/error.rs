@@ -25,7 +25,8 @@ pub const DONE: ExitRow = ExitRow {
     code: 0,
     reason: "done",
     words: "done",
-    meaning: "condition met (without --until: a 2xx arrived; or a status in --done-on arrived)",
+    meaning: "condition met (without --until: a 2xx arrived, or a tcp:// or unix:// target accepted a connection; or a \
+              status in --done-on arrived, refused included); with --start, the status of -- CMD",
     severity: 0,
 };
 
@@ -37,6 +38,8 @@ pub(crate) enum Kind {
     Stalled,
     Usage,
     Permanent,
+    /// `--start`: the started command exited before the targets answered.
+    StartExited,
     FailWhen,
     GaveUp,
     CircuitOpen,
@@ -49,11 +52,12 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 13] = [
+    const ALL: [Kind; 14] = [
         Kind::Deadline,
         Kind::Stalled,
         Kind::Usage,
         Kind::Permanent,
+        Kind::StartExited,
         Kind::FailWhen,
         Kind::GaveUp,
         Kind::CircuitOpen,
@@ -87,6 +91,8 @@ impl Kind {
             Kind::Permanent => {
                 (3, "permanent", "permanent failure", "permanent failure: a non-retryable status or error", 4)
             }
+            // A permanent failure of its own: a server that died will not come up by waiting.
+            Kind::StartExited => (3, "start_exited", "the started server exited", "", 4),
             // One ending for --fail-when, --fail-on and --submit's built-in failure test: the words fit
             // each, and the error's own words say which.
             Kind::FailWhen => {

@@ -35,6 +35,8 @@ fn print(ending: Ending) -> u8 {
         Some(HandedOver::Failed { error_line, code }) => (Some(error_line), code),
         // Windows: the command ran as a child; its status is the process's, as exec makes it on Unix.
         Some(HandedOver::Exited(status)) => std::process::exit(status),
+        // --start: the command ran as a child, and the server it waited for is stopped.
+        Some(HandedOver::Served { error_line, code }) => (error_line, code),
     };
     if let Some(line) = line {
         let _ = writeln!(io::stderr().lock(), "{line}");

@@ -3,6 +3,7 @@
 #   windows  poll.exe (x86_64-pc-windows-gnu, linked by mingw-w64) under Wine: a poll until a
 #            condition, a 503 with Retry-After, --submit, -o, a jq error, the deadline, --state
 #            shared by three processes, --auth-cmd through cmd /C (and its kill at the deadline),
+#            --start with a .cmd that starts a child (its job object ends both), unix:// refused,
 #            --unix-socket refused, --request-timeout against a server that never answers,
 #            -o NUL, a reader that closes stdout early, Ctrl-C, and the library's unit tests
 #   musl     the static Linux build (x86_64-unknown-linux-musl) as the release's archive holds it
@@ -297,6 +298,31 @@ else:
     start_big_server
     { code=0; timeout 60 $w "$big_url" 2>"$work/err" </dev/null || code=$?; echo "$code" >"$work/code"; } | head -c 10 >"$work/out"
     printf '%s' '"xxxxxxxxx' >"$work/want"
+    # --start (issue 50): a .cmd that starts a child, in a job object that ends both at the end, whatever
+    # Wine's taskkill lacks; the target comes up after the start (a listener of this script's).
+    local port listener
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    printf '@echo off\r\nstart /b ping -n 61 127.0.0.1 >nul\r\nping -n 62 127.0.0.1 >nul\r\n' >"$work/server.cmd"
+    python3 -c 'import socket,sys,time; time.sleep(3); s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(30)' "$port" &
+    listener=$!
+    pids+=("$listener")
+    expect "windows: --start runs a .cmd, waits for its port, runs -- CMD, ends the job" 0 '' -- \
+        $w --start "$(winpath "$work/server.cmd")" --timeout 30s -i 200ms "tcp://127.0.0.1:$port" -- cmd /c exit 0
+    kill "$listener" 2>/dev/null || true
+    unset 'pids[-1]'
+    sleep 1
+    if pgrep -f 'ping -n 6[12] 127' >/dev/null; then
+        echo "FAILED: windows: --start's job object left the .cmd's child running" >&2
+        failed=$((failed + 1))
+        pkill -f 'ping -n 6[12] 127' || true
+    else
+        echo "ok: windows: --start's job object ended the .cmd and its child"
+        passed=$((passed + 1))
+    fi
+    expect "windows: a --start command that exits ends the run with exit 3" 3 '' -- \
+        $w --start "exit 1" --timeout 30s -i 10s "tcp://127.0.0.1:$port" -- cmd /c exit 0
+    expect "windows: unix:// needs a Unix-like system" 2 '' -- $w unix:///tmp/db.sock
+
     check "windows: a reader that closes stdout early ends nothing" 0 "$work/want" "$(cat "$work/code")" "$work/out" "$work/err"
 
     # Ctrl-C: Wine turns SIGINT to its process into the console's CTRL_C_EVENT.

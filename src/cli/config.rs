@@ -11,7 +11,7 @@ use base64::Engine as _;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::cli::flags::{CiArg, Cli, ColorArg, HeaderArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
+use crate::cli::flags::{CiArg, Cli, ColorArg, DoneOn, HeaderArg, JitterArg, LimitArgs, LogFormatArg, StateFailArg};
 use crate::error::Error;
 use crate::http::credentials::Credentials;
 use crate::http::request::{ClientConfig, Idle, Request};
@@ -30,7 +30,7 @@ use crate::rules::trace::Trace;
 use crate::state::{RedisUrl, StateFail};
 use crate::util::headers::Headers;
 use crate::util::text::shorten;
-use crate::util::url;
+use crate::util::url::{self, Endpoint};
 use crate::util::{file, parse};
 
 /// Everything a run needs, checked.
@@ -53,8 +53,19 @@ pub struct Config {
     pub(crate) junit: Option<PathBuf>,
     pub(crate) style: Style,
     pub(crate) limits: Limits,
-    /// `-- CMD`: what runs in poll's place after exit 0.
+    /// `-- CMD`: what runs in poll's place after exit 0 (with `--start`, as a child).
     pub(crate) command: Option<Command>,
+    /// `--start`: the server the run starts, waits for and stops.
+    pub(crate) start: Option<Start>,
+}
+
+/// `--start CMD` and `--start-grace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Start {
+    /// The command line, run through the platform's shell.
+    pub command: String,
+    /// How long its group has between SIGTERM and SIGKILL.
+    pub grace: Duration,
 }
 
 /// How every URL is polled: the same for each loop.
@@ -112,6 +123,8 @@ pub(crate) struct Target {
     pub phase: Phase,
     /// `-H @FILE` and `--auth-cmd`, one for the whole run.
     pub credentials: Arc<Credentials>,
+    /// A `tcp://` or `unix://` target: up when a connection opens, nothing sent.
+    pub endpoint: Option<Endpoint>,
 }
 
 /// `--submit`'s settings.
@@ -213,6 +226,11 @@ impl Config {
             file::check_writable(report).map_err(|e| usage("--report-junit", e))?;
         }
         let command = (!cli.command.is_empty()).then(|| Command::find(&cli.command)).transpose()?;
+        let start = match cli.start.take() {
+            Some(command) if command.trim().is_empty() => return Err(usage("--start", "the command is empty")),
+            Some(command) => Some(Start { command, grace: *cli.start_grace }),
+            None => None,
+        };
         let timeout = (!cli.timeout.is_zero()).then_some(*cli.timeout);
         Ok(Config {
             targets,
@@ -228,6 +246,7 @@ impl Config {
             },
             limits,
             command,
+            start,
         })
     }
 }
@@ -327,6 +346,10 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
         if raw == "help" {
             return Err(Error::usage("`help` is no URL; see `poll --help`"));
         }
+        if let Some(endpoint) = url::endpoint(raw) {
+            targets.push(port_target(raw, endpoint.map_err(Error::usage)?, credentials)?);
+            continue;
+        }
         let (url, in_url) = url::check(raw).map_err(Error::usage)?;
         let mut headers = given.headers.clone();
         // As curl: an `Authorization` the user wrote with -H wins over -u and the URL's.
@@ -340,9 +363,35 @@ fn targets(cli: &Cli, given: &Request, credentials: &Arc<Credentials>) -> Result
         let phase = if cli.submit { Phase::Submit } else { Phase::Poll };
         let shown = url::redact(&url);
         let request = Request { url, headers, ..given.clone() };
-        targets.push(Target { request, shown, state_key, phase, credentials: Arc::clone(credentials) });
+        targets.push(Target { request, shown, state_key, phase, credentials: Arc::clone(credentials), endpoint: None });
     }
     Ok(targets)
+}
+
+/// A `tcp://` or `unix://` target: no request goes there, only a connection (`unix://` only
+/// where there are Unix sockets, as `--unix-socket`).
+fn port_target(raw: &str, endpoint: Endpoint, credentials: &Arc<Credentials>) -> Result<Target, Error> {
+    if let Endpoint::Unix(path) = &endpoint {
+        crate::net::unix::check(path)
+            .map_err(|why| Error::usage(format!("invalid URL `{}`: {why}", url::redact(raw))))?;
+    }
+    let shown = url::redact(raw);
+    let key = format!("{}://{}", endpoint.scheme(), endpoint.address());
+    let request = Request {
+        method: String::new(),
+        url: raw.to_string(),
+        headers: Headers::default(),
+        body: None,
+        see_other_is_the_answer: false,
+    };
+    Ok(Target {
+        request,
+        shown,
+        state_key: key,
+        phase: Phase::Poll,
+        credentials: Arc::clone(credentials),
+        endpoint: Some(endpoint),
+    })
 }
 
 /// The way to the servers: `--unix-socket`'s path, or else the proxy
@@ -351,7 +400,8 @@ fn check_network(cli: &Cli, targets: &[Target]) -> Result<(), Error> {
     if let Some(path) = &cli.unix_socket {
         return crate::net::unix::check(path).map_err(|e| usage("--unix-socket", e));
     }
-    let urls: Vec<&str> = targets.iter().map(|target| target.request.url.as_str()).collect();
+    let urls: Vec<&str> =
+        targets.iter().filter(|t| t.endpoint.is_none()).map(|target| target.request.url.as_str()).collect();
     crate::http::proxy::Proxies::check_env(&urls).map_err(Error::usage)
 }
 
@@ -418,13 +468,24 @@ fn jq_args(cli: &Cli) -> Result<Args, Error> {
 }
 
 /// The status lists, `--done-on`, `--pending-on`, `--fail-on` and `--retry-on`.
-fn status_lists(cli: &Cli) -> [(&'static str, &Vec<u16>); 4] {
+fn status_lists(cli: &Cli) -> [(&'static str, Vec<u16>); 4] {
     [
-        ("--done-on", &cli.done_on),
-        ("--pending-on", &cli.pending_on),
-        ("--fail-on", &cli.fail_on),
-        ("--retry-on", &cli.retry_on),
+        ("--done-on", done_on_statuses(cli)),
+        ("--pending-on", cli.pending_on.clone()),
+        ("--fail-on", cli.fail_on.clone()),
+        ("--retry-on", cli.retry_on.clone()),
     ]
+}
+
+/// The statuses of `--done-on`, without its `refused`.
+fn done_on_statuses(cli: &Cli) -> Vec<u16> {
+    cli.done_on
+        .iter()
+        .filter_map(|done| match done {
+            DoneOn::Status(code) => Some(*code),
+            DoneOn::Refused => None,
+        })
+        .collect()
 }
 
 /// The schedule and retry rules `decide()` follows.
@@ -450,7 +511,8 @@ fn policy(cli: &Cli, idempotent: bool, keyed: bool) -> Result<Policy, Error> {
         keyed,
         stable: cli.stable,
         interval_max: cli.interval_max.map(|max| *max),
-        done_on: cli.done_on.clone(),
+        done_on: done_on_statuses(cli),
+        done_refused: cli.done_on.contains(&DoneOn::Refused),
         pending_on: cli.pending_on.clone(),
         fail_on: cli.fail_on.clone(),
         // With --submit the built-in test stands in for --until.
@@ -566,6 +628,18 @@ pub(crate) fn clash(cli: &Cli) -> Result<(), Clash> {
         let why = format!("{} is shorter than --backoff {}", cli.backoff_max, cli.backoff);
         return at("--backoff-max", Meets::Flag("--backoff"), why);
     }
+    if cli.start.is_some() && cli.command.is_empty() {
+        let why = "give the command to run once the targets are up after --: there would be nothing to run before \
+                   the started command is stopped (poll --start CMD URL -- CMD)";
+        return at("--start", Meets::Missing("-- CMD"), why.into());
+    }
+    // Nothing is sent to a tcp:// or unix:// target: what needs a request or a reply needs an http(s):// one.
+    let some_http = cli.urls.iter().any(|raw| url::endpoint(raw).is_none());
+    if let (false, Some(flag)) = (some_http, needs_http(cli)) {
+        let why = "needs an http(s):// target: tcp:// and unix:// targets are only connected to, nothing is sent \
+                   and no body comes back";
+        return at(flag, Meets::CommandLine("no http(s):// target"), why.into());
+    }
     // A status may be in one list only, or the run could not say what it means.
     let lists = status_lists(cli);
     for (i, (flag, codes)) in lists.iter().enumerate() {
@@ -576,6 +650,34 @@ pub(crate) fn clash(cli: &Cli) -> Result<(), Clash> {
         }
     }
     Ok(())
+}
+
+/// The first flag given that needs a request or a reply (`--until`, `-d`, `--watch`, a status
+/// in `--done-on`, ...), as the contract lists them.
+fn needs_http(cli: &Cli) -> Option<&'static str> {
+    let statuses = cli.done_on.iter().any(|done| matches!(done, DoneOn::Status(_)));
+    let given = [
+        ("--until", cli.until.is_some()),
+        ("--fail-when", cli.fail_when.is_some()),
+        ("--show", cli.show.is_some()),
+        ("--print", cli.print.is_some()),
+        ("--stall", cli.stall.is_some()),
+        ("--output", cli.output.is_some()),
+        ("--data", cli.data.is_some()),
+        ("--json", cli.json.is_some()),
+        ("--request", cli.method.is_some()),
+        ("--header", !cli.headers.is_empty()),
+        ("--user", cli.user.is_some()),
+        ("--head", cli.head),
+        ("--watch", cli.watch),
+        ("--submit", cli.submit),
+        ("--pending-on", !cli.pending_on.is_empty()),
+        ("--fail-on", !cli.fail_on.is_empty()),
+        ("--retry-on", !cli.retry_on.is_empty()),
+        ("--pending-when", cli.pending_when.is_some()),
+        ("--done-on", statuses),
+    ];
+    given.into_iter().find_map(|(flag, given)| given.then_some(flag))
 }
 
 fn usage(flag: &str, message: impl std::fmt::Display) -> Error {

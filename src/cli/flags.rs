@@ -24,6 +24,9 @@ const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
 
+/// `--start-grace`: how long a started command's group has between SIGTERM and SIGKILL.
+pub(crate) const START_GRACE: Duration = Duration::from_secs(5);
+
 /// What `-h` says after the options.
 const AFTER_HELP: &str = "Use --help for examples, the built-in conditions of --submit, the exit codes and each option's \
     variable.";
@@ -236,10 +239,13 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", help_heading = CONDITION)]
     pub(crate) fail_when: Option<String>,
 
-    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted; a 2xx is then "not yet"
-    /// unless --until holds on it
-    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_status, help_heading = CONDITION)]
-    pub(crate) done_on: Vec<u16>,
+    /// These statuses end the run with exit 0, e.g. 404,410 to wait until it is deleted, or refused (gone); a
+    /// 2xx is then "not yet" unless --until holds on it
+    ///
+    /// refused: nothing listens there any more (a connection refused, a Unix socket file gone), before a first
+    /// contact too; an open port or any reply is then "not yet".
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = parse_done_on, help_heading = CONDITION)]
+    pub(crate) done_on: Vec<DoneOn>,
 
     /// These statuses mean "not yet": polled again at --interval, spending no --retries, e.g. 404 to wait until it
     /// exists
@@ -378,6 +384,19 @@ pub struct Cli {
     /// sections), or none [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true]
     #[arg(long, value_name = "CI", value_enum, help_heading = OUTPUT)]
     pub(crate) ci: Option<CiArg>,
+
+    /// Start CMD (sh -c) in a group of its own, wait for the targets, run -- CMD, then stop the group
+    ///
+    /// Start CMD (sh -c; Windows cmd /C) in a process group (Windows: a job object) of its own once no target
+    /// answers yet (one that does is exit 3), wait for the targets, run -- CMD as a child (signals passed on; its
+    /// status is the run's), then stop CMD's whole group: SIGTERM, then SIGKILL after --start-grace. A started
+    /// command that exits first, with any status, ends the run (exit 3). CMD's output goes to stderr.
+    #[arg(long, value_name = "CMD", help_heading = SCHEDULE)]
+    pub(crate) start: Option<String>,
+
+    /// SIGTERM to SIGKILL, when --start's group is stopped
+    #[arg(long, value_name = "DURATION", default_value_t = shown(START_GRACE), value_parser = parse_duration, requires = "start", help_heading = SCHEDULE)]
+    pub(crate) start_grace: humantime::Duration,
 
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
@@ -845,6 +864,20 @@ fn parse_header(text: &str) -> Result<HeaderArg, String> {
 
 fn parse_status(text: &str) -> Result<u16, String> {
     parse::status(text)
+}
+
+/// One value of `--done-on`: a status, or `refused` (nothing listens there any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DoneOn {
+    Status(u16),
+    Refused,
+}
+
+fn parse_done_on(text: &str) -> Result<DoneOn, String> {
+    match text.trim() {
+        word if word.eq_ignore_ascii_case("refused") => Ok(DoneOn::Refused),
+        _ => parse::status(text).map(DoneOn::Status).map_err(|e| format!("{e}, or refused")),
+    }
 }
 
 fn parse_rate(text: &str) -> Result<Rate, String> {

@@ -61,7 +61,21 @@ impl Command {
     /// Runs the command in poll's place. Returns only when it could not be
     /// started (or, on Windows, with its exit status once it is over).
     pub(crate) fn hand_over(&self) -> Result<i32, Error> {
-        imp::hand_over(self).map_err(|e| {
+        imp::hand_over(self).map_err(|e| self.cannot_run(e))
+    }
+
+    /// With `--start`: the command as a child of poll (not in its place: poll outlives it to
+    /// stop the server), with poll's stdio and environment and the command's own variables.
+    pub(crate) fn spawn(&self) -> Result<std::process::Child, Error> {
+        let mut command = std::process::Command::new(&self.program);
+        command.args(&self.args).envs(self.env.iter().map(|(name, value)| (name, value)));
+        imp::named(&mut command, &self.name);
+        command.spawn().map_err(|e| self.cannot_run(e))
+    }
+
+    /// Why it could not be run: exit 126 or 127, as exec's failure says it.
+    fn cannot_run(&self, e: std::io::Error) -> Error {
+        {
             let shown = shown(&self.name);
             match e.kind() {
                 // The file is there: what the kernel did not find is what runs it.
@@ -74,7 +88,7 @@ impl Command {
                 std::io::ErrorKind::NotFound => Error::new(Kind::NotFound, format!("cannot run `{shown}`: {e}")),
                 _ => Error::new(Kind::CannotRun, format!("cannot run `{shown}`: {e}")),
             }
-        })
+        }
     }
 }
 
@@ -179,6 +193,12 @@ mod imp {
         (!interpreter.exists()).then(|| format!("its interpreter `{shown}` (its #! line) is not there"))
     }
 
+    /// Its `argv[0]` as the user wrote it, as exec gives it.
+    pub(super) fn named(command: &mut std::process::Command, name: &OsStr) {
+        use std::os::unix::process::CommandExt as _;
+        command.arg0(name);
+    }
+
     fn c_string(text: &OsStr) -> io::Result<CString> {
         CString::new(text.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in it"))
     }
@@ -201,6 +221,9 @@ mod imp {
         (read.is_err() || head != *b"MZ")
             .then(|| "it is not a program Windows can start (an .exe, a .bat or a .cmd)".to_string())
     }
+
+    /// Windows gives no `argv[0]` of one's own: the program's path names it.
+    pub(super) fn named(_: &mut std::process::Command, _: &std::ffi::OsStr) {}
 
     /// No exec on Windows: the command runs as a child on poll's console
     /// (Ctrl-C reaches both; poll's handler only records it), and its exit

@@ -1,8 +1,9 @@
 //! Process control, each a platform seam with a Unix and a Windows half: the
 //! signals that end a run (`signals`), the commands `poll` runs for
-//! `--auth-cmd` (`child`), and the command a ready run hands over to,
-//! `-- CMD` (`exec`).
+//! `--auth-cmd` (`child`), the command a ready run hands over to,
+//! `-- CMD` (`exec`), and `--start`'s server in a group of its own (`start`).
 
 pub(crate) mod child;
 pub(crate) mod exec;
 pub(crate) mod signals;
+pub(crate) mod start;

@@ -4,11 +4,12 @@
 //! [`SignalEnd`] makes the first signal decide the run's words and exit code,
 //! whatever comes after it.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Signal};
+use crate::util::sync::lock;
 
 /// How long a second signal lets the ending of a run that a first signal
 /// ended go on (a signal sent twice, as GNU `timeout` sends one to the
@@ -23,12 +24,45 @@ const SECOND_SIGNAL_GRACE: Duration = Duration::from_millis(250);
 pub(crate) struct SignalEnd {
     by: OnceLock<Signal>,
     spoken: AtomicBool,
+    /// `--start`: once the run is over, a signal no longer ends the process at once: the
+    /// started server must be stopped first, and `-- CMD` (a child then) gets it.
+    held: Mutex<Option<Held>>,
+}
+
+/// What [`SignalEnd::hold`] keeps: the first signal that came, and the child it is passed on to.
+#[derive(Debug, Default)]
+struct Held {
+    first: Option<Signal>,
+    child: Option<u32>,
 }
 
 impl SignalEnd {
     /// The run's coordinator heard `signal` first: it ends the run, and its words and code are the run's.
     pub(crate) fn ended_by(&self, signal: Signal) {
         let _ = self.by.set(signal);
+    }
+
+    /// From now on a signal is kept, not acted on (`--start`: the server is stopped first, and
+    /// the run then exits with the first signal's code).
+    pub(crate) fn hold(&self) {
+        lock(&self.held).get_or_insert_with(Held::default);
+    }
+
+    /// While [`SignalEnd::hold`] holds: the signals that come are passed on to the process
+    /// `child` (`-- CMD`, run as a child under `--start`), or to none.
+    pub(crate) fn pass_to(&self, child: Option<u32>) {
+        let mut held = lock(&self.held);
+        let held = held.get_or_insert_with(Held::default);
+        held.child = child;
+        // One that came while the child was being started is its too.
+        if let (Some(pid), Some(signal)) = (child, held.first) {
+            pass_on(pid, signal);
+        }
+    }
+
+    /// The first signal that came while held, if any.
+    pub(crate) fn held(&self) -> Option<Signal> {
+        lock(&self.held).as_ref().and_then(|held| held.first)
     }
 
     /// Takes the last word; `false` when it was taken already.
@@ -43,6 +77,13 @@ impl SignalEnd {
     /// ends here with them. Otherwise `signal` ends the process at once, in
     /// its own words and with its own code. Returns only when the ending spoke.
     pub(crate) fn late(&self, signal: Signal) {
+        if let Some(held) = lock(&self.held).as_mut() {
+            held.first.get_or_insert(signal);
+            if let Some(pid) = held.child {
+                pass_on(pid, signal);
+            }
+            return;
+        }
         let first = match self.by.get() {
             Some(&first) => {
                 let until = Instant::now() + SECOND_SIGNAL_GRACE;
@@ -95,6 +136,25 @@ pub(crate) fn listen(on_signal: impl Fn(Signal) + Send + Sync + 'static) -> std:
     })?;
     Ok(())
 }
+
+/// Passes `signal` on to the process `pid` (`-- CMD` under `--start`), as `timeout` and
+/// `sudo` pass on what they are sent.
+#[cfg(unix)]
+fn pass_on(pid: u32, signal: Signal) {
+    use nix::sys::signal::Signal as Nix;
+    let number = match signal {
+        Signal::Interrupt => Nix::SIGINT,
+        Signal::Terminate => Nix::SIGTERM,
+        Signal::HangUp => Nix::SIGHUP,
+    };
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), number);
+    }
+}
+
+/// Windows: the command shares poll's console, which sends it Ctrl-C and Ctrl-Break itself.
+#[cfg(windows)]
+fn pass_on(_: u32, _: Signal) {}
 
 /// Which signals this process started with ignored, read from Linux's
 /// `/proc/self/status` (`SigIgn`, a bit per signal). Asking the kernel with

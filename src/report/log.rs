@@ -8,26 +8,38 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::process::start::Exit;
 use crate::report::record::Record;
 use crate::report::result::RunEnd;
 use crate::rules::attempt::{Outcome, Verdict};
 use crate::rules::policy::Action;
 
 /// The object of one attempt (the reporter adds `target`, `idempotency_key`, `reauthenticated`).
-pub(crate) fn attempt_object(record: &Record, method: &str, url: &str, elapsed: Duration) -> Value {
+/// A `tcp://` or `unix://` target's has no `method` (nothing is sent) but `scheme` and `address`.
+pub(crate) fn attempt_object(record: &Record, method: Option<&str>, url: &str, elapsed: Duration) -> Value {
     let mut object = json!({
         "event": "attempt",
         "attempt": record.number,
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
-        "method": method,
-        "url": url,
-        "latency_ms": record.latency.as_millis() as u64,
     });
+    match (&record.port, method) {
+        (Some(port), _) => {
+            object["scheme"] = json!(port.scheme);
+            object["url"] = json!(url);
+            object["address"] = json!(port.address);
+        }
+        (None, method) => {
+            object["method"] = json!(method.unwrap_or_default());
+            object["url"] = json!(url);
+        }
+    }
+    object["latency_ms"] = json!(record.latency.as_millis() as u64);
     if let Some(phase) = record.phase.name() {
         object["phase"] = json!(phase);
     }
     match &record.reply {
+        Ok(_) if record.port.is_some() => object["open"] = json!(true),
         Ok(reply) => object["status"] = json!(reply.status),
         Err(fault) => {
             object["error"] = json!(fault.detail);
@@ -84,7 +96,7 @@ pub(crate) fn final_object(summary: &RunEnd, elapsed: Duration, idempotency_key:
         "ts": now_rfc3339(),
         "elapsed_ms": elapsed.as_millis() as u64,
         "attempts": summary.attempts,
-        "exit_code": summary.row.code,
+        "exit_code": summary.code(),
         "reason": summary.row.reason,
         "message": summary.message,
     });
@@ -105,7 +117,28 @@ pub(crate) fn final_object(summary: &RunEnd, elapsed: Duration, idempotency_key:
     if let Some(key) = idempotency_key {
         object["idempotency_key"] = json!(key);
     }
+    // --start: the server poll started and stopped, and -- CMD run as a child.
+    if let Some(start) = &summary.start {
+        let mut fields = json!({ "pid": start.pid });
+        exit_fields(&mut fields, start.exit);
+        fields["stopped_by"] = json!(start.stopped_by.name());
+        object["start"] = fields;
+    }
+    if let Some(command) = summary.command {
+        let mut fields = json!({});
+        exit_fields(&mut fields, Some(command));
+        object["command"] = fields;
+    }
     object
+}
+
+/// `exit_code` or `signal`, as a process ended.
+fn exit_fields(object: &mut Value, exit: Option<Exit>) {
+    match exit {
+        Some(Exit::Code(code)) => object["exit_code"] = json!(code),
+        Some(Exit::Signal(signal)) => object["signal"] = json!(signal),
+        None => {}
+    }
 }
 
 /// `--watch`: the object of event `n` of a stream, judged in `record`.

@@ -34,12 +34,26 @@ pub(crate) struct Record {
     pub action: Action,
     /// `--rate auto`: the rate the fleet had learned at this attempt's turn, in requests a second.
     pub rate: Option<f64>,
+    /// A `tcp://` or `unix://` target's attempt: its scheme and address, and what happened in
+    /// words; `None` for an HTTP request.
+    pub port: Option<PortSeen>,
+}
+
+/// What a connect-only attempt names, for `-v` and the JSON log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PortSeen {
+    /// `tcp` or `unix`.
+    pub scheme: &'static str,
+    /// `127.0.0.1:5432`, `/run/pg.sock`.
+    pub address: String,
+    /// What happened: `open`, `refused`, `no socket at ... (yet)`.
+    pub words: String,
 }
 
 impl Record {
-    /// The HTTP status, when a response arrived.
+    /// The HTTP status, when a response arrived (a port that opened has none).
     pub(crate) fn status(&self) -> Option<u16> {
-        self.reply.as_ref().ok().map(|reply| reply.status)
+        self.reply.as_ref().ok().filter(|_| self.port.is_none()).map(|reply| reply.status)
     }
 
     /// The outcome in a few words: `200 pending`, `503`, `connection refused`.
@@ -98,6 +112,8 @@ impl Seen {
         let Some(outcome) = &self.outcome else { return String::new() };
         let mut text = match (outcome, self.status) {
             (Outcome::Failed(failure), _) => failure.to_string(),
+            (Outcome::Open { met: true }, _) => "open".to_string(),
+            (Outcome::Open { met: false }, _) => "open, not yet gone".to_string(),
             (Outcome::StreamEnded { .. } | Outcome::StreamClosed, _) => outcome.to_string(),
             // Judged on the body kept; -v and the progress line say what came.
             (Outcome::Success { .. }, Some(304)) => "304 not modified".to_string(),
@@ -115,8 +131,11 @@ impl Seen {
             (_, status) => status.map(|s| s.to_string()).unwrap_or_default(),
         };
         // `--stable`: met, but not yet often enough in a row (a 2xx's "done" would say it is over).
-        if let (Some((held, stable)), Some(status)) = (self.held, self.status) {
-            text = format!("{status} met, {held} of {stable}");
+        match (self.held, self.status, outcome) {
+            (Some((held, stable)), _, Outcome::Open { .. }) => text = format!("open, {held} of {stable}"),
+            (Some((held, stable)), _, Outcome::Failed(_)) => text = format!("{text}, {held} of {stable}"),
+            (Some((held, stable)), Some(status), _) => text = format!("{status} met, {held} of {stable}"),
+            _ => {}
         }
         // `--watch`: an event, not a reply, was judged last.
         if let (Some(n), Some(status)) = (self.event, self.status) {

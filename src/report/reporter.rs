@@ -295,7 +295,8 @@ impl Reporter {
         let summary = record.summary();
         if self.style.json {
             let url = url::redact(&request.url);
-            let mut object = log::attempt_object(record, &request.method, &url, self.started.elapsed());
+            let method = if record.port.is_some() { None } else { Some(request.method.as_str()) };
+            let mut object = log::attempt_object(record, method, &url, self.started.elapsed());
             if self.several() {
                 object["target"] = json!(t);
             }
@@ -309,6 +310,11 @@ impl Reporter {
         } else if self.style.verbose >= 1 {
             let latency = human(record.latency);
             let line = match (&record.outcome, &record.action) {
+                // A port: what was connected to, and what happened, where a reply's status would be.
+                _ if record.port.is_some() => {
+                    let port = record.port.as_ref().map(|p| format!("{} {} {}", p.scheme, p.address, p.words));
+                    format!("{} in {latency} -> {}", port.unwrap_or_default(), decision(record))
+                }
                 (Outcome::StreamEnded { .. }, Action::Poll { after, .. }) => {
                     let when = if after.is_zero() { String::new() } else { format!(" in {}", human(*after)) };
                     let resume = resume.map(|resume| format!(" ({resume})")).unwrap_or_default();
@@ -381,6 +387,13 @@ impl Reporter {
                 self.named(t)
             );
             self.line(t, &line);
+        }
+    }
+
+    /// A line of the run as a whole that `-v` shows (`--start`'s server), under no URL.
+    pub(crate) fn note(&self, message: &str) {
+        if self.verbose_text() {
+            self.write(&format!("poll: {message}"));
         }
     }
 
@@ -531,6 +544,7 @@ fn decision(record: &Record) -> String {
     let listed = matches!(record.outcome, Outcome::Status { .. });
     match &record.action {
         Action::Done if listed => "done (--done-on)".into(),
+        Action::Done if matches!(record.outcome, Outcome::Failed(_)) => "done (--done-on refused)".into(),
         Action::Done => "done".into(),
         Action::FailWhen if listed => "stop (--fail-on)".into(),
         Action::FailWhen => "stop (--fail-when matched)".into(),

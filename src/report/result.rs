@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{DONE, Error, ExitRow};
+use crate::process::start::{Exit, StoppedBy};
 use crate::report::progress::LoopProgress;
 
 /// One URL's result.
@@ -106,6 +107,19 @@ pub(crate) struct RunEnd {
     pub events: Option<u32>,
     /// stdout holds the run's answer (the body, `--print`'s outputs), not a fallback.
     pub answered: bool,
+    /// `--start`: the started command, once stopped.
+    pub start: Option<StartEnd>,
+    /// `--start`: how `-- CMD`, run as a child, exited; its status is the run's.
+    pub command: Option<Exit>,
+}
+
+/// `--start`'s command at the end: the process poll started, how it ended, what stopped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StartEnd {
+    pub pid: u32,
+    /// `None`: still not gone after SIGKILL (a process stuck in the kernel).
+    pub exit: Option<Exit>,
+    pub stopped_by: StoppedBy,
 }
 
 impl RunEnd {
@@ -116,8 +130,17 @@ impl RunEnd {
         operation_url: Option<String>,
         attempts: u32,
     ) -> RunEnd {
-        let mut end =
-            RunEnd { row: DONE, message: None, targets, operation_url, attempts, events: None, answered: false };
+        let mut end = RunEnd {
+            row: DONE,
+            message: None,
+            targets,
+            operation_url,
+            attempts,
+            events: None,
+            answered: false,
+            start: None,
+            command: None,
+        };
         if let Some(error) = error {
             end.failed(error);
         }
@@ -130,8 +153,13 @@ impl RunEnd {
         self.message = Some(error.to_string());
     }
 
-    /// The exit code.
+    /// The exit code: the row's, or once the wait was done, the status of `-- CMD` run as a
+    /// child under `--start` (a signal's as a shell gives it: 128 plus its number).
     pub(crate) fn code(&self) -> u8 {
-        self.row.code
+        match (self.row == DONE, self.command) {
+            (true, Some(Exit::Code(code))) => u8::try_from(code & 0xff).unwrap_or(1),
+            (true, Some(Exit::Signal(signal))) => u8::try_from((128 + signal) & 0xff).unwrap_or(1),
+            _ => self.row.code,
+        }
     }
 }

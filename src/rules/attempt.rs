@@ -23,6 +23,9 @@ pub enum Outcome {
     Pending { code: u16, advice: Advice },
     /// No usable response.
     Failed(Failure),
+    /// A `tcp://` or `unix://` target accepted a connection: what the run waits for (`met`),
+    /// or under `--done-on` (which waits for it to be gone) "not yet".
+    Open { met: bool },
     /// `--watch`: the reply's stream ended before the condition held, `held`
     /// after the request was sent; or it went silent for `--idle-timeout`
     /// (`idle`). `retry` is an event stream's own `retry:`.
@@ -251,6 +254,7 @@ impl fmt::Display for Outcome {
             Outcome::Status { code, .. } => write!(f, "HTTP {code}"),
             Outcome::Pending { code, .. } => write!(f, "HTTP {code} (--pending-when)"),
             Outcome::Failed(failure) => failure.fmt(f),
+            Outcome::Open { .. } => f.write_str("open"),
             Outcome::StreamEnded { idle: false, .. } => f.write_str("stream ended"),
             Outcome::StreamEnded { idle: true, .. } => f.write_str("stream went idle"),
             Outcome::StreamClosed => f.write_str("the server ended the event stream before the condition held"),

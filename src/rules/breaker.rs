@@ -257,7 +257,8 @@ pub(crate) fn counts_as_failure(outcome: &Outcome) -> bool {
         | Outcome::Submitted { .. }
         | Outcome::StreamEnded { .. }
         | Outcome::StreamClosed
-        | Outcome::Pending { .. } => false,
+        | Outcome::Pending { .. }
+        | Outcome::Open { .. } => false,
         Outcome::Status { code, .. } => StatusTraits::of(*code).counts_for_breaker,
         Outcome::Failed(failure) => failure.traits().counts_for_breaker,
     }

@@ -58,6 +58,9 @@ pub struct Policy {
     pub interval_max: Option<Duration>,
     /// `--done-on`: statuses that end the run with exit 0.
     pub done_on: Vec<u16>,
+    /// `refused` in `--done-on`: a refused connection (nothing listens there any more) ends the
+    /// run with exit 0, first contact or not; a target that still accepts is "not yet".
+    pub done_refused: bool,
     /// `--pending-on`: statuses that mean "not yet".
     pub pending_on: Vec<u16>,
     /// `--fail-on`: statuses that end the run with exit 4.
@@ -109,6 +112,7 @@ impl Default for Policy {
             stable: STABLE,
             interval_max: None,
             done_on: Vec::new(),
+            done_refused: false,
             pending_on: Vec::new(),
             fail_on: Vec::new(),
             no_until: false,
@@ -345,6 +349,17 @@ impl Policy {
             // `--stable`: met, but not yet often enough in a row.
             Outcome::Success { verdict: Verdict::Met, .. } => poll((self.interval, WaitReason::Interval)),
             Outcome::Success { verdict: Verdict::FailWhen, .. } => Action::FailWhen,
+            // A port that opened: done, or --stable short of its count; under --done-on, not yet.
+            Outcome::Open { met: true } if attempt.streak.saturating_add(1) >= self.stable => Action::Done,
+            Outcome::Open { met: true } => poll((self.interval, WaitReason::Interval)),
+            Outcome::Open { met: false } => poll(self.next_poll(&Advice::default(), attempt.not_yet)),
+            // `--done-on refused`: nothing listens there any more (before a first contact too).
+            Outcome::Failed(Failure::Refused) if self.done_refused && lists_judge(attempt.phase) => {
+                match attempt.streak.saturating_add(1) >= self.stable {
+                    true => Action::Done,
+                    false => poll((self.interval, WaitReason::Interval)),
+                }
+            }
             Outcome::Success { verdict: Verdict::NotMet, advice } => poll(self.next_poll(advice, attempt.not_yet)),
             // The first status poll waits for the submit's Retry-After, else the
             // interval (stretched by an exhausted quota, as after any 2xx).
@@ -422,7 +437,11 @@ impl Policy {
             Outcome::Success { advice, .. } | Outcome::Submitted { advice } => {
                 advice.retry_after.map(|wait| (wait, WaitReason::RetryAfter))
             }
-            Outcome::Failed(_) | Outcome::StreamEnded { .. } | Outcome::StreamClosed | Outcome::Pending { .. } => None,
+            Outcome::Failed(_)
+            | Outcome::StreamEnded { .. }
+            | Outcome::StreamClosed
+            | Outcome::Pending { .. }
+            | Outcome::Open { .. } => None,
         };
         // Under a learned rate a bare 429 waits the fleet's turn, not a backoff of its own: the
         // 429 cuts the shared rate, whose bucket spaces the fleet; backing off on top would leave the limit unused.
@@ -465,21 +484,28 @@ impl Policy {
     /// the filters' "met" (nothing objected) is "not yet".
     pub fn read<'a>(&self, outcome: &'a Outcome, phase: Phase) -> Cow<'a, Outcome> {
         match outcome {
-            Outcome::Success { verdict: Verdict::Met, advice }
-                if self.no_until && !self.done_on.is_empty() && lists_judge(phase) =>
-            {
+            Outcome::Success { verdict: Verdict::Met, advice } if self.no_until && self.waits_for_done_on(phase) => {
                 Cow::Owned(Outcome::Success { verdict: Verdict::NotMet, advice: *advice })
             }
+            // A port that still accepts, while --done-on waits for it to be gone.
+            Outcome::Open { met: true } if self.waits_for_done_on(phase) => Cow::Owned(Outcome::Open { met: false }),
             _ => Cow::Borrowed(outcome),
         }
+    }
+
+    /// Whether `--done-on` names what ends the run (a status, or `refused`), so that a 2xx
+    /// (without `--until`) or an open port is "not yet".
+    fn waits_for_done_on(&self, phase: Phase) -> bool {
+        (!self.done_on.is_empty() || self.done_refused) && lists_judge(phase)
     }
 
     /// Whether `outcome` met what the run waits for (counted by `--stable`):
     /// the condition held on a 2xx, or a status in `--done-on` came.
     pub fn holds(&self, outcome: &Outcome, phase: Phase) -> bool {
         match &*self.read(outcome, phase) {
-            Outcome::Success { verdict: Verdict::Met, .. } => true,
+            Outcome::Success { verdict: Verdict::Met, .. } | Outcome::Open { met: true } => true,
             Outcome::Status { code, .. } => self.listed(*code, phase) == Some(Listed::Done),
+            Outcome::Failed(Failure::Refused) => self.done_refused && lists_judge(phase),
             _ => false,
         }
     }
@@ -577,6 +603,11 @@ impl Policy {
         let cause = || match outcome {
             Outcome::Success { verdict: Verdict::NotMet, .. } => Some("condition not met yet".to_string()),
             Outcome::Success { verdict: Verdict::Met, .. } => Some("condition met, not yet --stable".to_string()),
+            Outcome::Open { met: true } => Some("open, not yet --stable".to_string()),
+            Outcome::Open { met: false } => Some("still open (--done-on refused)".to_string()),
+            Outcome::Failed(Failure::Refused) if self.done_refused && lists_judge(attempt.phase) => {
+                Some("refused (--done-on), not yet --stable".to_string())
+            }
             Outcome::Status { code, .. } => match self.listed(*code, attempt.phase) {
                 Some(Listed::Done) => Some(format!("HTTP {code} (--done-on), not yet --stable")),
                 Some(listed) => Some(format!("HTTP {code} ({})", listed.flag())),

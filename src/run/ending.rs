@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cli::config::{self, Fallback};
 use crate::error::{Error, Kind, Signal};
 use crate::process::exec::Command;
+use crate::process::start::Exit;
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::Reporter;
 use crate::report::result::{RunEnd, UrlResult};
@@ -20,6 +21,7 @@ use crate::report::{junit, summary};
 use crate::rules::condition::Message;
 use crate::rules::policy::last_words;
 use crate::run::explain;
+use crate::run::serve::Server;
 use crate::run::target::Common;
 use crate::util::headers::Headers;
 use crate::util::{file, url};
@@ -32,6 +34,8 @@ pub struct Ending {
     stdout: Vec<u8>,
     last_word: LastWord,
     then: Option<Box<Command>>,
+    /// `--start`'s server, stopped before the last word (after `-- CMD`, when it runs).
+    server: Option<Arc<Server>>,
 }
 
 /// The reporter's last word: already said, or to be said once stdout is written.
@@ -48,6 +52,15 @@ pub struct Closed {
     /// How a late error line is written; `None` when stderr carries JSON only.
     voice: Option<Voice>,
     then: Option<Box<Command>>,
+    /// `--start` with `-- CMD` due: the last word waits for the command and the server's stop.
+    after: Option<Box<After>>,
+}
+
+/// What is left to do once `-- CMD`, run as a child under `--start`, is over.
+struct After {
+    common: Arc<Common>,
+    summary: Box<RunEnd>,
+    server: Arc<Server>,
 }
 
 /// How `-- CMD` went, when it returned at all.
@@ -57,6 +70,9 @@ pub enum HandedOver {
     Failed { error_line: String, code: u8 },
     /// (Windows) it ran and exited with this status.
     Exited(i32),
+    /// Under `--start` it ran as a child, and the started server was stopped: the run's error
+    /// line, if any, and its exit code (the command's status, or a signal's code).
+    Served { error_line: Option<String>, code: u8 },
 }
 
 impl Ending {
@@ -65,7 +81,7 @@ impl Ending {
     pub(crate) fn new(stdout: Vec<u8>, error: Option<&Error>, voice: Voice) -> Ending {
         let error_line = error.map(|e| voice.error_line(&e.to_string()));
         let code = error.map_or(0, Error::exit_code);
-        Ending { stdout, last_word: LastWord::Said { error_line, code, voice: Some(voice) }, then: None }
+        Ending { stdout, last_word: LastWord::Said { error_line, code, voice: Some(voice) }, then: None, server: None }
     }
 
     /// The process could not even start its run (no thread for it).
@@ -86,14 +102,15 @@ impl Ending {
     pub fn close(self, written: io::Result<()>) -> Closed {
         // A closed stdout (`poll URL | head -c1`) is not an error.
         let written = written.or_else(|e| if file::reader_closed(&e) { Ok(()) } else { Err(e) });
-        let (error_line, code, voice) = match self.last_word {
+        let Ending { last_word, then, server, .. } = self;
+        let (error_line, code, voice, after) = match last_word {
             LastWord::Said { error_line, code, voice } => match written {
                 // `--help` and `--generate` print their answer too.
                 Err(e) if code == 0 => {
                     let error = Error::permanent(format!("cannot write to stdout: {e}"));
-                    (voice.map(|voice| voice.error_line(&error.to_string())), error.exit_code(), voice)
+                    (voice.map(|voice| voice.error_line(&error.to_string())), error.exit_code(), voice, None)
                 }
-                _ => (error_line, code, voice),
+                _ => (error_line, code, voice, None),
             },
             LastWord::Due { common, mut summary } => {
                 if !common.signal_end.speak() {
@@ -107,20 +124,36 @@ impl Ending {
                     summary.failed(&error);
                 }
                 let reporter = &common.reporter;
-                (reporter.finish(&summary), summary.code(), (!reporter.is_json()).then(|| reporter.voice()))
+                let voice = (!reporter.is_json()).then(|| reporter.voice());
+                match server {
+                    // `-- CMD` runs first, as a child; the last word follows the server's stop.
+                    Some(server) if then.is_some() && summary.code() == 0 => {
+                        (None, 0, voice, Some(Box::new(After { common, summary, server })))
+                    }
+                    server => {
+                        if let Some(server) = server {
+                            summary.start = Some(server.stop(reporter));
+                        }
+                        (reporter.finish(&summary), summary.code(), voice, None)
+                    }
+                }
             }
         };
-        let then = self.then.filter(|_| code == 0);
-        Closed { error_line, code, voice, then }
+        let then = then.filter(|_| code == 0);
+        Closed { error_line, code, voice, then, after }
     }
 }
 
 impl Closed {
     /// Once stdout and stderr are written: `-- CMD` runs in poll's place.
     /// On Unix this returns only when it could not be run (exit 126 or 127,
-    /// with its error line); on Windows also with the command's exit status.
+    /// with its error line); on Windows also with the command's exit status;
+    /// with `--start`, once it ran as a child and the started server is stopped.
     pub fn hand_over(&mut self) -> Option<HandedOver> {
         let command = self.then.take()?;
+        if let Some(after) = self.after.take() {
+            return Some(after.run(&command));
+        }
         Some(match command.hand_over() {
             Ok(status) => HandedOver::Exited(status),
             Err(error) => {
@@ -128,6 +161,33 @@ impl Closed {
                 HandedOver::Failed { error_line: voice.error_line(&error.to_string()), code: error.exit_code() }
             }
         })
+    }
+}
+
+impl After {
+    /// `--start`: `-- CMD` as a child, the terminal's signals passed on to it (`SignalEnd`);
+    /// then the server's stop, then the last word. A signal that came as the run ended keeps
+    /// the command from starting; one that came at all makes the run's code its own.
+    fn run(self, command: &Command) -> HandedOver {
+        let After { common, mut summary, server } = self;
+        let signal_end = &common.signal_end;
+        if signal_end.held().is_none() {
+            match command.spawn() {
+                Ok(mut child) => {
+                    signal_end.pass_to(Some(child.id()));
+                    let waited = child.wait();
+                    signal_end.pass_to(None);
+                    summary.command = waited.ok().map(|status| Exit::of(&status));
+                }
+                Err(error) => summary.failed(&error),
+            }
+        }
+        summary.start = Some(server.stop(&common.reporter));
+        if let Some(signal) = signal_end.held() {
+            summary.failed(&Error::signalled(signal, summary.attempts));
+        }
+        let error_line = common.reporter.finish(&summary);
+        HandedOver::Served { error_line, code: summary.code() }
     }
 }
 
@@ -140,6 +200,8 @@ pub(super) enum Over {
     Signal(Signal),
     /// Still running after the deadline.
     Stuck,
+    /// `--start`'s command exited before the targets were up.
+    StartExited(Exit),
 }
 
 /// What the run's ending does besides the reporter's last word: `-o`,
@@ -150,6 +212,8 @@ pub(super) struct Finale {
     pub junit: Option<PathBuf>,
     pub fallback: Option<Fallback>,
     pub command: Option<Command>,
+    /// `--start`'s server.
+    pub server: Option<Arc<Server>>,
 }
 
 /// The run's ending, from each URL's result (`ends`: `None` where the run
@@ -167,7 +231,7 @@ pub(super) fn finish(
         .zip(targets.iter().zip(progress.each()))
         .map(|(end, (target, progress))| end.unwrap_or_else(|| UrlResult::abandoned(&target.shown, progress)))
         .collect();
-    let error = run_error(progress, &results, over);
+    let error = run_error(progress, &results, over, finale.server.as_deref());
     let (stdout, fell_back) = match (targets, results.as_slice()) {
         ([target], [result]) => single_stdout(&common, target, result, error.as_ref(), finale.fallback.as_ref()),
         _ => (several_stdout(&results), false),
@@ -195,14 +259,20 @@ pub(super) fn finish(
     // The command's own output is what follows: the body is not printed (`-o` has it, `-o /dev/stdout` too);
     // nor when it could not be found again, as when it could not be exec'd.
     let stdout = if hands_over && !to_stdout { Vec::new() } else { stdout };
-    Ending { stdout, last_word: LastWord::Due { common: Arc::clone(&common), summary: Box::new(summary) }, then }
+    let last_word = LastWord::Due { common: Arc::clone(&common), summary: Box::new(summary) };
+    Ending { stdout, last_word, then, server: finale.server }
 }
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
 /// (with several URLs, naming those still pending).
-fn run_error(progress: &Progress, results: &[UrlResult], over: Over) -> Option<Error> {
+fn run_error(progress: &Progress, results: &[UrlResult], over: Over, server: Option<&Server>) -> Option<Error> {
     let error = match over {
         Over::Done => None,
+        Over::StartExited(exit) => {
+            let pending: Vec<String> =
+                results.iter().filter(|result| !result.is_done()).map(|result| result.url.clone()).collect();
+            server.map(|server| server.exited_early(exit, &first_few(&pending)))
+        }
         Over::Failed(t) => results.get(t).and_then(UrlResult::error).cloned(),
         Over::Signal(signal) => Some(Error::signalled(signal, progress.attempts())),
         Over::Stuck => {
@@ -239,7 +309,10 @@ fn several_stdout(results: &[UrlResult]) -> Vec<u8> {
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
                 line.insert("body".into(), body);
             }
-            (None, None) => {}
+            // A tcp:// or unix:// target (or a --done-on refused): no body came.
+            (None, None) => {
+                line.insert("body".into(), Value::Null);
+            }
         }
         stdout.extend_from_slice(Value::Object(line).to_string().as_bytes());
         stdout.push(b'\n');
@@ -391,7 +464,8 @@ fn first_few(items: &[String]) -> String {
 pub(super) fn stopped_early(reporter: &Reporter, error: &Error) -> Ending {
     let error_line = reporter.finish(&RunEnd::of(Some(error), None, None, 0));
     let voice = (!reporter.is_json()).then(|| reporter.voice());
-    Ending { stdout: Vec::new(), last_word: LastWord::Said { error_line, code: error.exit_code(), voice }, then: None }
+    let last_word = LastWord::Said { error_line, code: error.exit_code(), voice };
+    Ending { stdout: Vec::new(), last_word, then: None, server: None }
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 
 mod ending;
 mod explain;
+mod port;
+mod serve;
 pub(crate) mod target;
 mod watch;
 
@@ -17,11 +19,13 @@ pub use crate::run::ending::{Closed, Ending, HandedOver};
 
 use crate::cli::config::{self, Config, Fallback, StateSpec};
 use crate::error::{Error, Signal};
+use crate::process::start::Exit;
 use crate::process::{child, signals};
 use crate::report::progress::{LoopProgress, Progress};
 use crate::report::reporter::Reporter;
 use crate::report::result::UrlResult;
 use crate::run::ending::{Finale, Over, stopped_early};
+use crate::run::serve::Server;
 use crate::run::target::Common;
 use crate::state::{FileStore, RedisStore, Shared, Store};
 use crate::util::stack;
@@ -82,13 +86,27 @@ fn loop_stack(filter_depth: usize, recursion: bool) -> (usize, usize) {
 /// What the run's coordinator hears.
 enum Heard {
     Signal(Signal),
+    /// `--start`'s command exited while the run waited.
+    StartExited(Exit),
     /// Loop `t` ended.
     Ended(usize, Box<UrlResult>),
 }
 
 /// Runs every URL's loop to the run's end.
 pub fn run(config: Config) -> Ending {
-    let Config { targets, polling, idempotency_key, timeout, any, output_file, junit, style, limits, command } = config;
+    let Config {
+        targets,
+        polling,
+        idempotency_key,
+        timeout,
+        any,
+        output_file,
+        junit,
+        style,
+        limits,
+        command,
+        start: server,
+    } = config;
     let urls: Vec<&str> = targets.iter().map(|target| target.shown.as_str()).collect();
     let reporter = Reporter::new(style, &urls, idempotency_key);
     match &polling.trace {
@@ -111,6 +129,8 @@ pub fn run(config: Config) -> Ending {
         },
         None => None,
     };
+    let connect = timeout.map_or(client.connect_timeout, |t| t.min(client.connect_timeout));
+    let unix_socket = client.unix_socket.clone();
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
     // How long a half-open probe may take: its lease must outlast it.
     let probe_time = client.connect_timeout + client.request_timeout;
@@ -126,24 +146,57 @@ pub fn run(config: Config) -> Ending {
         signal_end: Arc::default(),
     });
     let mut ends: Vec<Option<UrlResult>> = targets.iter().map(|_| None).collect();
-    let over = match start(&common, &targets) {
+    // --start: no target may answer yet (another server's: the run ends as that URL's failure,
+    // reported as any), then the command starts.
+    let server = match &server {
+        Some(start) => match serve::free(&targets, unix_socket.as_deref(), connect) {
+            Err((t, error)) => {
+                if let (Some(slot), Some(target), Some(progress)) =
+                    (ends.get_mut(t), targets.get(t), common.progress.of(t))
+                {
+                    *slot = Some(UrlResult::failed(&target.shown, error, progress));
+                }
+                let finale = Finale { output_file, junit, fallback: limits.fallback, command: None, server: None };
+                return ending::finish(common, &targets, ends, Over::Failed(t), finale);
+            }
+            Ok(()) => Some(start),
+        },
+        None => None,
+    };
+    let mut started = None;
+    let over = match start(&common, &targets, server, &mut started) {
         Ok(heard) => gather_endings(&heard, &mut ends, &common, any, deadline),
         Err(why) => {
             common.cancel.cancel();
-            return stopped_early(&common.reporter, &Error::permanent(why));
+            if let Some(server) = &started {
+                server.stop(&common.reporter);
+            }
+            return stopped_early(&common.reporter, &why);
         }
     };
+    let server = started;
+    if let Some(server) = &server {
+        server.waited(matches!(over, Over::Done), &common.reporter);
+        // From here a signal waits for the server's stop (and is passed on to -- CMD).
+        common.signal_end.hold();
+    }
     // Loops still running stop at their next wait; one in a request ends with the process, and
     // an --auth-cmd still running is ended with what it started.
     common.cancel.cancel();
     child::end_all();
-    let finale = Finale { output_file, junit, fallback: limits.fallback, command };
+    let finale = Finale { output_file, junit, fallback: limits.fallback, command, server };
     ending::finish(common, &targets, ends, over, finale)
 }
 
-/// Listens for signals and starts each URL's loop on a thread of its own;
+/// Listens for signals, starts `--start`'s command (`server`, into `started`) once a signal
+/// can no longer end poll before it stops it, and each URL's loop on a thread of its own;
 /// everything that can end the run comes on the channel returned.
-fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Receiver<Heard>, String> {
+fn start(
+    common: &Arc<Common>,
+    targets: &[config::Target],
+    server: Option<&config::Start>,
+    started: &mut Option<Arc<Server>>,
+) -> Result<mpsc::Receiver<Heard>, Error> {
     let (tell, heard) = mpsc::channel();
     let signals = tell.clone();
     let signal_end = Arc::clone(&common.signal_end);
@@ -153,7 +206,13 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
             signal_end.late(signal);
         }
     })
-    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    .map_err(|e| Error::permanent(format!("cannot install signal handlers: {e}")))?;
+    if let Some(spec) = server {
+        let server = started.insert(Server::launch(spec, &common.reporter)?);
+        server
+            .watch(tell.clone(), Heard::StartExited)
+            .map_err(|e| Error::permanent(format!("cannot watch --start's command: {e}")))?;
+    }
     let (size, reserve) = loop_stack(common.polling.filter_depth(), common.polling.filters_recurse());
     for ((t, target), progress) in targets.iter().enumerate().zip(common.progress.each()) {
         let (common, target, tell) = (Arc::clone(common), target.clone(), tell.clone());
@@ -166,7 +225,7 @@ fn start(common: &Arc<Common>, targets: &[config::Target]) -> Result<mpsc::Recei
                 let _ = tell.send(Heard::Ended(t, Box::new(end)));
             }
         })
-        .map_err(|e| format!("cannot start a thread for {named}: {e}"))?;
+        .map_err(|e| Error::permanent(format!("cannot start a thread for {named}: {e}")))?;
     }
     Ok(heard)
 }
@@ -224,6 +283,7 @@ fn gather_endings(
                 return Over::Signal(signal);
             }
             Heard::Ended(t, end) => (t, end),
+            Heard::StartExited(exit) => return Over::StartExited(exit),
         };
         common.reporter.ended(t);
         let done = end.is_done();

@@ -54,7 +54,7 @@ pub(crate) struct Common {
 }
 
 /// Why a loop stopped without its ending: an error, or the run ended first.
-pub(super) enum Halt {
+pub(crate) enum Halt {
     Failed(Error),
     Cancelled,
 }
@@ -95,8 +95,10 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         judged: None,
         resume: Resume::of(&target.request.method, &target.request.url, target.request.body.as_deref()),
         event: None,
-        stall: common.polling.stall.map(Stall::new),
+        // --stall judges bodies: a port has none.
+        stall: common.polling.stall.filter(|_| target.endpoint.is_none()).map(Stall::new),
         said_cut: false,
+        endpoint: target.endpoint.as_ref(),
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.attempts(&client));
@@ -110,7 +112,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
 
 /// One URL's loop: what it holds between attempts. Its fields and methods
 /// that the `--watch` attempt (`watch.rs`) uses are `pub(super)`.
-pub(super) struct Loop<'a> {
+pub(crate) struct Loop<'a> {
     pub(super) common: &'a Common,
     /// What this loop shows on stderr, and the progress it keeps.
     pub(super) reporter: &'a LoopReporter<'a>,
@@ -148,6 +150,8 @@ pub(super) struct Loop<'a> {
     stall: Option<Stall>,
     /// A status list's body over `--max-body` was cut, and the warning said so.
     said_cut: bool,
+    /// A `tcp://` or `unix://` target: each attempt is a connection (`port.rs`), not a request.
+    endpoint: Option<&'a crate::util::url::Endpoint>,
 }
 
 /// What one attempt's sending brought back: the reply (or under `--watch`,
@@ -161,7 +165,7 @@ pub(super) struct Delivery<T> {
 
 /// What a loop counts between its attempts, for the policy.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Counts {
+pub(crate) struct Counts {
     /// The attempt in flight, from 1.
     pub(super) number: u32,
     /// Transient failures in a row.
@@ -187,6 +191,9 @@ impl Loop<'_> {
     /// Before the first attempt: `-v` shows the request with its credentials
     /// of the moment (redacted), so `--auth-cmd` runs here.
     fn start(&self, client: &Client) -> Result<(), Halt> {
+        if self.endpoint.is_some() {
+            return Ok(());
+        }
         let authorised = match self.credentials.is_empty() {
             true => None,
             false => match self.credentials.authorise(&self.request, self.carries_credentials(), &self.hooks) {
@@ -217,13 +224,14 @@ impl Loop<'_> {
             self.common.cancel.check()?;
             counts.number += 1;
             counts.fleet = self.turn(counts.number, retrying)?;
-            let (record, found) = match self.common.polling.client.watch {
-                Some(_) => {
+            let (record, found) = match (self.endpoint, self.common.polling.client.watch) {
+                (Some(endpoint), _) => (self.knock(endpoint, &counts, &mut rng)?, None),
+                (None, Some(_)) => {
                     // --stall: a reply held past the moment it would fire (a long poll's head) wakes the loop then.
                     client.wake_by(self.stall_wake());
                     (self.watch(client, &mut counts, &mut rng)?, None)
                 }
-                None => self.poll(client, &counts, &mut rng)?,
+                (None, None) => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
             if let Some(found) = &found {
@@ -463,7 +471,19 @@ impl Loop<'_> {
         // Met but not done: polled again, or the deadline came first (still "met, 3 of 5", not "done").
         let short_of_stable = !matches!(action, Action::Done) && policy.holds(&outcome, phase);
         let held = (policy.stable > 1 && short_of_stable).then_some((streak + 1, policy.stable));
-        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
+        Record {
+            number,
+            phase,
+            reply,
+            latency,
+            judgement: None,
+            outcome,
+            not_up_yet,
+            held,
+            action,
+            rate: fleet.rate,
+            port: None,
+        }
     }
 
     /// One attempt by `exchange`: the request with its credentials of the
@@ -760,6 +780,10 @@ impl Loop<'_> {
 
     /// Exit 0 or 4: the result, the body and `--print`'s outputs on it (a jq error there is exit 3).
     fn finish(&self, record: Record, shown: &str, progress: &LoopProgress) -> UrlResult {
+        // A port that opened, or a target that refused under --done-on refused: no body, nothing to print.
+        if record.port.is_some() || matches!(record.outcome, Outcome::Failed(_)) {
+            return UrlResult::ended(shown, Ok(()), None, None, progress);
+        }
         let result = match (&record.action, &record.outcome) {
             (Action::FailWhen, Outcome::Status { code, .. }) => Err(format!("HTTP {code} is in --fail-on")),
             (Action::FailWhen, _) if self.common.polling.conditions.builtin_fails() => {

@@ -77,6 +77,87 @@ pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
     Ok((url.into(), credentials))
 }
 
+/// A target that is up when a connection opens, with nothing sent: `tcp://HOST:PORT` or
+/// `unix:///PATH` (issue 50's ports). The connection itself is `net/probe.rs`'s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// A host name or IP literal (an IPv6 one without its brackets) and a port.
+    Tcp { host: String, port: u16 },
+    /// An absolute socket path.
+    Unix(std::path::PathBuf),
+}
+
+impl Endpoint {
+    /// The scheme, as the JSON log's `scheme` says it.
+    pub(crate) fn scheme(&self) -> &'static str {
+        match self {
+            Endpoint::Tcp { .. } => "tcp",
+            Endpoint::Unix(_) => "unix",
+        }
+    }
+
+    /// What `-v` and messages name: `127.0.0.1:5432`, `[::1]:5432`, `/run/pg.sock`.
+    pub(crate) fn address(&self) -> String {
+        match self {
+            Endpoint::Tcp { host, port } if host.contains(':') => format!("[{host}]:{port}"),
+            Endpoint::Tcp { host, port } => format!("{host}:{port}"),
+            Endpoint::Unix(path) => crate::util::text::printable(&path.to_string_lossy()),
+        }
+    }
+}
+
+/// A `tcp://` or `unix://` URL checked (`None`: another scheme, for [`check`]): a `tcp://` URL
+/// has a host and a port from 1 to 65535, and no user, path other than `/`, query or
+/// fragment; a `unix://` URL has an empty host and an absolute path (`unix:///run/pg.sock`).
+pub(crate) fn endpoint(raw: &str) -> Option<Result<Endpoint, String>> {
+    let parts = UrlParts::split(raw)?;
+    let tcp = parts.scheme.eq_ignore_ascii_case("tcp");
+    if !tcp && !parts.scheme.eq_ignore_ascii_case("unix") {
+        return None;
+    }
+    let bad = |why: &str| format!("invalid URL `{}`: {why}", crate::util::text::printable(&redact(raw)));
+    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some(Err(bad("it has a space or a control character in it")));
+    }
+    if parts.userinfo.is_some() {
+        return Some(Err(bad("a user or password means nothing here (nothing is sent)")));
+    }
+    if !tcp {
+        if !parts.host.is_empty() {
+            return Some(Err(bad("give an absolute socket path: unix:///PATH (three slashes)")));
+        }
+        if parts.rest.contains(['?', '#']) || !parts.rest.starts_with('/') || parts.rest.len() < 2 {
+            return Some(Err(bad("give an absolute socket path: unix:///PATH, with no query or fragment")));
+        }
+        return Some(Ok(Endpoint::Unix(std::path::PathBuf::from(percent_decode(parts.rest)))));
+    }
+    if !matches!(parts.rest, "" | "/") {
+        return Some(Err(bad("a tcp:// URL is HOST:PORT only: no path, query or fragment")));
+    }
+    let (host, port) = split_port(parts.host);
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Some(Err(bad("it has no host")));
+    }
+    let Some(port) = port else { return Some(Err(bad("it needs a port: tcp://HOST:PORT"))) };
+    let port = match self::port(port) {
+        Ok(port) => port,
+        Err(why) => return Some(Err(bad(&why))),
+    };
+    if parts.host.starts_with('[') && host.parse::<std::net::Ipv6Addr>().is_err() {
+        return Some(Err(bad("the address in brackets is no IPv6 address")));
+    }
+    Some(Ok(Endpoint::Tcp { host: host.to_ascii_lowercase(), port }))
+}
+
+/// An `http(s)://` URL's host (an IPv6 literal without its brackets) and port, the default
+/// one filled in: where `--start` looks for another server before it starts its own.
+pub(crate) fn host_port(url: &str) -> Option<(String, u16)> {
+    let (_, host, port) = origin(url)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::to_string).unwrap_or(host);
+    Some((host, port))
+}
+
 /// `host:port` -> (`host`, `port`); an IPv6 literal keeps its brackets.
 fn split_port(authority: &str) -> (&str, Option<&str>) {
     let after_brackets = if authority.starts_with('[') { authority.find(']').map_or(0, |i| i + 1) } else { 0 };
@@ -244,6 +325,38 @@ pub(crate) fn unquoted(message: &str, secret: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ports_and_sockets_are_checked_as_usage() {
+        let ok = |raw: &str| endpoint(raw).and_then(Result::ok);
+        let tcp = |host: &str, port| Some(Endpoint::Tcp { host: host.into(), port });
+        assert_eq!(ok("tcp://127.0.0.1:5432"), tcp("127.0.0.1", 5432));
+        assert_eq!(ok("tcp://[::1]:5432/"), tcp("::1", 5432));
+        assert_eq!(ok("TCP://DB:6379"), tcp("db", 6379));
+        assert_eq!(ok("unix:///run/pg.sock"), Some(Endpoint::Unix("/run/pg.sock".into())));
+        assert_eq!(ok("tcp://[::1]:5432").map(|e| e.address()).as_deref(), Some("[::1]:5432"));
+        assert!(endpoint("http://h/").is_none() && endpoint("nothing").is_none());
+        for bad in [
+            "tcp://h",
+            "tcp://h:0",
+            "tcp://h:65536",
+            "tcp://h:x",
+            "tcp://:80",
+            "tcp://h:80/path",
+            "tcp://h:80?q",
+            "tcp://h:80#f",
+            "tcp://u:p@h:80",
+            "tcp://[nope]:80",
+            "unix://run/pg.sock",
+            "unix://",
+            "unix:///",
+            "unix:///run/pg.sock?x",
+        ] {
+            assert!(endpoint(bad).is_some_and(|e| e.is_err()), "{bad}");
+        }
+        let said = endpoint("tcp://u:secret@h:80").and_then(Result::err).unwrap_or_default();
+        assert!(!said.contains("secret"), "{said}");
+    }
 
     #[test]
     fn a_query_pair_is_dropped_and_the_users_others_kept() {

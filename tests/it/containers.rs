@@ -108,10 +108,13 @@ fn probe() -> (Value, Vec<String>) {
     (probe, command)
 }
 
-/// The init container recipe: the image's entry point (`/poll`, the Dockerfile's), then its args.
-fn init_container() -> Vec<String> {
-    let block = yaml_block("initContainers");
-    let init = &block["initContainers"][0];
+/// An init container recipe, by its name: the image's entry point (`/poll`, the Dockerfile's),
+/// then its args.
+fn init_container(name: &str) -> Vec<String> {
+    let blocks: Vec<Value> =
+        yaml_blocks().into_iter().filter(|block| block["initContainers"][0]["name"].as_str() == Some(name)).collect();
+    assert_eq!(blocks.len(), 1, "one init container named {name} on the page");
+    let init = &blocks[0]["initContainers"][0];
     let image = init["image"].as_str().expect("an image");
     assert!(image.starts_with("ghcr.io/OWNER/poll:"), "{image}");
     assert!(init.get("command").is_none(), "the image's entry point runs");
@@ -295,7 +298,7 @@ fn the_init_container_waits_for_a_service_that_starts_late() {
     if !have_python_module("yaml", "pip install pyyaml (or apt-get install python3-yaml)") {
         return;
     }
-    let words = init_container();
+    let words = init_container("wait-for-auth");
     let folder = Folder::new("containers-init");
     let port = free_port();
     let origin = format!("http://127.0.0.1:{port}");
@@ -313,4 +316,27 @@ fn the_init_container_waits_for_a_service_that_starts_late() {
     assert!(server.requests().iter().all(|r| r.path == "/health"));
     // The second attempt came --interval (2 s) after the refused first.
     assert!(took >= Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn the_init_container_waits_for_a_database_port_that_opens_late() {
+    if !have_python_module("yaml", "pip install pyyaml (or apt-get install python3-yaml)") {
+        return;
+    }
+    let words = init_container("wait-for-db");
+    let target = words.last().cloned().unwrap_or_default();
+    assert!(target.starts_with("tcp://"), "{target}");
+    let port = free_port();
+    let mut args: Vec<String> = words[1..words.len() - 1].to_vec();
+    args.push(format!("tcp://127.0.0.1:{port}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let child = poll(&args).spawn().expect("start poll");
+    // Refused first (not up yet: tried again at --interval), then open.
+    std::thread::sleep(Duration::from_millis(300));
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind the database's port");
+    let out = child.wait_with_output().expect("poll ends");
+    drop(listener);
+    assert_eq!((out.status.code(), stdout(&out), stderr(&out)), (Some(0), String::new(), String::new()));
+    assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
 }

@@ -12,8 +12,8 @@ const ROOMS: &[&str] = &["cli", "http", "net", "process", "report", "rules", "ru
 const LAYERS: &[&[&str]] = &[
     &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout"],
     &["wait", "url", "advice", "unix", "roots", "resume", "stall", "trace", "budget", "cubic"],
-    &["error", "attempt", "tls", "jq"],
-    &["exec", "signals", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "transport"],
+    &["error", "attempt", "tls", "jq", "probe"],
+    &["exec", "signals", "start", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "transport"],
     &["request", "child", "operation"],
     &["record", "state", "conditional", "credentials"],
     &["progress", "term"],
@@ -26,7 +26,8 @@ const LAYERS: &[&[&str]] = &[
     &["environment"],
     &["explain"],
     &["target"],
-    &["watch"],
+    &["watch", "port"],
+    &["serve"],
     &["ending"],
     &["run"],
     &["fuzz"],
@@ -180,6 +181,7 @@ const SEAMS: &[&str] = &[
     "process/signals.rs",        // SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break
     "process/child.rs",          // --auth-cmd: sh -c or cmd /C, and its end
     "process/exec.rs",           // -- CMD: exec, or run and wait
+    "process/start.rs",          // --start: a process group, or a job object
     "util/file.rs",              // a file's identity, modes and owners; device names; a reader gone
     "util/timeout.rs",           // a socket timeout's unit: milliseconds or microseconds
     "net/unix.rs",               // Unix sockets: --unix-socket and redis+unix://

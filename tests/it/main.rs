@@ -24,10 +24,15 @@ mod meet_watch;
 // Where POLL_* meets the command line, --help and the JUnit report (issue 49).
 mod meet_env;
 mod operations;
+// tcp:// and unix:// targets, --done-on refused (issue 50); and --start's server (process groups as Unix has them).
+#[cfg(unix)]
+mod ports;
 mod request;
 mod run;
 mod several;
 mod soak;
+#[cfg(unix)]
+mod start;
 mod submit;
 mod terminal;
 #[cfg(unix)] // --unix-socket.

@@ -3,14 +3,15 @@
 //! curl's numbered cases and SQLite's harness hold theirs, so that a new flag cannot land without
 //! meeting the old ones.
 //!
-//! - **Combinations.** 22 factors (the features, what the server does, how the job ends), each at
+//! - **Combinations.** 24 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
-//!   level of every factor meets every level of every other factor in at least one run (49 runs
-//!   hold all 1,681 pairs with the seed 4), where all combinations would be billions, and
+//!   level of every factor meets every level of every other factor in at least one run (50 runs
+//!   hold all 1,923 pairs with the seed 4), where all combinations would be billions, and
 //!   a sample of their triples comes along. Pairs are where most such defects live;
 //!   the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another seed samples
 //!   other triples. The pairs the contract refuses together (`--watch` with `--submit` or
-//!   `--prefer-wait`, `--fallback` with several URLs) are left out of the rows and each run once
+//!   `--prefer-wait`, `--fallback` with several URLs or a `tcp://` target, `--start` without `-- CMD`)
+//!   are left out of the rows and each run once
 //!   on its own instead: exit 2, one line, nothing sent.
 //! - **Promises**, checked on every run: the exit code is one the contract allows for the case,
 //!   and the JSON log's final object, the JUnit report and the step summary say the same; the run
@@ -123,8 +124,10 @@ const TRACE: usize = 18;
 const CERT: usize = 19;
 const LOG: usize = 20;
 const CI: usize = 21;
+const START: usize = 22;
+const PORT: usize = 23;
 
-const FACTORS: [Factor; 22] = [
+const FACTORS: [Factor; 24] = [
     // --watch, and what the server streams or holds for it.
     Factor { name: "watch", levels: &["off", "sse", "ndjson", "blocking", "long-poll"] },
     Factor {
@@ -166,6 +169,11 @@ const FACTORS: [Factor; 22] = [
     Factor { name: "cert", levels: &["off", "flag", "env"] },
     Factor { name: "log", levels: &["json", "text"] },
     Factor { name: "ci", levels: &["none", "github"] },
+    // --start (issue 50): a command that stays in the foreground and serves nothing; the server
+    // must not answer before it starts (the not-up-yet server), or the run is another server's.
+    Factor { name: "start", levels: &["off", "on"] },
+    // A tcp:// target beside the URLs (issue 50): a port that opens when the server is up.
+    Factor { name: "port", levels: &["off", "tcp"] },
 ];
 
 /// The pair in `row` that the contract makes a usage error, as the two things its line names.
@@ -179,8 +187,13 @@ fn refused(row: &[Option<usize>]) -> Option<[&'static str; 2]> {
     }
     // Not in the contract's words, but in the code's (src/cli/config.rs): a fallback stands in
     // for one URL's body.
-    if on(FALLBACK) && on(URLS) {
+    if on(FALLBACK) && (on(URLS) || on(PORT)) {
         return Some(["--fallback", "several URLs"]);
+    }
+    // The contract's: --start needs -- CMD, run before the started command is stopped. Only
+    // this pair: a row that leaves CMD off for another pair's sake is kept from --start by `allowed`.
+    if on(START) && row[CMD] == Some(0) && row.iter().enumerate().all(|(f, l)| f == START || *l == Some(0)) {
+        return Some(["--start", "-- CMD"]);
     }
     None
 }
@@ -236,7 +249,17 @@ impl Case {
     }
 
     fn several(&self) -> bool {
-        self.on(URLS)
+        self.on(URLS) || self.on(PORT)
+    }
+
+    /// The http:// URLs of the command line.
+    fn http_urls(&self) -> usize {
+        if self.on(URLS) { 2 } else { 1 }
+    }
+
+    /// Every target: the URLs, and the `tcp://` one.
+    fn targets(&self) -> usize {
+        self.http_urls() + usize::from(self.on(PORT))
     }
 }
 
@@ -249,7 +272,8 @@ fn levels() -> Vec<usize> {
 }
 
 fn allowed(row: &[Option<usize>]) -> bool {
-    refused(row).is_none()
+    let start_alone = row[START].is_some_and(|level| level != 0) && row[CMD] == Some(0);
+    refused(row).is_none() && !start_alone
 }
 
 /// The rows of the covering array, as cases numbered from 1.
@@ -270,7 +294,11 @@ fn refused_cases(first: usize) -> Vec<Case> {
         row[a] = Some(la);
         row[b] = Some(lb);
         if let Some(words) = refused(&row) {
-            let levels = row.into_iter().map(|l| l.unwrap_or(0)).collect();
+            let levels: Vec<usize> = row.into_iter().map(|l| l.unwrap_or(0)).collect();
+            // --start with every other factor off is the one row of each pair (--start, X off).
+            if cases.iter().any(|case: &Case| case.levels == levels) {
+                continue;
+            }
             cases.push(Case { n: first + cases.len(), levels, refused: Some(words), peeled: Vec::new() });
         }
     }
@@ -552,6 +580,8 @@ struct Setup {
     _folder: Folder,
     /// The tap's port, which every URL names: held, not listening, until the tap starts on it.
     port: Mutex<Option<Port>>,
+    /// The `tcp://` target's port, held the same way.
+    port_target: Mutex<Option<Port>>,
     chains: Vec<Chain>,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -621,7 +651,7 @@ fn setup(case: &Case) -> (Setup, Server) {
     let folder = Folder::new(&format!("pairs-{}", case.n));
     let reserved = Port::reserve();
     let port = reserved.number();
-    let names: &[&str] = if case.several() { &["a", "b"] } else { &["a"] };
+    let names: &[&str] = if case.on(URLS) { &["a", "b"] } else { &["a"] };
     let mut chains = Vec::new();
     for name in names {
         let url = format!("http://127.0.0.1:{port}/{name}?access_token={QUERY_SECRET}");
@@ -701,6 +731,14 @@ fn setup(case: &Case) -> (Setup, Server) {
     for chain in &chains {
         push(&[&chain.url]);
     }
+    // The port: reserved now, listening when the server is up (`play`).
+    let port_target = case.on(PORT).then(Port::reserve);
+    if let Some(reserved) = &port_target {
+        push(&[&format!("tcp://127.0.0.1:{}", reserved.number())]);
+    }
+    if case.on(START) {
+        push(&["--start", "exec sleep 60", "--start-grace", "1s"]);
+    }
     if case.on(CMD) {
         push(&["--", "sh", "-c", CMD_SCRIPT]);
     }
@@ -754,6 +792,7 @@ fn setup(case: &Case) -> (Setup, Server) {
         Setup {
             _folder: folder,
             port: Mutex::new(Some(reserved)),
+            port_target: Mutex::new(port_target),
             chains,
             args,
             env,
@@ -790,7 +829,12 @@ fn play(case: &Case, setup: &Setup, server: &Server) -> Seen {
     let backend = server.addr();
     let reserved = setup.port.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     let mut reserved = Some(reserved.expect("the tap's port, once"));
-    let mut start_tap = || reserved.take().map(|port| Tap::start_on(port, backend));
+    let mut target = setup.port_target.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    let mut listening = None;
+    let mut start_tap = || {
+        listening = target.take().map(Port::listen);
+        reserved.take().map(|port| Tap::start_on(port, backend))
+    };
     let mut tap = if case.is(SERVER, "not-up-yet") { None } else { start_tap() };
     let mut cmd = support::poll_std();
     cmd.args(&setup.args).envs(setup.env.iter().map(|(k, v)| (k, v)));
@@ -858,6 +902,14 @@ fn play(case: &Case, setup: &Setup, server: &Server) -> Seen {
 /// The exit codes the contract allows for the case, each with why.
 fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
     let mut codes = Vec::new();
+    if case.on(CERT) {
+        codes.push((2, "a client certificate may be refused, in one line of words that names it"));
+    }
+    // The server answers before --start's command starts: another server holds the port.
+    if case.on(START) && !case.is(SERVER, "not-up-yet") {
+        codes.push((3, "--start: a target that already answers before it starts is another server's"));
+        return codes;
+    }
     if unasked_304(case) {
         codes.push((3, "a 304 to a request that carried no validator is a permanent failure"));
     } else {
@@ -870,6 +922,9 @@ fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
             codes.push((1, "--stall, when the value stood still for its time (checked against the log)"));
         }
     }
+    if case.on(PORT) && case.is(URLS, "two-any") {
+        codes.push((0, "--any: the tcp:// target opens as soon as the server is up"));
+    }
     let failing = matches!(case.get(SERVER), "5xx" | "bare-429" | "resets");
     let slow = case.is(SERVER, "holds") && !case.hold_asked_for();
     if case.on(STATE) && (failing || slow) {
@@ -877,9 +932,6 @@ fn allowed_codes(case: &Case) -> Vec<(i32, &'static str)> {
     }
     if case.is(SERVER, "big-headers") {
         codes.push((3, "a header too large to send is exit 3 naming it"));
-    }
-    if case.on(CERT) {
-        codes.push((2, "a client certificate may be refused, in one line of words that names it"));
     }
     codes
 }
@@ -996,7 +1048,7 @@ fn check_all(case: &Case, setup: &Setup, seen: &Seen) -> Vec<String> {
         let said: Vec<String> = allowed.iter().map(|(c, why)| format!("{c} ({why})")).collect();
         broke.push(format!("exit {code}, where the contract allows {}: {}", said.join(", "), last_line(seen)));
     }
-    if code == 3 && case.is(SERVER, "big-headers") {
+    if code == 3 && case.is(SERVER, "big-headers") && !case.on(START) {
         let named = ["header", "cookie", "Cookie", "tracestate", "Last-Event-ID", "If-None-Match"];
         if !named.iter().any(|name| seen.stderr.contains(name)) {
             broke.push(format!("exit 3 on big headers names no header: {}", last_line(seen)));
@@ -1107,7 +1159,7 @@ fn check_usage(seen: &Seen, words: &[&str], broke: &mut Vec<String>) {
 /// The exit code, the JSON log's final object, the report and the step summary say the same.
 fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>) {
     let objects = log_objects(seen);
-    let urls = if case.several() { 2 } else { 1 };
+    let urls = case.targets();
     let mut reasons: Vec<String> = Vec::new();
     if case.is(LOG, "json") {
         for line in seen.stderr.lines().filter(|l| !l.trim().is_empty()) {
@@ -1180,7 +1232,10 @@ fn check_agreement(case: &Case, seen: &Seen, code: i32, broke: &mut Vec<String>)
                 "exit {code}, but the step summary says otherwise: {:?}",
                 summary.lines().find(|l| l.contains("exit"))
             )),
-            Some(summary) if summary.lines().filter(|l| l.starts_with("| `http")).count() != urls => {
+            Some(summary)
+                if summary.lines().filter(|l| l.starts_with("| `http")).count() != case.http_urls()
+                    || summary.lines().filter(|l| l.starts_with("| `tcp")).count() != usize::from(case.on(PORT)) =>
+            {
                 broke.push(format!("the step summary has one row per URL ({urls}): {}", cut(summary, 300)))
             }
             Some(_) => {}
@@ -1344,7 +1399,7 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
             // One object per URL that ended 0 or 4, its body or its `--print` values.
             let event = if case.is(WATCH, "sse") { "message" } else { "null" };
             let lines: Vec<Option<Value>> = out.lines().map(|line| serde_json::from_str(line).ok()).collect();
-            if lines.is_empty() || lines.len() > 2 {
+            if lines.is_empty() || lines.len() > case.targets() {
                 wrong("several URLs print one line per URL that ended 0 or 4".into());
             }
             for line in lines {
@@ -1353,7 +1408,10 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
                     break;
                 };
                 let word = if line["exit_code"] == 0 { "done" } else { "failed" };
+                // A port has no body: its line carries `"body":null`, whatever --print says.
+                let port = line["url"].as_str().is_some_and(|url| url.starts_with("tcp://"));
                 let right = match case.on(PRINT) {
+                    _ if port => line["body"].is_null() && line["exit_code"] == 0 && line.get("print").is_none(),
                     true => line["print"] == serde_json::json!([format!("{word} {event}")]),
                     false => line["body"]["status"] == word,
                 };
@@ -1397,6 +1455,16 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
         1 | 5 | 6 if case.on(FALLBACK) => {
             if !fallback(case, out) {
                 wrong(format!("--fallback prints {FALLBACK_BODY} on exit {code}"));
+            }
+        }
+        // The port opened before the run ended otherwise: its line stays ("Several URLs"), in -o's file too.
+        _ if case.on(PORT) => {
+            let text = seen.output.as_deref().unwrap_or(out);
+            let kept = |line: &str| {
+                serde_json::from_str::<Value>(line).is_ok_and(|line| matches!(line["exit_code"].as_i64(), Some(0 | 4)))
+            };
+            if !text.lines().all(kept) {
+                wrong(format!("on exit {code}, only the lines of the targets that ended 0 or 4"));
             }
         }
         _ => {
@@ -1889,8 +1957,9 @@ fn each_pair_the_contract_refuses_is_one_usage_error_that_sends_nothing() {
     let all = refused_cases(first);
     assert_eq!(
         all.len(),
-        4 + 4 + 2,
-        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs"
+        4 + 4 + 2 + 1 + 1,
+        "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs and with a \
+         tcp:// target, --start without -- CMD"
     );
     let cases = chosen(all);
     let started = Instant::now();

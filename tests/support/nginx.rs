@@ -170,6 +170,35 @@ impl Gzip {
     pub fn log(&self) -> String {
         self.daemon.read("error.log")
     }
+
+    /// Stops it now, as a server that goes away mid-wait: its port is refused from then on.
+    #[cfg(unix)] // The tests of tests/it/ports.rs.
+    pub fn stop(&mut self) {
+        self.daemon.kill();
+    }
+}
+
+/// The files of an nginx that `poll --start` runs itself (`nginx -p DIR -c CONF`, in the
+/// foreground with its master and one worker): in `dir`, serving `/health.json` on `port`; with
+/// `broken`, a `listen` it refuses, so that it exits at once with status 1. Returns the command
+/// line, or `None` (after the `SKIPPED` line) without nginx.
+#[cfg(unix)] // The tests of tests/it/start.rs.
+pub fn served(dir: &Path, port: u16, broken: bool) -> Option<String> {
+    if !super::have_tool("nginx", "apt-get install nginx") {
+        return None;
+    }
+    std::fs::create_dir_all(dir.join("root")).expect("create nginx's root folder");
+    std::fs::write(dir.join("root/health.json"), "{\"ok\":true}").expect("write health.json");
+    // In the background unless told otherwise, as a stock nginx.conf: `--start` gives `-g 'daemon off;'`.
+    let text = gzip_config(dir, port).replace("master_process off;", "master_process on;").replace("daemon off;\n", "");
+    let text = if broken {
+        text.replace(&format!("listen 127.0.0.1:{port};"), &format!("listen 127.0.0.1:{port} nonsense;"))
+    } else {
+        text
+    };
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, text).expect("write nginx.conf");
+    Some(format!("nginx -p {0} -c {1} -e {0}/error.log", dir.display(), conf.display()))
 }
 
 /// nginx on `ports` free ports, with the configuration `config` makes for its folder and those

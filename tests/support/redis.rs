@@ -565,3 +565,30 @@ fn socket_ready(path: &Path) -> bool {
 fn socket_ready(_: &Path) -> bool {
     true
 }
+
+/// A redis-server started on a port the test chose, later than the `poll` that waits for it:
+/// in the foreground, no persistence; killed and reaped on drop. `None` (after the `SKIPPED`
+/// line) without redis-server.
+#[cfg(unix)] // The tests of tests/it/ports.rs.
+pub struct Late(std::process::Child);
+
+#[cfg(unix)]
+impl Late {
+    pub fn start(port: u16) -> Option<Late> {
+        if !super::have_tool("redis-server", "apt-get install redis-server") {
+            return None;
+        }
+        let port = port.to_string();
+        let args = ["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"];
+        let child = Command::new("redis-server").args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+        Some(Late(child.expect("spawn redis-server")))
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Late {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

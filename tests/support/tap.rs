@@ -54,6 +54,13 @@ impl Port {
     pub fn number(&self) -> u16 {
         self.0.local_addr().ok().and_then(|a| a.as_socket()).map_or(0, |a| a.port())
     }
+
+    /// Listens on it, accepting nothing: a port that opens, for a `tcp://` target (the kernel
+    /// completes each connection on its own, up to the backlog).
+    pub fn listen(self) -> socket2::Socket {
+        self.0.listen(128).expect("listen on the reserved port");
+        self.0
+    }
 }
 
 /// A relay on 127.0.0.1 to a backend; stops when dropped.
