@@ -20,6 +20,7 @@ use crate::{http::request, rules::breaker, rules::policy, util::parse};
 const REQUEST: &str = "Request";
 const CONDITION: &str = "Condition";
 const SUBMIT: &str = "Submit and wait";
+const PAGES: &str = "Every page of a collection";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
@@ -284,9 +285,23 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", requires = "submit", help_heading = SUBMIT)]
     pub(crate) status_url: Option<String>,
 
-    /// Also send Authorization, Cookie and -u to a status URL on another origin
-    #[arg(long, requires = "submit", help_heading = SUBMIT)]
+    /// Also send Authorization, Cookie and -u to a status URL (--submit) or a page (--paginate) on another origin
+    #[arg(long, help_heading = SUBMIT)]
     pub(crate) location_trusted: bool,
+
+    /// Read every page of a collection in each attempt: the first, then each page its `Link: <URL>; rel="next"`
+    /// names; the filters, --print and stdout get the array of the pages' bodies (as gh api --paginate --slurp)
+    #[arg(long, conflicts_with_all = ["watch", "submit", "head"], help_heading = PAGES)]
+    pub(crate) paginate: bool,
+
+    /// The next page's URL is this jq filter's output on a page's body (a URL, or a reference resolved against
+    /// the page's URL, e.g. .nextLink); null, empty or "" ends the walk. Implies --paginate, and wins over Link
+    #[arg(long, value_name = "JQ", conflicts_with_all = ["watch", "submit", "head"], help_heading = PAGES)]
+    pub(crate) next: Option<String>,
+
+    /// The most pages one attempt reads; a collection with more is exit 3 [default: 100]
+    #[arg(long, value_name = "N", help_heading = PAGES)]
+    pub(crate) max_pages: Option<u32>,
 
     /// Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON
     /// and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID,
@@ -972,11 +987,12 @@ mod tests {
             "POLL_SHOW",
             "POLL_PRINT",
             "POLL_STATUS_URL",
+            "POLL_NEXT",
         ] {
             assert_eq!(find(secret), Some(true), "{secret}");
         }
         let hidden = variables.iter().filter(|(_, hidden)| *hidden).count();
-        assert_eq!(hidden, 15, "{variables:?}");
+        assert_eq!(hidden, 16, "{variables:?}");
     }
 
     #[test]

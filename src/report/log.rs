@@ -27,6 +27,9 @@ pub(crate) fn attempt_object(record: &Record, method: &str, url: &str, elapsed: 
     if let Some(phase) = record.phase.name() {
         object["phase"] = json!(phase);
     }
+    if let Some(pages) = record.pages {
+        object["pages"] = json!(pages);
+    }
     match &record.reply {
         Ok(reply) => object["status"] = json!(reply.status),
         Err(fault) => {

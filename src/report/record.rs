@@ -34,6 +34,8 @@ pub(crate) struct Record {
     pub action: Action,
     /// `--rate auto`: the rate the fleet had learned at this attempt's turn, in requests a second.
     pub rate: Option<f64>,
+    /// `--paginate`: the pages this attempt read, the one that ended it included.
+    pub pages: Option<u32>,
 }
 
 impl Record {

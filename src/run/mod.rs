@@ -8,6 +8,7 @@
 mod ending;
 mod explain;
 pub(crate) mod target;
+mod walk;
 mod watch;
 
 use std::sync::{Arc, mpsc};

@@ -27,6 +27,7 @@ use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, StatusPoll, SubmitReply};
+use crate::rules::pages::Paging;
 use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
@@ -97,6 +98,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         event: None,
         stall: common.polling.stall.map(Stall::new),
         said_cut: false,
+        paging: Paging::default(),
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.attempts(&client));
@@ -148,6 +150,8 @@ pub(super) struct Loop<'a> {
     stall: Option<Stall>,
     /// A status list's body over `--max-body` was cut, and the warning said so.
     said_cut: bool,
+    /// `--paginate`: what the walks keep between attempts (`walk.rs`).
+    pub(super) paging: Paging,
 }
 
 /// What one attempt's sending brought back: the reply (or under `--watch`,
@@ -216,13 +220,14 @@ impl Loop<'_> {
         loop {
             self.common.cancel.check()?;
             counts.number += 1;
-            counts.fleet = self.turn(counts.number, retrying)?;
+            counts.fleet = self.turn(counts.number, retrying, false)?;
             let (record, found) = match self.common.polling.client.watch {
                 Some(_) => {
                     // --stall: a reply held past the moment it would fire (a long poll's head) wakes the loop then.
                     client.wake_by(self.stall_wake());
                     (self.watch(client, &mut counts, &mut rng)?, None)
                 }
+                None if self.common.polling.pages.is_some() => (self.walk(client, &counts, &mut rng)?, None),
                 None => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
@@ -239,7 +244,9 @@ impl Loop<'_> {
                     continue;
                 }
                 Action::Done | Action::FailWhen => return Ok(record),
-                Action::Stop(stop) => return Err(explain::stopped(stop, &self.situation(&record)).into()),
+                Action::Stop(stop) => {
+                    return Err(self.at_page(explain::stopped(stop, &self.situation(&record))).into());
+                }
                 Action::Poll { after, .. } => {
                     counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
@@ -463,7 +470,8 @@ impl Loop<'_> {
         // Met but not done: polled again, or the deadline came first (still "met, 3 of 5", not "done").
         let short_of_stable = !matches!(action, Action::Done) && policy.holds(&outcome, phase);
         let held = (policy.stable > 1 && short_of_stable).then_some((streak + 1, policy.stable));
-        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate: fleet.rate }
+        let rate = fleet.rate;
+        Record { number, phase, reply, latency, judgement: None, outcome, not_up_yet, held, action, rate, pages: None }
     }
 
     /// One attempt by `exchange`: the request with its credentials of the
@@ -477,6 +485,20 @@ impl Loop<'_> {
         exchange: &dyn Fn(&Request) -> Result<T, Fault>,
         status: fn(&T) -> u16,
     ) -> Result<Delivery<T>, Error> {
+        let carry = !self.credentials.is_empty() && self.carries_credentials();
+        self.send_carrying(request, number, carry, exchange, status)
+    }
+
+    /// [`Loop::send`], with `-H @FILE`'s and `--auth-cmd`'s credentials when
+    /// `carry` says they go (a `--paginate` page on another origin: not unless trusted).
+    pub(super) fn send_carrying<T>(
+        &self,
+        request: &Request,
+        number: u32,
+        carry: bool,
+        exchange: &dyn Fn(&Request) -> Result<T, Fault>,
+        status: fn(&T) -> u16,
+    ) -> Result<Delivery<T>, Error> {
         let once = |request: &Request, reauthenticated| {
             let traced = self.traced(request);
             let sent = Instant::now();
@@ -486,7 +508,6 @@ impl Loop<'_> {
         if self.credentials.is_empty() {
             return Ok(once(request, false));
         }
-        let carry = self.carries_credentials();
         let authorised = self.credentials.authorise(request, carry, &self.hooks)?;
         let first = once(&authorised.request, false);
         let (Ok(refused), Some(generation)) = (&first.reply, authorised.generation) else { return Ok(first) };
@@ -537,15 +558,20 @@ impl Loop<'_> {
 
     /// Before attempt `number` (a `retry`, or any other): asks the breaker,
     /// then waits for the server's "not before" and the `--rate` slot (a
-    /// learned rate's far turn is asked for again near it), never past the deadline.
-    fn turn(&self, number: u32, retry: bool) -> Result<Fleet, Halt> {
+    /// learned rate's far turn is asked for again near it), never past the
+    /// deadline. Before a `--paginate` walk's later `page`, the same but the
+    /// breaker: the walk is one attempt for it.
+    pub(super) fn turn(&self, number: u32, retry: bool, page: bool) -> Result<Fleet, Halt> {
         let common = self.common;
         if !common.shared.is_active() {
             return Ok(Fleet::default());
         }
         loop {
             let left = self.left();
-            let turn = common.shared.admit(self.state_key, retry, left, self.hooks.warn, self.detail)?;
+            let turn = match page {
+                true => common.shared.admit_page(self.state_key, left, self.hooks.warn, self.detail)?,
+                false => common.shared.admit(self.state_key, retry, left, self.hooks.warn, self.detail)?,
+            };
             let (wait, why, again) = match turn.admission {
                 Admission::Go { wait, why } => (wait, why, false),
                 Admission::Defer { wait } => (wait, Some(WaitReason::Rate), true),
@@ -768,7 +794,7 @@ impl Loop<'_> {
             (Action::FailWhen, _) => Err("--fail-when matched".to_string()),
             _ => Ok(()),
         };
-        let result = result.map_err(|what| Error::new(Kind::FailWhen, what).at(&self.request.url));
+        let result = result.map_err(|what| self.at_page(Error::new(Kind::FailWhen, what)).at(&self.request.url));
         let printed = self.common.polling.print.as_ref().map(|print| {
             let none = Headers::default();
             let (status, headers) = record.reply.as_ref().map_or((0, &none), |r| (r.status, &r.headers));
@@ -788,6 +814,14 @@ impl Loop<'_> {
             }
         };
         UrlResult::ended(shown, result, Some(body), printed, progress)
+    }
+
+    /// `error`, of the `--paginate` page that ended the attempt when that was not the first.
+    fn at_page(&self, error: Error) -> Error {
+        match &self.paging.stopped_at {
+            Some(page) => error.at(page),
+            None => error,
+        }
     }
 
     /// What the words of a stop need to know of this loop.
