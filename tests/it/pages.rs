@@ -422,3 +422,318 @@ fn paginate_with_watch_submit_head_or_a_port_is_a_usage_error() {
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A walk is one attempt
+
+/// Three pages, each its own route, each with an ETag and a `Link` to the next (none on page 3).
+fn three_pages(changes: [&[(&str, &str)]; 3]) -> Server {
+    let routes: Vec<(String, Vec<Reply>)> = (1..=3)
+        .map(|n| {
+            let link = (n < 3).then(|| format!("</p{}>; rel=next", n + 1));
+            let replies = changes[n - 1]
+                .iter()
+                .map(|(body, etag)| {
+                    conditional(page(body, &link.iter().map(String::as_str).collect::<Vec<_>>(), Some(etag)), etag)
+                })
+                .collect();
+            (format!("/p{n}"), replies)
+        })
+        .collect();
+    Server::routes(routes.iter().map(|(path, replies)| (path.as_str(), replies.clone())).collect())
+}
+
+#[test]
+fn pages_that_change_one_at_a_time_are_read_again_alone() {
+    // Each route plays its replies in order: page 2 changes on the third walk, page 3 on the fourth,
+    // page 1 never. A 304 carries no Link: the one kept for its page leads on.
+    let pending = |n: u32| format!(r#"{{"page":{n},"state":"pending"}}"#);
+    let done = |n: u32| format!(r#"{{"page":{n},"state":"done"}}"#);
+    let (p1, p2p, p2d, p3p, p3d) = (done(1), pending(2), done(2), pending(3), done(3));
+    let server = three_pages([
+        &[(&p1, "\"1a\"")],
+        &[(&p2p, "\"2a\""), (&p2p, "\"2a\""), (&p2d, "\"2b\"")],
+        &[(&p3p, "\"3a\""), (&p3p, "\"3a\""), (&p3p, "\"3a\""), (&p3d, "\"3b\"")],
+    ]);
+    let until = r#"all(.state == "done")"#;
+    let out = poll().args(["--paginate", "--until", until, "-i", "0", "-v", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("[{p1},{p2d},{p3d}]"));
+    let err = stderr(&out);
+    // Every walk reads the three pages; after the first, each carries its own page's ETag.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 12, "{err}");
+    let sent: Vec<(String, Option<&str>)> =
+        requests.iter().map(|r| (r.path.clone(), r.header("if-none-match"))).collect();
+    let expected = [
+        ("/p1", None),
+        ("/p2", None),
+        ("/p3", None),
+        ("/p1", Some("\"1a\"")),
+        ("/p2", Some("\"2a\"")),
+        ("/p3", Some("\"3a\"")),
+        ("/p1", Some("\"1a\"")),
+        ("/p2", Some("\"2a\"")),
+        ("/p3", Some("\"3a\"")),
+        ("/p1", Some("\"1a\"")),
+        ("/p2", Some("\"2b\"")),
+        ("/p3", Some("\"3a\"")),
+    ];
+    let expected: Vec<(String, Option<&str>)> = expected.iter().map(|(p, e)| (p.to_string(), *e)).collect();
+    assert_eq!(sent, expected);
+    // -v: a line per page; a walk whose pages are all unchanged is a 304 as a whole.
+    for line in [
+        "attempt 1 · page 1: 200 in ",
+        "attempt 1: 200 pending (3 pages) in ",
+        "attempt 2 · page 2: 304 not modified in ",
+        "attempt 2: 304 not modified (3 pages) in ",
+        "attempt 3 · page 2: 200 in ",
+        "attempt 3 · page 3: 304 not modified in ",
+        "attempt 3: 200 pending (3 pages) in ",
+        "attempt 4 · page 3: 200 in ",
+        "attempt 4: 200 done (3 pages) in ",
+    ] {
+        assert!(err.contains(line), "no `{line}` in:\n{err}");
+    }
+    assert!(err.contains("attempt 2 · page 3: 304 not modified in "), "{err}");
+    assert!(err.contains(&server.url("/p3")), "-v names each page's URL: {err}");
+}
+
+#[test]
+fn a_page_that_fails_fails_the_attempt_and_the_next_starts_from_page_1() {
+    // Page 2 answers 503 with Retry-After: 1 once: the attempt is retried after it, from page 1.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::status(503).header("Retry-After", "1"), page("2", &["</p3>; rel=next"], None)]),
+        ("/p3", vec![page("3", &[], None)]),
+    ]);
+    let out = poll().args(["--paginate", "-v", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1,2,3]");
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p1", "/p2", "/p3"]);
+    let requests = server.requests();
+    let waited = requests[2].at.duration_since(requests[1].at);
+    assert!(waited >= Duration::from_millis(950), "Retry-After: 1 honoured, waited {waited:?}");
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1 · page 2: 503 in "), "{err}");
+    assert!(err.contains("attempt 1: 503 (2 pages) in "), "{err}");
+    assert!(err.contains("-> retry in 1.0s (Retry-After)"), "{err}");
+
+    // Only a whole walk resets the count of failures: page 1's 200s do not. --retries 1: the second
+    // failure in a row gives up, naming page 2, though page 1 answered in between.
+    let server =
+        Server::routes(vec![("/p1", vec![page("1", &["</p2>; rel=next"], None)]), ("/p2", vec![Reply::status(502)])]);
+    let out = poll().args(["--paginate", "--retries", "1", "--backoff", "10ms", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p1", "/p2"]);
+    assert!(stderr(&out).contains(&format!("[{}]", server.url("/p2"))), "the error names page 2: {}", stderr(&out));
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn a_page_that_is_no_2xx_is_judged_by_the_status_lists_with_its_own_body() {
+    // --fail-on 404: page 2's 404 ends the run with exit 4, and its body is stdout.
+    let gone = r#"{"message":"Not Found"}"#;
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::json(404, gone)]),
+    ]);
+    let out = poll().args(["--paginate", "--fail-on", "404", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(stdout(&out), gone);
+    assert!(stderr(&out).contains(&format!("HTTP 404 is in --fail-on [{}]", server.url("/p2"))), "{}", stderr(&out));
+
+    // --done-on 410 alike, with exit 0; --pending-on 404 polls the whole collection again.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::json(404, gone), Reply::json(410, r#"{"gone":true}"#)]),
+    ]);
+    let out = poll()
+        .args(["--paginate", "--pending-on", "404", "--done-on", "410", "-i", "0", &server.url("/p1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"{"gone":true}"#);
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p1", "/p2"]);
+
+    // Without a list a 404 is permanent: exit 3, naming page 2.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::json(404, gone)]),
+    ]);
+    let out = poll().args(["--paginate", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&server.url("/p2")), "{}", stderr(&out));
+}
+
+#[test]
+fn pages_after_the_first_are_gets_without_a_body() {
+    // A search API that takes a POST: its later pages are GETs, with none of the body's headers
+    // nor the idempotency key, as gh api --paginate sends them.
+    let server = Server::routes(vec![
+        ("/search", vec![page(r#"{"hits":[1]}"#, &["</search?cursor=2>; rel=next"], None)]),
+        ("/search?cursor=2", vec![page(r#"{"hits":[2]}"#, &[], None)]),
+    ]);
+    let out = poll()
+        .args(["--paginate", "--json", r#"{"q":"flaky"}"#, "--idempotency-key", "k-51", "-H", "X-Trace: t"])
+        .arg(server.url("/search"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"[{"hits":[1]},{"hits":[2]}]"#);
+    let requests = server.requests();
+    assert_eq!((requests[0].method.as_str(), requests[0].body_str().as_str()), ("POST", r#"{"q":"flaky"}"#));
+    assert_eq!(requests[0].header("idempotency-key"), Some("k-51"));
+    assert_eq!((requests[1].method.as_str(), requests[1].body.len()), ("GET", 0));
+    assert_eq!(requests[1].header("content-type"), None);
+    assert_eq!(requests[1].header("idempotency-key"), None);
+    assert_eq!(requests[1].header("x-trace"), Some("t"), "the user's other headers go along");
+    assert_eq!(requests[1].header("accept"), Some("application/json"));
+}
+
+#[test]
+fn several_urls_each_walk_their_own_pages() {
+    let server = Server::routes(vec![
+        ("/a1", vec![page(r#""a1""#, &["</a2>; rel=next"], None)]),
+        ("/a2", vec![page(r#""a2""#, &[], None)]),
+        ("/b1", vec![page(r#""b1""#, &["</b2>; rel=next"], None)]),
+        ("/b2", vec![page(r#""b2""#, &["</b3>; rel=next"], None)]),
+        ("/b3", vec![page(r#""b3""#, &[], None)]),
+    ]);
+    let out = poll().args(["--paginate", &server.url("/a1"), &server.url("/b1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert_eq!(lines[0]["body"], serde_json::json!(["a1", "a2"]));
+    assert_eq!(lines[1]["body"], serde_json::json!(["b1", "b2", "b3"]));
+}
+
+#[test]
+fn the_users_own_validator_goes_with_the_first_page_only() {
+    // The user's If-None-Match is about page 1: page 2 gets ours, from its own last 200.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], Some("\"1\""))]),
+        ("/p2", vec![page("2", &[], Some("\"2\"")), Reply::status(304)]),
+    ]);
+    let out = poll()
+        .args(["--paginate", "-H", "If-None-Match: \"mine\"", "--stable", "2", "-i", "0", &server.url("/p1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = server.requests();
+    let sent: Vec<(&str, Option<&str>)> =
+        requests.iter().map(|r| (r.path.as_str(), r.header("if-none-match"))).collect();
+    assert_eq!(sent, [("/p1", Some("\"mine\"")), ("/p2", None), ("/p1", Some("\"mine\"")), ("/p2", Some("\"2\""))]);
+    assert_eq!(stdout(&out), "[1,2]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Credentials, shared state and pacing
+
+#[test]
+fn credentials_go_with_the_pages_on_the_first_pages_origin_only_unless_trusted() {
+    let (port_a, port_b) = (support::daemon::free_port(), support::daemon::free_port());
+    let (a, b) = (format!("http://127.0.0.1:{port_a}"), format!("http://127.0.0.1:{port_b}"));
+    // Page 1 and page 3 on the first page's origin, page 2 on another.
+    let run = |args: &[&str]| -> (Vec<Recorded>, Vec<Recorded>) {
+        let first = Server::routes_on(
+            port_a,
+            vec![
+                ("/p1", vec![page("1", &[&format!("<{b}/p2>; rel=next")], None)]),
+                ("/p3", vec![page("3", &[], None)]),
+            ],
+        );
+        let other = Server::routes_on(port_b, vec![("/p2", vec![page("2", &[&format!("<{a}/p3>; rel=next")], None)])]);
+        let out = poll().arg("--paginate").args(args).arg(format!("{a}/p1")).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "[1,2,3]");
+        (first.requests(), other.requests())
+    };
+    let headers = ["-u", "ci:pw-51", "-H", "X-Api-Key: key-51", "-H", "Cookie: sid=c-51", "-H", "X-Trace: t"];
+    let (first, other) = run(&headers);
+    for request in &first {
+        assert!(request.header("authorization").is_some_and(|a| a.starts_with("Basic ")), "{request:?}");
+        assert_eq!((request.header("x-api-key"), request.header("cookie")), (Some("key-51"), Some("sid=c-51")));
+    }
+    let page_2 = &other[0];
+    assert_eq!(
+        (page_2.header("authorization"), page_2.header("x-api-key"), page_2.header("cookie")),
+        (None, None, None)
+    );
+    assert_eq!(page_2.header("x-trace"), Some("t"), "what is no credential goes along");
+
+    // --auth-cmd's token alike.
+    let (first, other) = run(&["--auth-cmd", "printf tok-51"]);
+    assert!(first.iter().all(|r| r.header("authorization") == Some("Bearer tok-51")));
+    assert_eq!(other[0].header("authorization"), None);
+
+    // --location-trusted: everywhere.
+    let (first, other) = run(&[&headers[..], &["--location-trusted"]].concat());
+    assert!(
+        first
+            .iter()
+            .chain(&other)
+            .all(|r| r.header("x-api-key") == Some("key-51") && r.header("authorization").is_some())
+    );
+}
+
+#[test]
+fn every_page_is_a_token_of_the_rate_and_a_walk_one_outcome_for_the_breaker() {
+    let folder = support::process::Folder::new("pages-state");
+    let state = folder.file("state.json");
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![page("2", &["</p3>; rel=next"], None)]),
+        ("/p3", vec![page("3", &[], None)]),
+    ]);
+    // --rate 5/s: one request every 200 ms, the pages of one walk included.
+    let out = poll().args(["--paginate", "--rate", "5/s", "--state", &state, &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for pair in requests.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(gap >= Duration::from_millis(180), "pages {gap:?} apart under --rate 5/s");
+    }
+    // One walk, one outcome in the breaker's window.
+    let kept: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let window = &kept["origins"][server.origin()]["breaker"]["window"];
+    assert_eq!(window.as_array().map(Vec::len), Some(1), "{kept}");
+}
+
+#[test]
+fn a_half_open_breakers_probe_is_the_whole_walk() {
+    // The breaker is open, its cool-down long over: the next attempt is the probe, and its pages are
+    // not turned away by the probe's own lease. The walk succeeds: closed again, one outcome.
+    let folder = support::process::Folder::new("pages-probe");
+    let state = folder.path("state.json");
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![page("2", &["</p3>; rel=next"], None)]),
+        ("/p3", vec![page("3", &[], None)]),
+    ]);
+    let failed = serde_json::json!({"ms": 1, "ok": false});
+    let open = serde_json::json!({
+        "origins": {server.origin(): {
+            "breaker": {"cooldown_ms": 1000, "reason": "5 of the last 5 requests failed", "state": "open", "until_ms": 1,
+                        "window": [failed, failed, failed, failed, failed]},
+            "next_slot_ms": 0, "not_before_ms": 0
+        }},
+        "version": 1
+    });
+    std::fs::write(&state, open.to_string()).unwrap();
+    support::certs::owner_only(&state);
+    let out = poll()
+        .args(["--paginate", "--state", &state.display().to_string(), "-v", &server.url("/p1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1,2,3]");
+    let kept: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let breaker = &kept["origins"][server.origin()]["breaker"];
+    // The probe succeeded: closed, and a window started afresh.
+    assert_eq!(
+        (breaker["state"].as_str(), breaker["window"].as_array().map(Vec::len)),
+        (Some("closed"), Some(0)),
+        "{kept}"
+    );
+}
