@@ -772,8 +772,10 @@ impl Loop<'_> {
         // A status the user listed is an answer they expected.
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
-        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency.
-        let sample = Sample { ok, latency: breaker::latency(record.latency, common.polling.hold) };
+        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency. A
+        // --paginate walk's latency is its pages' together: the breaker weighs one request of it.
+        let latency = record.latency / record.pages.unwrap_or(1).max(1);
+        let sample = Sample { ok, latency: breaker::latency(latency, common.polling.hold) };
         let mut report = AttemptReport::of(sample, advised, good_body);
         // What --rate auto learns from: a request turned away for going too fast.
         if let Outcome::Status { code, advice } = &record.outcome

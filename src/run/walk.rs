@@ -45,7 +45,7 @@ impl Loop<'_> {
         let mut walk = Walk::new(&first.url, max);
         let mut page = first.clone();
         let mut bodies: Vec<Vec<u8>> = Vec::new();
-        let (mut slowest, mut unchanged) = (Duration::ZERO, true);
+        let (mut spent, mut unchanged) = (Duration::ZERO, true);
         let last = loop {
             let n = walk.pages();
             let carry = n == 1 || pages::carries_credentials(&first.url, &page.url, trusted);
@@ -53,7 +53,7 @@ impl Loop<'_> {
             let sent = self.send_carrying(&sending, number, carry, &|r| self.fetch(client, r), |r| r.status);
             drop(sending);
             let Delivery { mut reply, latency, .. } = self.delivered(client, sent)?;
-            slowest = slowest.max(latency);
+            spent += latency;
             let answer = self.validators.settle(&page, false, validated, &mut reply);
             self.reporter.page(number, n, &page.url, &page_words(&reply, answer), latency);
             let status = match (&reply, answer) {
@@ -70,7 +70,7 @@ impl Loop<'_> {
                         self.paging.stopped_at = Some(page.url.clone());
                     }
                     self.paging.judged_whole = false;
-                    let (mut record, _) = self.conclude(reply, answer, None, slowest, counts, rng);
+                    let (mut record, _) = self.conclude(reply, answer, None, spent, counts, rng);
                     record.pages = Some(n);
                     self.reporter.attempt(&self.request, &record);
                     return Ok(record);
@@ -106,7 +106,7 @@ impl Loop<'_> {
             false => (last.status, Answer::Fresh),
         };
         let whole = Reply { status: shown, headers: last.headers, body, cut: false };
-        let (mut record, _) = self.conclude(Ok(whole), answer, None, slowest, counts, rng);
+        let (mut record, _) = self.conclude(Ok(whole), answer, None, spent, counts, rng);
         self.paging.judged_whole = true;
         record.pages = Some(walk.pages());
         self.reporter.attempt(&self.request, &record);
