@@ -40,9 +40,9 @@ impl std::fmt::Display for WalkStop {
 /// What a loop keeps of its walks between attempts.
 #[derive(Debug, Default)]
 pub(crate) struct Paging {
-    /// The last walk was read to its end and judged: a walk whose every page is
-    /// a 304 after it is the very array judged then.
-    pub judged_whole: bool,
+    /// The array of the last walk that was read to its end and judged; a walk
+    /// whose every page is a 304 after it is this very array, judged then.
+    pub judged_whole: Option<Vec<u8>>,
     /// The page after the first that ended the last walk, which the run's
     /// error names (a 404 on page 3 is page 3's).
     pub stopped_at: Option<String>,

@@ -69,7 +69,7 @@ impl Loop<'_> {
                     if n > 1 {
                         self.paging.stopped_at = Some(page.url.clone());
                     }
-                    self.paging.judged_whole = false;
+                    self.paging.judged_whole = None;
                     let (mut record, _) = self.conclude(reply, answer, None, spent, counts, rng);
                     record.pages = Some(n);
                     self.reporter.attempt(&self.request, &record);
@@ -98,16 +98,14 @@ impl Loop<'_> {
             self.turn(number, false, true)?;
             page = first.page(&next, key_header, trusted);
         };
-        let body = pages::slurp(bodies.iter().map(Vec::as_slice));
         // Every page unchanged since a walk judged whole: the array judged then, as a 304 is.
-        let unchanged = unchanged && self.paging.judged_whole;
-        let (shown, answer) = match unchanged {
-            true => (304, Answer::NotModified { status: last.status }),
-            false => (last.status, Answer::Fresh),
+        let (body, shown, answer) = match (unchanged, self.paging.judged_whole.take()) {
+            (true, Some(judged)) => (judged, 304, Answer::NotModified { status: last.status }),
+            _ => (pages::slurp(bodies.iter().map(Vec::as_slice)), last.status, Answer::Fresh),
         };
+        self.paging.judged_whole = Some(body.clone());
         let whole = Reply { status: shown, headers: last.headers, body, cut: false };
         let (mut record, _) = self.conclude(Ok(whole), answer, None, spent, counts, rng);
-        self.paging.judged_whole = true;
         record.pages = Some(walk.pages());
         self.reporter.attempt(&self.request, &record);
         Ok(record)
