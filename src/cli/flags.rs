@@ -30,7 +30,7 @@ const AFTER_HELP: &str = "Use --help for examples, the built-in conditions of --
     variable.";
 
 /// Examples: what each does, then the command lines; in `--help` and the man page.
-pub(crate) const EXAMPLES: [(&str, &str); 8] = [
+pub(crate) const EXAMPLES: [(&str, &str); 9] = [
     (
         "Wait for a job, stop early if it fails, give up after ten minutes:",
         r#"poll --until '.status=="done"' --fail-when '.status=="failed"' --timeout 10m "$JOB_URL""#,
@@ -42,6 +42,10 @@ pub(crate) const EXAMPLES: [(&str, &str); 8] = [
     (
         "Wait until a package version is published (404 until then):",
         "poll --pending-on 404 --timeout 10m https://registry.npmjs.org/left-pad/1.4.0",
+    ),
+    (
+        "Wait until every check run of a commit has completed, on every page of the list, and fail if one failed:",
+        "poll --paginate -H \"Authorization: Bearer $GITHUB_TOKEN\" \\\n  --until 'map(.check_runs[]) | all(.status == \"completed\")' \\\n  --fail-when 'map(.check_runs[]) | any(.conclusion == \"failure\")' \\\n  \"$GITHUB_API_URL/repos/$GITHUB_REPOSITORY/commits/$GITHUB_SHA/check-runs?per_page=100\"",
     ),
     (
         "Start the app in poll's place once its database answers (a container's entry point):",
