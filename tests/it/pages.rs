@@ -737,3 +737,58 @@ fn a_half_open_breakers_probe_is_the_whole_walk() {
         "{kept}"
     );
 }
+
+#[test]
+fn the_json_log_has_one_object_per_walk_with_its_pages() {
+    let server = three_pages([&[("1", "\"a\"")], &[("2", "\"b\"")], &[("3", "\"c\"")]]);
+    let out = poll()
+        .args([
+            "--paginate",
+            "--until",
+            "false",
+            "--timeout",
+            "1s",
+            "-i",
+            "300ms",
+            "--log-format",
+            "json",
+            &server.url("/p1"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let objects: Vec<Value> = stderr(&out).lines().map(|l| serde_json::from_str(l).expect("NDJSON")).collect();
+    let attempts: Vec<&Value> = objects.iter().filter(|o| o["event"] == "attempt").collect();
+    assert!(attempts.len() >= 2, "{objects:?}");
+    assert_eq!(server.hits(), 3 * attempts.len(), "one object per walk of three requests");
+    assert_eq!((attempts[0]["pages"].as_u64(), attempts[0]["status"].as_u64()), (Some(3), Some(200)));
+    // Every page a 304: the walk is one.
+    assert_eq!((attempts[1]["pages"].as_u64(), attempts[1]["status"].as_u64()), (Some(3), Some(304)));
+    assert_eq!(attempts[1]["url"], server.url("/p1"));
+    assert_eq!(objects.last().map(|o| o["attempts"].as_u64()), Some(Some(attempts.len() as u64)));
+}
+
+#[test]
+fn the_pages_flags_from_the_environment() {
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![page("2", &["</p3>; rel=next"], None)]),
+        ("/p3", vec![page("3", &[], None)]),
+    ])
+    .expect_hits(2 + 3);
+    // POLL_MAX_PAGES with --paginate on the command line: the cap.
+    let out = poll().env("POLL_MAX_PAGES", "2").args(["--paginate", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than 2 pages: raise --max-pages"), "{}", stderr(&out));
+    // POLL_PAGINATE=true walks; POLL_MAX_PAGES=0 is a usage error that names it.
+    let out = poll().env("POLL_PAGINATE", "true").arg(server.url("/p1")).output().unwrap();
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), "[1,2,3]".to_string()), "{}", stderr(&out));
+    let out = poll().env("POLL_MAX_PAGES", "0").args(["--paginate", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("POLL_MAX_PAGES"), "{}", stderr(&out));
+    // Without --paginate, POLL_MAX_PAGES means nothing: ignored, and -v says why.
+    let plain = Server::start(vec![Reply::json(200, "{}")]);
+    let out = poll().env("POLL_MAX_PAGES", "2").args(["-v", &plain.url("/x")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("POLL_MAX_PAGES (only means something with --paginate)"), "{}", stderr(&out));
+}
