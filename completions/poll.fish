@@ -25,9 +25,9 @@ complete -c poll -l fail-on -d 'These statuses end the run with exit 4, as --fai
 complete -c poll -l arg -d 'Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable' -r
 complete -c poll -l argjson -d 'Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable' -r
 complete -c poll -l stable -d 'Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart' -r
+complete -c poll -l next -d 'The next page\'s URL, by this filter on a page (e.g. .nextLink)' -r
+complete -c poll -l max-pages -d 'The most pages one attempt reads; more is exit 3 [default: 100]' -r
 complete -c poll -l status-url -d 'Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a URL or path, e.g. \'"/jobs/\\(.id)"\'' -r
-complete -c poll -l next -d 'The next page\'s URL is this jq filter\'s output on a page\'s body (a URL, or a reference resolved against the page\'s URL, e.g. .nextLink); null, empty or "" ends the walk. Implies --paginate, and wins over Link' -r
-complete -c poll -l max-pages -d 'The most pages one attempt reads; a collection with more is exit 3 [default: 100]' -r
 complete -c poll -l idle-timeout -d 'Under --watch, a reply that sends no byte (an event, a heartbeat, a comment) for DURATION is dropped and asked again, resuming; 0 means no bound' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
 complete -c poll -l interval-max -d 'Let the wait between "not yet" polls grow by 1.5x each time, from --interval up to DURATION; server advice still wins [default: a fixed --interval]' -r
@@ -67,9 +67,9 @@ complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
 complete -c poll -s I -l head -d 'Send HEAD (curl\'s -I): a cheap existence check; the body is empty'
 complete -c poll -l no-conditional -d 'Send no If-None-Match / If-Modified-Since from the last 2xx\'s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
 complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
+complete -c poll -l paginate -d 'Read every page a Link: rel="next" names; the filters get an array'
 complete -c poll -l submit -d 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT\'s or PATCH\'s own URL when it names none (ARM\'s body polling); a reply that is already done or failed ends the run'
-complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to a status URL (--submit) or a page (--paginate) on another origin'
-complete -c poll -l paginate -d 'Read every page of a collection in each attempt: the first, then each page its `Link: <URL>; rel="next"` names; the filters, --print and stdout get the array of the pages\' bodies (as gh api --paginate --slurp)'
+complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to another origin'
 complete -c poll -l watch -d 'Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID, X-Consul-Index, the reply\'s validators). No --request-timeout: a reply may be held to the deadline'
 complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
 complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'

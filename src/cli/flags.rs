@@ -20,7 +20,6 @@ use crate::{http::request, rules::breaker, rules::policy, util::parse};
 const REQUEST: &str = "Request";
 const CONDITION: &str = "Condition";
 const SUBMIT: &str = "Submit and wait";
-const PAGES: &str = "Every page of a collection";
 const SCHEDULE: &str = "Schedule and retries";
 const OUTPUT: &str = "Output";
 const LIMITS: &str = "Rate limits and shared state";
@@ -278,6 +277,24 @@ pub struct Cli {
     #[arg(long, help_heading = CONDITION)]
     pub(crate) any: bool,
 
+    /// Read every page a Link: rel="next" names; the filters get an array
+    ///
+    /// Each attempt reads the first page, then each page its `Link: <URL>; rel="next"` names; the filters, --print
+    /// and stdout get the array of the pages' bodies (as gh api --paginate --slurp)
+    #[arg(long, conflicts_with_all = ["watch", "submit", "head"], help_heading = CONDITION)]
+    pub(crate) paginate: bool,
+
+    /// The next page's URL, by this filter on a page (e.g. .nextLink)
+    ///
+    /// A URL, or a reference resolved against the page's URL; null, empty or "" ends the walk. Implies --paginate,
+    /// and wins over Link
+    #[arg(long, value_name = "JQ", conflicts_with_all = ["watch", "submit", "head"], help_heading = CONDITION)]
+    pub(crate) next: Option<String>,
+
+    /// The most pages one attempt reads; more is exit 3 [default: 100]
+    #[arg(long, value_name = "N", help_heading = CONDITION)]
+    pub(crate) max_pages: Option<u32>,
+
     /// The request starts an operation: send it once (a PUT or DELETE is re-sent on transient
     /// failures), then poll the status URL its reply names with GET, or a PUT's or PATCH's own URL
     /// when it names none (ARM's body polling); a reply that is already done or failed ends the run
@@ -289,23 +306,11 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", requires = "submit", help_heading = SUBMIT)]
     pub(crate) status_url: Option<String>,
 
-    /// Also send Authorization, Cookie and -u to a status URL (--submit) or a page (--paginate) on another origin
+    /// Also send Authorization, Cookie and -u to another origin
+    ///
+    /// A --submit status URL or a --paginate page on another origin gets them too, and the --cert certificate
     #[arg(long, help_heading = SUBMIT)]
     pub(crate) location_trusted: bool,
-
-    /// Read every page of a collection in each attempt: the first, then each page its `Link: <URL>; rel="next"`
-    /// names; the filters, --print and stdout get the array of the pages' bodies (as gh api --paginate --slurp)
-    #[arg(long, conflicts_with_all = ["watch", "submit", "head"], help_heading = PAGES)]
-    pub(crate) paginate: bool,
-
-    /// The next page's URL is this jq filter's output on a page's body (a URL, or a reference resolved against
-    /// the page's URL, e.g. .nextLink); null, empty or "" ends the walk. Implies --paginate, and wins over Link
-    #[arg(long, value_name = "JQ", conflicts_with_all = ["watch", "submit", "head"], help_heading = PAGES)]
-    pub(crate) next: Option<String>,
-
-    /// The most pages one attempt reads; a collection with more is exit 3 [default: 100]
-    #[arg(long, value_name = "N", help_heading = PAGES)]
-    pub(crate) max_pages: Option<u32>,
 
     /// Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON
     /// and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID,
