@@ -9,6 +9,9 @@
                                         # 20% and --rate auto (rows whose flag BIN lacks: skipped)
     python3 benches/bench.py --state    # the cost of --state: none, a file, redis://, a cluster (needs only redis-server)
     python3 benches/bench.py --conditional  # a GitHub-like wait: poll, poll --no-conditional, a curl loop (needs curl, jq)
+    python3 benches/bench.py --pages [--debug]  # a 200-poll wait on a commit's check runs over 3 pages: requests
+                                        # and quota with --paginate, conditional and not (--debug: the
+                                        # debug build, which the requests and quota do not depend on)
     python3 benches/bench.py --limits [--before BIN]  # one-shot, tight polling, 1,000 URLs, syscalls
                                         # and instructions per attempt (strace, valgrind when
                                         # installed), beside another build (BIN) in one run
@@ -584,6 +587,74 @@ def conditional_main(args):
     print(f"| bytes received >= 10x fewer than `--no-conditional` | {ratio:.1f}x fewer | {'yes' if ratio >= 10 else '**no**'} |")
 
 
+# A commit's check runs on the job server, 250 over 3 pages (`/gh/repos/.../check-runs`).
+CHECKS_PATH = "/gh/repos/octo-org/app/commits/9f2c4e1/check-runs?per_page=100"
+ALL_COMPLETED = 'map(.check_runs[]) | all(.status == "completed")'
+ANY_FAILED = 'map(.check_runs[]) | any(.conclusion != null and .conclusion != "success")'
+
+
+def pages_run(server, cmd, walks, code=0):
+    """One wait for the check runs, run 201 completing at walk `walks`: the server's count of
+    requests, walks, 200s (the quota spent), 304s and bytes written, and poll's rusage."""
+    server.get(f"/gh/checks/reset?after={walks}&conclusion=success")
+    wall, got, usage = run_rusage(cmd)
+    assert got == code, f"{cmd} exited {got}"
+    stats = server.get("/gh/checks/stats")
+    stats["wall_s"] = wall
+    stats["cpu_ms"] = (usage.ru_utime + usage.ru_stime) * 1000
+    return stats
+
+
+def pages_main(args):
+    """A wait for every check run of a commit (issue 51): poll --paginate (conditional by
+    default), the same with --no-conditional, and poll judging page 1 alone, interleaved round by
+    round; the medians of each figure."""
+    global POLL, JOBSERVER
+    rounds, walks = (1, 50) if args.quick else (3, 200)
+    if args.debug:
+        POLL, JOBSERVER = (os.path.join(TARGET, "debug", *p) for p in (["poll"], ["examples", "jobserver"]))
+        subprocess.run(["cargo", "build", "--bin", "poll", "--example", "jobserver"], cwd=ROOT, check=True)
+    else:
+        build()
+    with JobServer() as server:
+        url = server.base + CHECKS_PATH
+        sizes = server.get(f"/gh/checks/reset?after={walks}")["page_bytes"]
+        auth = f"Authorization: Bearer {TOKEN}"
+        poll = [POLL, "--paginate", "--until", ALL_COMPLETED, "--fail-when", ANY_FAILED, "--interval", "10ms",
+                "--timeout", "5m", "-H", auth, url]
+        tools = {
+            "poll --paginate": poll,
+            "poll --paginate --no-conditional": [*poll[:-1], "--no-conditional", url],
+            "poll, page 1 alone (no --paginate)": [POLL, "--until", ALL_COMPLETED.replace("map(.check_runs[])", "[.check_runs[]]"),
+                                                   "--interval", "10ms", "-H", auth, url],
+        }
+        samples = {name: [] for name in tools}
+        for _ in range(rounds):
+            for name, cmd in tools.items():
+                samples[name].append(pages_run(server, cmd, walks))
+    median = lambda name, key: statistics.median(s[key] for s in samples[name])
+    changes = samples["poll --paginate"][0]["changes"]
+    pinned = "server and clients pinned to CPU 0" if PIN else "not pinned (no taskset)"
+    build_kind = "debug build" if args.debug else "release build"
+    print(f"\nrounds={rounds}, 250 check runs over 3 pages of {', '.join(f'{b:,}' for b in sizes)} bytes; run 201 "
+          f"(page 3) completes at walk {walks}, so page 3 changes {changes} times (queued -> in_progress -> "
+          f"completed) and pages 1 and 2 never; --interval 10ms, {build_kind}, cpus={os.cpu_count()}, {pinned}\n")
+    print("| client | walks | requests | quota spent (200s) | 304s | bytes received | CPU per walk | wall | answer |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in tools:
+        walked, requests, spent = median(name, "walks"), median(name, "requests"), median(name, "ok")
+        answer = "done at walk 1, run 201 still queued: **wrong**" if "alone" in name else f"done at walk {walks}"
+        print(f"| `{name}` | {walked:,.0f} | {requests:,.0f} | {spent:,.0f} | {median(name, 'not_modified'):,.0f} "
+              f"| {median(name, 'bytes'):,.0f} | {median(name, 'cpu_ms') * 1000 / walked:,.0f} µs "
+              f"| {median(name, 'wall_s'):.2f} s | {answer} |")
+    spent = median("poll --paginate", "ok")
+    print()
+    print("| goal | figure | met |")
+    print("|---|---|---|")
+    print(f"| quota: each page once, then at most 1 per page that changed | {spent:.0f} = 3 pages + {changes} changes "
+          f"| {'yes' if spent <= 3 + changes else '**no**'} |")
+
+
 def https_main(args):
     """One-shot runs: https:// (the roots loaded, a handshake) and http:// (no roots), this build
     and, with --before, another one: hyperfine's runs, then paired runs."""
@@ -1138,6 +1209,8 @@ def main():
     parser.add_argument("--state", action="store_true", help="only the cost of --state (file and redis://)")
     parser.add_argument("--conditional", action="store_true", help="only the GitHub-like wait: quota and bytes")
     parser.add_argument("--https", action="store_true", help="only one-shot https:// and http:// runs")
+    parser.add_argument("--pages", action="store_true", help="only --paginate: a wait on a 3-page collection")
+    parser.add_argument("--debug", action="store_true", help="with --pages: the debug build")
     parser.add_argument("--limits", action="store_true",
                         help="only issue 27's figures: one-shot, tight polling, 1,000 URLs, syscalls")
     parser.add_argument("--watch", action="store_true",
@@ -1162,6 +1235,8 @@ def main():
         return limits_main(args)
     if args.conditional:
         return conditional_main(args)
+    if args.pages:
+        return pages_main(args)
     if args.several:
         return several_main()
     if args.state:

@@ -54,6 +54,22 @@
 //!   GET /gh/stats     {"requests":R,"ok":O,"not_modified":M,"bytes":B,"quota_spent":Q,"changes":C}:
 //!                     B counts every byte written for the run's replies, status line and headers
 //!                     included; C is how many times the body changed so far
+//!   The collections of docs/guide/pages.md and of the pages benchmark (`--paginate`):
+//!   GET /gh/repos/OWNER/REPO/commits/SHA/check-runs?per_page=100[&page=N]
+//!                     a commit's 250 check runs, as GitHub's REST API pages them: 100 a page, three pages
+//!                     with `total_count` and GitHub's `Link` (prev, next, last, first; absolute URLs), a
+//!                     weak `ETag` per page and `304 Not Modified` to an `If-None-Match` that names it, and
+//!                     `X-RateLimit-Remaining` that only 200s spend. Every run is completed and successful
+//!                     but run 201 (page 3): queued for the first third of the walks, in progress up to the
+//!                     last, completed with the `conclusion=` of the reset (failure unless given) from walk
+//!                     N on. A walk is counted at each request to page 1.
+//!   GET /gh/checks/reset?after=N[&conclusion=C]
+//!                     the check runs again from their start, run 201 completing at walk N (default 3)
+//!   GET /gh/checks/stats {"requests":R,"walks":W,"ok":O,"not_modified":M,"bytes":B,"quota_spent":Q,"changes":C}:
+//!                     as /gh/stats, for the check runs' pages; C counts the times a page changed so far
+//!   GET /subscriptions/s1/resourceGroups/ci/providers/Microsoft.Compute/virtualMachines?api-version=V[&$skiptoken=2]
+//!                     Azure's list of a group's VMs in two pages, the first with `nextLink` (absolute), the
+//!                     second's vm-3 "Creating" until the third walk (a request to page 1), then "Succeeded"
 //!   Azure Resource Manager's shapes (docs/guide/submit.md), each operation done after two status polls:
 //!   PUT  /subscriptions/s1/resourceGroups/rg/providers/Microsoft.Resources/deployments/NAME
 //!                     201 Accepted + Azure-AsyncOperation (.../operations/NAME: {"status":"Running"},
@@ -128,6 +144,8 @@ struct Counters {
     next_id: AtomicU64,
     /// The workflow run of the /gh/ routes.
     run: Mutex<Run>,
+    /// A commit's check runs, paged, of the /gh/ routes.
+    checks: Mutex<Checks>,
     /// The waits' routes: how many times each path was asked for.
     waits: Mutex<HashMap<String, u64>>,
     /// The services that are starting (`/svc/`), by URL.
@@ -410,7 +428,7 @@ fn outage(target: &str, counters: &Counters) -> Option<Answer> {
         counters.outage.store(true, Ordering::Relaxed);
         return Some(Answer::Reply("200 OK", String::new(), r#"{"outage":true}"#.to_string()));
     }
-    let spared = ["/reset", "/stats", "/gh/stats"].contains(&path);
+    let spared = ["/reset", "/stats", "/gh/stats", "/gh/checks/stats"].contains(&path);
     (counters.outage.load(Ordering::Relaxed) && !spared)
         .then(|| Answer::Reply("503 Service Unavailable", String::new(), r#"{"error":"outage"}"#.to_string()))
 }
@@ -601,6 +619,204 @@ impl Run {
     }
 }
 
+/// The origin of the TCP listener, `http://127.0.0.1:PORT`, for the absolute URLs of the collections' pages.
+static ORIGIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The check runs of one commit, and how many of them each page of 100 holds.
+const CHECK_RUNS: u64 = 250;
+const CHECKS_PER_PAGE: u64 = 100;
+
+/// A commit's check runs as GitHub pages them: three pages, prebuilt for each phase of run 201
+/// (pages 1 and 2 never change), and what their replies cost.
+struct Checks {
+    after: u64,
+    /// For each page, (body, ETag) while run 201 is queued, in progress, completed.
+    pages: Vec<[(String, String); 3]>,
+    walks: u64,
+    requests: u64,
+    ok: u64,
+    not_modified: u64,
+    bytes: u64,
+}
+
+impl Default for Checks {
+    fn default() -> Checks {
+        Checks::new(3, "failure")
+    }
+}
+
+impl Checks {
+    fn new(after: u64, conclusion: &str) -> Checks {
+        let pages = (1..=CHECK_RUNS.div_ceil(CHECKS_PER_PAGE))
+            .map(|page| {
+                let body = |phase: usize| {
+                    let body = check_runs(page, phase, conclusion);
+                    let etag = format!("W/\"{:016x}\"", fnv(body.as_bytes()));
+                    (body, etag)
+                };
+                [body(0), body(1), body(2)]
+            })
+            .collect();
+        Checks { after: after.max(1), pages, walks: 0, requests: 0, ok: 0, not_modified: 0, bytes: 0 }
+    }
+
+    /// Run 201's phase at walk `n` (from 1): queued, in progress, completed.
+    fn phase(&self, n: u64) -> usize {
+        if n >= self.after {
+            2
+        } else if n <= self.after / 3 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The reply to a request for page `page` (from 1), status line and headers included.
+    fn answer(&mut self, page: u64, if_none_match: Option<&str>) -> Vec<u8> {
+        self.requests += 1;
+        if page == 1 {
+            self.walks += 1;
+        }
+        let Some(bodies) = self.pages.get(page as usize - 1) else {
+            return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec();
+        };
+        let (body, etag) = &bodies[self.phase(self.walks.max(1))];
+        let strip = |tag: &str| tag.trim().trim_start_matches("W/").to_string();
+        let unchanged =
+            if_none_match.is_some_and(|tags| tags.split(',').any(|tag| tag.trim() == "*" || strip(tag) == strip(etag)));
+        if !unchanged {
+            self.ok += 1;
+        }
+        let remaining = QUOTA.saturating_sub(self.ok);
+        let mut reply = String::with_capacity(1024);
+        let _ = write!(
+            reply,
+            "{}\r\nDate: {}\r\nCache-Control: private, max-age=60, s-maxage=60\r\nETag: {etag}\r\n\
+             X-RateLimit-Limit: {QUOTA}\r\nX-RateLimit-Remaining: {remaining}\r\nX-RateLimit-Used: {}\r\n\
+             X-RateLimit-Resource: core\r\n",
+            if unchanged { "HTTP/1.1 304 Not Modified" } else { "HTTP/1.1 200 OK" },
+            httpdate::fmt_http_date(SystemTime::now()),
+            self.ok,
+        );
+        let mut reply = reply.into_bytes();
+        if unchanged {
+            self.not_modified += 1;
+            reply.extend_from_slice(b"\r\n");
+        } else {
+            let _ = write!(
+                reply,
+                "Link: {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
+                check_runs_link(page, self.pages.len() as u64),
+                body.len()
+            );
+        }
+        self.bytes += reply.len() as u64;
+        reply
+    }
+
+    fn stats(&self) -> String {
+        let changes = self.phase(self.walks.max(1)) as u64;
+        format!(
+            r#"{{"requests":{},"walks":{},"ok":{},"not_modified":{},"bytes":{},"quota_spent":{},"changes":{changes}}}"#,
+            self.requests,
+            self.walks,
+            self.ok,
+            self.not_modified,
+            self.bytes,
+            self.ok.min(QUOTA),
+        )
+    }
+}
+
+/// The page a check runs URL asks for (`/gh/repos/OWNER/REPO/commits/SHA/check-runs`, `page=N`, 1
+/// without one), or `None` for another route.
+fn check_runs_page(target: &str) -> Option<u64> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let parts: Vec<&str> = path.split('/').collect();
+    let named = matches!(parts[..], ["", "gh", "repos", _, _, "commits", _, "check-runs"]);
+    if !named && !matches!(parts[..], ["", "gh", "repositories", _, "commits", _, "check-runs"]) {
+        return None;
+    }
+    let page = query.split('&').find_map(|pair| pair.strip_prefix("page=")?.parse().ok());
+    Some(page.unwrap_or(1).max(1))
+}
+
+/// GitHub's `Link` of page `page` of `last`: prev, next, last and first as they apply.
+fn check_runs_link(page: u64, last: u64) -> String {
+    let origin = ORIGIN.get().map_or("http://127.0.0.1:8080", String::as_str);
+    // GitHub names a repository by its id in the links it makes.
+    let url = |n: u64| {
+        format!("<{origin}/gh/repositories/642115342/commits/9f2c4e1/check-runs?per_page={CHECKS_PER_PAGE}&page={n}>")
+    };
+    let mut links = Vec::new();
+    if page > 1 {
+        links.push(format!("{}; rel=\"prev\"", url(page - 1)));
+    }
+    if page < last {
+        links.push(format!("{}; rel=\"next\"", url(page + 1)));
+        links.push(format!("{}; rel=\"last\"", url(last)));
+    }
+    if page > 1 {
+        links.push(format!("{}; rel=\"first\"", url(1)));
+    }
+    links.join(", ")
+}
+
+/// Page `page` of the check runs while run 201 is in `phase` (queued, in progress, completed with `conclusion`).
+fn check_runs(page: u64, phase: usize, conclusion: &str) -> String {
+    let first = (page - 1) * CHECKS_PER_PAGE + 1;
+    let last = (page * CHECKS_PER_PAGE).min(CHECK_RUNS);
+    let runs: Vec<String> = (first..=last)
+        .map(|id| {
+            let (status, conclusion, completed) = match (id, phase) {
+                (201, 0) => ("queued", "null".to_string(), "null"),
+                (201, 1) => ("in_progress", "null".to_string(), "null"),
+                (201, _) => ("completed", format!("\"{conclusion}\""), "\"2026-03-02T09:31:47Z\""),
+                _ => ("completed", "\"success\"".to_string(), "\"2026-03-02T09:20:12Z\""),
+            };
+            let url = format!("https://api.github.com/repos/octo-org/app/check-runs/{}", 28_000_000_000 + id);
+            format!(
+                r#"{{"id":{},"name":"test ({id})","node_id":"CR_kwDOJvB2Ds8AAAAGhX{id:04x}","head_sha":"9f2c4e1b7a3d5f6e8c0b2a4d6f8e0c2b4a6d8f0e","external_id":"{id:08x}","url":"{url}","html_url":"https://github.com/octo-org/app/runs/{}","details_url":"https://github.com/octo-org/app/actions/runs/30433642/job/{}","status":"{status}","conclusion":{conclusion},"started_at":"2026-03-02T09:14:21Z","completed_at":{completed},"output":{{"title":null,"summary":null,"text":null,"annotations_count":0,"annotations_url":"{url}/annotations"}},"check_suite":{{"id":21524573401}},"app":{{"id":15368,"slug":"github-actions","name":"GitHub Actions"}},"pull_requests":[]}}"#,
+                28_000_000_000 + id,
+                28_000_000_000 + id,
+                28_000_000_000 + id,
+            )
+        })
+        .collect();
+    format!(r#"{{"total_count":{CHECK_RUNS},"check_runs":[{}]}}"#, runs.join(","))
+}
+
+/// `GET .../resourceGroups/ci/providers/Microsoft.Compute/virtualMachines`: Azure's list of the
+/// group's VMs, two pages joined by `nextLink`; vm-3 is created at the third walk. `None` for
+/// another route.
+fn virtual_machines(method: &str, target: &str, counters: &Counters) -> Option<(&'static str, String, String)> {
+    const LIST: &str = "/subscriptions/s1/resourceGroups/ci/providers/Microsoft.Compute/virtualMachines";
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method != "GET" || path != LIST {
+        return None;
+    }
+    let vm = |name: &str, state: &str| {
+        format!(
+            r#"{{"name":"{name}","id":"/subscriptions/s1/resourceGroups/ci/providers/Microsoft.Compute/virtualMachines/{name}","location":"westeurope","properties":{{"vmId":"{:08x}","provisioningState":"{state}"}}}}"#,
+            fnv(name.as_bytes()) as u32
+        )
+    };
+    let body = if query.contains("$skiptoken=") {
+        let walks = lock(&counters.waits).get("vm-walks").copied().unwrap_or(0);
+        let state = if walks >= 3 { "Succeeded" } else { "Creating" };
+        format!(r#"{{"value":[{}]}}"#, vm("vm-3", state))
+    } else {
+        *lock(&counters.waits).entry("vm-walks".to_string()).or_insert(0) += 1;
+        let origin = ORIGIN.get().map_or("http://127.0.0.1:8080", String::as_str);
+        format!(
+            r#"{{"value":[{},{}],"nextLink":"{origin}{LIST}?api-version=2024-07-01&$skiptoken=eyJwYWdlIjoyfQ"}}"#,
+            vm("vm-1", "Succeeded"),
+            vm("vm-2", "Succeeded")
+        )
+    };
+    Some(("200 OK", String::new(), body))
+}
+
 /// FNV-1a, for ETags that change exactly when the body does.
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
@@ -690,6 +906,8 @@ fn main() {
     if let Ok(addr) = listener.local_addr() {
         // benches/bench.py and tests/windows.sh read the port from this line, the first on stdout.
         println!("listening on {addr}");
+        // The collections' `Link` and `nextLink` name absolute URLs, as GitHub's and Azure's do.
+        let _ = ORIGIN.set(format!("http://{addr}"));
     }
     let counters = Arc::new(Counters::default());
     #[cfg(unix)]
@@ -773,6 +991,13 @@ fn serve(read_half: impl Read, mut writer: impl Write, tcp: Option<TcpStream>, c
         if streamed(&target, &mut writer, counters) {
             return;
         }
+        if let Some(page) = check_runs_page(&target) {
+            let answer = lock(&counters.checks).answer(page, if_none_match.as_deref());
+            if writer.write_all(&answer).is_err() || close {
+                return;
+            }
+            continue;
+        }
         if is_workflow_run(&target) {
             let answer = lock(&counters.run).answer(if_none_match.as_deref());
             if writer.write_all(&answer).is_err() || close {
@@ -782,7 +1007,8 @@ fn serve(read_half: impl Read, mut writer: impl Write, tcp: Option<TcpStream>, c
         }
         let sent = String::from_utf8_lossy(&sent);
         let answer = outage(&target, counters).or_else(|| service(&method, &target, counters)).unwrap_or_else(|| {
-            let (status, headers, body) = arm(&method, &target, counters)
+            let (status, headers, body) = virtual_machines(&method, &target, counters)
+                .or_else(|| arm(&method, &target, counters))
                 .or_else(|| jobs(&method, &target, &sent, key.as_deref(), counters))
                 .or_else(|| waits(&method, &target, counters))
                 .or_else(|| storm(&method, &target, counters))
@@ -1090,6 +1316,15 @@ fn route(target: &str, bearer: Option<&str>, counters: &Counters) -> (&'static s
             ("200 OK", format!(r#"{{"after":{after},"body_bytes":{size}}}"#))
         }
         "/gh/stats" => ("200 OK", lock(&counters.run).stats()),
+        "/gh/checks/reset" => {
+            let value = |key: &str| query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='));
+            let after = value("after").and_then(|n| n.parse().ok()).unwrap_or(3);
+            let checks = Checks::new(after, value("conclusion").unwrap_or("failure"));
+            let sizes: Vec<String> = checks.pages.iter().map(|page| page[0].0.len().to_string()).collect();
+            *lock(&counters.checks) = checks;
+            ("200 OK", format!(r#"{{"after":{after},"page_bytes":[{}]}}"#, sizes.join(",")))
+        }
+        "/gh/checks/stats" => ("200 OK", lock(&counters.checks).stats()),
         "/containers/db/json" | "/containers/bad/json" => {
             let n = counters.polls.fetch_add(1, Ordering::Relaxed) + 1;
             let ended = if path == "/containers/db/json" { "healthy" } else { "unhealthy" };

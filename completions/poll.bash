@@ -23,7 +23,7 @@ _poll() {
 
     case "${cmd}" in
         poll)
-            opts="-X -H -d -u -A -k -E -I -i -o -v -q -h -V --request --header --data --json --user --auth-cmd --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --cert --key --unix-socket --head --idempotency-key --idempotency-header --no-conditional --prefer-wait --until --fail-when --done-on --pending-on --pending-when --fail-on --arg --argjson --stable --any --submit --status-url --location-trusted --watch --idle-timeout --interval --interval-max --stall --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --report-junit --print --verbose --quiet --log-format --show --color --ci --start --start-grace --rate --retry-budget --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
+            opts="-X -H -d -u -A -k -E -I -i -o -v -q -h -V --request --header --data --json --user --auth-cmd --user-agent --connect-timeout --request-timeout --max-redirs --max-body --insecure --cacert --cert --key --unix-socket --head --idempotency-key --idempotency-header --no-conditional --prefer-wait --until --fail-when --done-on --pending-on --pending-when --fail-on --arg --argjson --stable --any --paginate --next --max-pages --submit --status-url --location-trusted --watch --idle-timeout --interval --interval-max --stall --timeout --retries --backoff --backoff-max --jitter --retry-on --retry-non-idempotent --output --report-junit --print --verbose --quiet --log-format --show --color --ci --start --start-grace --rate --retry-budget --state --state-key --state-fail --breaker-window --breaker-min-success --breaker-max-p95 --breaker-cooldown --fallback --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,6 +202,14 @@ _poll() {
                     return 0
                     ;;
                 --stable)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --next)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pages)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -10,8 +10,8 @@ complete -c poll -l request-timeout -d 'Timeout of one whole attempt, from conne
 complete -c poll -l max-redirs -d 'Redirects followed; 0 follows none' -r
 complete -c poll -l max-body -d 'Largest body read, after decompression (e.g. 512KiB, 16MiB); larger is a permanent error' -r
 complete -c poll -l cacert -d 'Extra CA certificates (PEM) to trust, besides the built-in roots (for --state rediss:// too)' -r -F
-complete -c poll -s E -l cert -d 'Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual TLS): shown over https:// to the URL\'s origin (to every origin with --location-trusted) and to --state rediss://; FILE:PASSPHRASE (curl\'s form; `\\:` for a colon in FILE) decrypts an encrypted PKCS#8 key' -r -F
-complete -c poll -l key -d 'The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with --cert FILE:PASSPHRASE), when not in --cert\'s file' -r -F
+complete -c poll -s E -l cert -d 'Client certificate (PEM) for servers that ask for one (mutual TLS); FILE:PASSPHRASE decrypts its key' -r -F
+complete -c poll -l key -d 'The private key of --cert, when not in --cert\'s file' -r -F
 complete -c poll -l unix-socket -d 'Connect to this Unix domain socket instead of the URL\'s host (e.g. /var/run/docker.sock); the URL still gives the path, Host and scheme; no proxy is used' -r -F
 complete -c poll -l idempotency-key -d 'Sent as Idempotency-Key on every attempt of a POST/PATCH (with --submit: of the submit), which makes it safe to retry; auto makes a random UUID v4 once per run' -r
 complete -c poll -l idempotency-header -d 'The name of the idempotency header, for APIs that use another' -r
@@ -25,6 +25,8 @@ complete -c poll -l fail-on -d 'These statuses end the run with exit 4, as --fai
 complete -c poll -l arg -d 'Bind $NAME to the string VALUE in every filter, as jq --arg does; repeatable' -r
 complete -c poll -l argjson -d 'Bind $NAME to the JSON value in every filter, as jq --argjson does; repeatable' -r
 complete -c poll -l stable -d 'Done only when the condition holds on N polls in a row (without --until: N 2xx in a row), --interval apart' -r
+complete -c poll -l next -d 'The next page\'s URL, by this filter on a page (e.g. .nextLink)' -r
+complete -c poll -l max-pages -d 'The most pages one attempt reads; more is exit 3 [default: 100]' -r
 complete -c poll -l status-url -d 'Where the operation is when the submit reply has no header for it: a jq filter on its JSON body giving a URL or path, e.g. \'"/jobs/\\(.id)"\'' -r
 complete -c poll -l idle-timeout -d 'Under --watch, a reply that sends no byte (an event, a heartbeat, a comment) for DURATION is dropped and asked again, resuming; 0 means no bound' -r
 complete -c poll -s i -l interval -d 'Wait between polls while the condition is not met yet' -r
@@ -67,9 +69,10 @@ complete -c poll -s k -l insecure -d 'Accept any TLS certificate'
 complete -c poll -s I -l head -d 'Send HEAD (curl\'s -I): a cheap existence check; the body is empty'
 complete -c poll -l no-conditional -d 'Send no If-None-Match / If-Modified-Since from the last 2xx\'s ETag / Last-Modified [default: conditional polls, a 304 judged on the body kept]'
 complete -c poll -l any -d 'Done as soon as one URL is done; the others are abandoned [default: all must be done]'
+complete -c poll -l paginate -d 'Read every page a Link: rel="next" names; the filters get an array'
 complete -c poll -l submit -d 'The request starts an operation: send it once (a PUT or DELETE is re-sent on transient failures), then poll the status URL its reply names with GET, or a PUT\'s or PATCH\'s own URL when it names none (ARM\'s body polling); a reply that is already done or failed ends the run'
-complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to a status URL on another origin'
-complete -c poll -l watch -d 'Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID, X-Consul-Index, the reply\'s validators). No --request-timeout: a reply may be held to the deadline'
+complete -c poll -l location-trusted -d 'Also send Authorization, Cookie and -u to another origin'
+complete -c poll -l watch -d 'Keep each reply open and judge what it streams, event by event (SSE, JSON streams, long polls, blocking queries); when a reply ends, ask again, resuming'
 complete -c poll -l retry-non-idempotent -d 'Retry POST and PATCH like GET, even when the request may have been processed'
 complete -c poll -s v -l verbose -d 'One line per attempt on stderr; -vv adds response headers'
 complete -c poll -s q -l quiet -d 'Print only the final error line'

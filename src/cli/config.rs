@@ -24,6 +24,7 @@ use crate::rules::breaker;
 use crate::rules::bucket::Rate;
 use crate::rules::budget::RetryBudget;
 use crate::rules::condition::{Args, Builtin, Conditions, Filter};
+use crate::rules::pages;
 use crate::rules::policy::{Jitter, Policy};
 use crate::rules::resume::Resume;
 use crate::rules::trace::Trace;
@@ -90,6 +91,8 @@ pub(crate) struct Polling {
     pub policy: Policy,
     /// `--submit`: the first request starts an operation.
     pub submit: Option<Submit>,
+    /// `--paginate`, `--next`: each attempt reads every page of a collection.
+    pub pages: Option<Pages>,
 }
 
 impl Polling {
@@ -106,7 +109,8 @@ impl Polling {
     fn user_filters(&self) -> impl Iterator<Item = &Filter> {
         let conditions = [&self.conditions.until, &self.conditions.fail_when, &self.conditions.show];
         let status_url = self.submit.as_ref().and_then(|submit| submit.status_url.as_ref());
-        conditions.into_iter().flatten().chain(&self.print).chain(&self.pending_when).chain(status_url)
+        let next = self.pages.as_ref().and_then(|pages| pages.next.as_ref());
+        conditions.into_iter().flatten().chain(&self.print).chain(&self.pending_when).chain(status_url).chain(next)
     }
 }
 
@@ -135,6 +139,19 @@ pub(crate) struct Submit {
     /// `--location-trusted`.
     pub trusted: bool,
     /// The idempotency header's name, which status polls do not send.
+    pub key_header: Option<String>,
+}
+
+/// `--paginate`'s settings (`--next` implies it).
+#[derive(Debug)]
+pub(crate) struct Pages {
+    /// `--next`: the next page is what it gives on a page's body; else the `Link` header's `rel="next"`.
+    pub next: Option<Filter>,
+    /// `--max-pages`.
+    pub max: u32,
+    /// `--location-trusted`: the credentials go to a page on any origin.
+    pub trusted: bool,
+    /// The idempotency header's name, which the pages after the first (GETs) do not send.
     pub key_header: Option<String>,
 }
 
@@ -410,6 +427,18 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool, hold:
     let args = jq_args(cli)?;
     let print = cli.print.as_deref().map(|f| compile("--print", f, &args)).transpose()?;
     let pending_when = cli.pending_when.as_deref().map(|f| compile("--pending-when", f, &args)).transpose()?;
+    if cli.max_pages == Some(0) {
+        return Err(usage("--max-pages", "must be 1 or more: an attempt reads its first page at least"));
+    }
+    let pages = match cli.paginate || cli.next.is_some() {
+        true => Some(Pages {
+            next: cli.next.as_deref().map(|f| compile("--next", f, &args)).transpose()?,
+            max: cli.max_pages.unwrap_or(pages::MAX_PAGES),
+            trusted: cli.location_trusted,
+            key_header: keyed.then(|| cli.idempotency_header.clone()),
+        }),
+        false => None,
+    };
     let submit = match cli.submit {
         true => Some(Submit {
             status_url: cli.status_url.as_deref().map(|f| compile("--status-url", f, &args)).transpose()?,
@@ -429,6 +458,7 @@ fn polling(cli: &Cli, client: ClientConfig, idempotent: bool, keyed: bool, hold:
         trace: trace(),
         policy: policy(cli, idempotent, keyed)?,
         submit,
+        pages,
     })
 }
 
@@ -617,6 +647,9 @@ pub(crate) fn clash(cli: &Cli) -> Result<(), Clash> {
             return at("--auth-cmd", Meets::CommandLine("credentials in a URL"), why.into());
         }
     }
+    if let Some(clash) = pages_clash(cli) {
+        return Err(clash);
+    }
     if let Some(max) = cli.interval_max.filter(|max| **max < *cli.interval) {
         return at(
             "--interval-max",
@@ -676,8 +709,36 @@ fn needs_http(cli: &Cli) -> Option<&'static str> {
         ("--retry-on", !cli.retry_on.is_empty()),
         ("--pending-when", cli.pending_when.is_some()),
         ("--done-on", statuses),
+        ("--paginate", cli.paginate),
+        ("--next", cli.next.is_some()),
     ];
     given.into_iter().find_map(|(flag, given)| given.then_some(flag))
+}
+
+/// What `--paginate`, `--next`, `--max-pages` and `--location-trusted` clash
+/// with, besides what clap refuses (`--watch`, `--submit`, `-I`).
+fn pages_clash(cli: &Cli) -> Option<Clash> {
+    let at = |flag: &'static str, meets: Meets, message: &str| Clash { flag, meets, error: usage(flag, message) };
+    let walks = cli.paginate || cli.next.is_some();
+    let flag = if cli.next.is_some() && !cli.paginate { "--next" } else { "--paginate" };
+    if cli.max_pages.is_some() && !walks {
+        return Some(at("--max-pages", Meets::Missing("--paginate"), "only means something with --paginate or --next"));
+    }
+    if cli.location_trusted && !walks && !cli.submit {
+        let why = "only means something with --submit or --paginate (where credentials go to another origin)";
+        return Some(at("--location-trusted", Meets::Missing("--submit"), why));
+    }
+    // A port or a socket (issue 50's tcp:// and unix:// targets) has no pages. Told apart here by the
+    // scheme as written, before the URL's own check, so that the words are these with or without them.
+    let no_pages = |raw: &String| {
+        let scheme = raw.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase()).unwrap_or_default();
+        matches!(scheme.as_str(), "tcp" | "unix")
+    };
+    if let (true, Some(raw)) = (walks, cli.urls.iter().find(|raw| no_pages(raw))) {
+        let why = format!("a tcp:// or unix:// target has no pages to read: `{}`", shorten(&url::redact(raw)));
+        return Some(Clash { flag, meets: Meets::CommandLine("a tcp:// or unix:// target"), error: usage(flag, why) });
+    }
+    None
 }
 
 fn usage(flag: &str, message: impl std::fmt::Display) -> Error {

@@ -32,7 +32,7 @@ const AFTER_HELP: &str = "Use --help for examples, the built-in conditions of --
     variable.";
 
 /// Examples: what each does, then the command lines; in `--help` and the man page.
-pub(crate) const EXAMPLES: [(&str, &str); 8] = [
+pub(crate) const EXAMPLES: [(&str, &str); 9] = [
     (
         "Wait for a job, stop early if it fails, give up after ten minutes:",
         r#"poll --until '.status=="done"' --fail-when '.status=="failed"' --timeout 10m "$JOB_URL""#,
@@ -44,6 +44,10 @@ pub(crate) const EXAMPLES: [(&str, &str); 8] = [
     (
         "Wait until a package version is published (404 until then):",
         "poll --pending-on 404 --timeout 10m https://registry.npmjs.org/left-pad/1.4.0",
+    ),
+    (
+        "Wait until every check run of a commit has completed, on every page of the list, and fail if one failed:",
+        "poll --paginate -H \"Authorization: Bearer $GITHUB_TOKEN\" \\\n  --until 'map(.check_runs[]) | all(.status == \"completed\")' \\\n  --fail-when 'map(.check_runs[]) | any(.conclusion == \"failure\")' \\\n  \"$GITHUB_API_URL/repos/$GITHUB_REPOSITORY/commits/$GITHUB_SHA/check-runs?per_page=100\"",
     ),
     (
         "Start the app in poll's place once its database answers (a container's entry point):",
@@ -130,7 +134,7 @@ fn fallback_help() -> String {
     max_term_width = 100
 )]
 pub struct Cli {
-    /// The URLs to poll (http:// or https://), all at once
+    /// The targets, all at once: http(s):// URLs, tcp://HOST:PORT ports and unix:///PATH sockets
     #[arg(value_name = "URL", required = true, num_args = 1..)]
     pub(crate) urls: Vec<String>,
 
@@ -192,14 +196,17 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = REQUEST)]
     pub(crate) cacert: Option<std::path::PathBuf>,
 
-    /// Client certificate (PEM; its chain may follow it, and its key too) for servers that ask for one (mutual
-    /// TLS): shown over https:// to the URL's origin (to every origin with --location-trusted) and to --state
-    /// rediss://; FILE:PASSPHRASE (curl's form; `\:` for a colon in FILE) decrypts an encrypted PKCS#8 key
+    /// Client certificate (PEM) for servers that ask for one (mutual TLS); FILE:PASSPHRASE decrypts its key
+    ///
+    /// Its chain may follow it in FILE, and its key too. It is shown over https:// to the URL's origin (to every
+    /// origin with --location-trusted) and to --state rediss://. FILE:PASSPHRASE is curl's form (`\:` for a colon
+    /// in FILE) and decrypts an encrypted PKCS#8 key.
     #[arg(short = 'E', long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = REQUEST)]
     pub(crate) cert: Option<std::path::PathBuf>,
 
-    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1; encrypted PKCS#8 with --cert FILE:PASSPHRASE),
-    /// when not in --cert's file
+    /// The private key of --cert, when not in --cert's file
+    ///
+    /// PEM: PKCS#8, PKCS#1 or SEC1; an encrypted PKCS#8 key with --cert FILE:PASSPHRASE.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, requires = "cert", help_heading = REQUEST)]
     pub(crate) key: Option<std::path::PathBuf>,
 
@@ -279,6 +286,24 @@ pub struct Cli {
     #[arg(long, help_heading = CONDITION)]
     pub(crate) any: bool,
 
+    /// Read every page a Link: rel="next" names; the filters get an array
+    ///
+    /// Each attempt reads the first page, then each page its `Link: <URL>; rel="next"` names; the filters, --print
+    /// and stdout get the array of the pages' bodies (as gh api --paginate --slurp)
+    #[arg(long, conflicts_with_all = ["watch", "submit", "head"], help_heading = CONDITION)]
+    pub(crate) paginate: bool,
+
+    /// The next page's URL, by this filter on a page (e.g. .nextLink)
+    ///
+    /// A URL, or a reference resolved against the page's URL; null, empty or "" ends the walk. Implies --paginate,
+    /// and wins over Link
+    #[arg(long, value_name = "JQ", conflicts_with_all = ["watch", "submit", "head"], help_heading = CONDITION)]
+    pub(crate) next: Option<String>,
+
+    /// The most pages one attempt reads; more is exit 3 [default: 100]
+    #[arg(long, value_name = "N", help_heading = CONDITION)]
+    pub(crate) max_pages: Option<u32>,
+
     /// The request starts an operation: send it once (a PUT or DELETE is re-sent on transient
     /// failures), then poll the status URL its reply names with GET, or a PUT's or PATCH's own URL
     /// when it names none (ARM's body polling); a reply that is already done or failed ends the run
@@ -290,13 +315,18 @@ pub struct Cli {
     #[arg(long, value_name = "JQ", requires = "submit", help_heading = SUBMIT)]
     pub(crate) status_url: Option<String>,
 
-    /// Also send Authorization, Cookie and -u to a status URL on another origin
-    #[arg(long, requires = "submit", help_heading = SUBMIT)]
+    /// Also send Authorization, Cookie and -u to another origin
+    ///
+    /// A --submit status URL or a --paginate page on another origin gets them too, and the --cert certificate
+    #[arg(long, help_heading = SUBMIT)]
     pub(crate) location_trusted: bool,
 
-    /// Keep each reply open and judge what it streams, event by event, as it arrives: Server-Sent Events, NDJSON
-    /// and other JSON streams, long polls, blocking queries; when a reply ends, ask again, resuming (Last-Event-ID,
-    /// X-Consul-Index, the reply's validators). No --request-timeout: a reply may be held to the deadline
+    /// Keep each reply open and judge what it streams, event by event (SSE, JSON streams, long polls, blocking
+    /// queries); when a reply ends, ask again, resuming
+    ///
+    /// Events are judged as they arrive: Server-Sent Events, NDJSON and other JSON streams, long polls, blocking
+    /// queries. A reply that ends is asked again, resuming (Last-Event-ID, X-Consul-Index, the reply's
+    /// validators). No --request-timeout: a reply may be held to the deadline.
     #[arg(long, conflicts_with_all = ["submit", "head", "prefer_wait", "interval_max"], help_heading = SCHEDULE)]
     pub(crate) watch: bool,
 
@@ -401,8 +431,8 @@ pub struct Cli {
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
 
-    /// After exit 0, run CMD with its ARGS in poll's place (exec, no shell): its exit status is the run's, and
-    /// the body is not printed
+    /// After exit 0, run CMD with its ARGS in poll's place (exec, no shell; a child under --start): its exit
+    /// status is the run's, and the body is not printed
     #[arg(last = true, value_name = "CMD", value_parser = clap::value_parser!(OsString))]
     pub(crate) command: Vec<OsString>,
 }
@@ -1005,11 +1035,12 @@ mod tests {
             "POLL_SHOW",
             "POLL_PRINT",
             "POLL_STATUS_URL",
+            "POLL_NEXT",
         ] {
             assert_eq!(find(secret), Some(true), "{secret}");
         }
         let hidden = variables.iter().filter(|(_, hidden)| *hidden).count();
-        assert_eq!(hidden, 15, "{variables:?}");
+        assert_eq!(hidden, 16, "{variables:?}");
     }
 
     #[test]

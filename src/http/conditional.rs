@@ -43,6 +43,8 @@ struct LastReply {
     etag: Option<String>,
     last_modified: Option<String>,
     body: Vec<u8>,
+    /// Its `Link` fields, for a 304 that carries none (`--paginate` reads the next page there).
+    links: Vec<String>,
 }
 
 /// The validators and bodies kept by one loop, by URL (the status URL of a
@@ -114,9 +116,16 @@ impl Validators {
             }
             return Answer::Fresh;
         }
-        let kept = LastReply { status: reply.status, etag, last_modified, body: reply.body.clone() };
+        let links = reply.headers.iter().filter(|(name, _)| name.eq_ignore_ascii_case("link"));
+        let links = links.map(|(_, value)| value.to_owned()).collect();
+        let kept = LastReply { status: reply.status, etag, last_modified, body: reply.body.clone(), links };
         self.kept.insert(request.url.clone(), kept);
         Answer::Fresh
+    }
+
+    /// The `Link` fields of the 2xx kept for `url` (none when none is).
+    pub(crate) fn kept_links(&self, url: &str) -> &[String] {
+        self.kept.get(url).map_or(&[], |kept| kept.links.as_slice())
     }
 }
 

@@ -69,6 +69,18 @@ impl Request {
         headers.retain(|name, _| keep_credentials || !is_credential(name));
         Request { method: "GET".into(), url: url.to_string(), headers, body: None, see_other_is_the_answer: false }
     }
+
+    /// The GET of a `--paginate` page at `url` after the first (this request): no body
+    /// (as `gh api --paginate`), none of its body headers, its idempotency key (`drop`) or
+    /// the user's own validators (`-H If-None-Match` is about the first page), and the
+    /// credentials only on its origin unless `trusted` (`--location-trusted`).
+    pub(crate) fn page(&self, url: &str, drop: Option<&str>, trusted: bool) -> Request {
+        let mut page = self.status_poll(url, drop, trusted);
+        for validator in ["if-none-match", "if-modified-since"] {
+            page.headers.remove(validator);
+        }
+        page
+    }
 }
 
 /// How every request of a run is sent.

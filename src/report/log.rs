@@ -38,6 +38,9 @@ pub(crate) fn attempt_object(record: &Record, method: Option<&str>, url: &str, e
     if let Some(phase) = record.phase.name() {
         object["phase"] = json!(phase);
     }
+    if let Some(pages) = record.pages {
+        object["pages"] = json!(pages);
+    }
     match &record.reply {
         Ok(_) if record.port.is_some() => object["open"] = json!(true),
         Ok(reply) => object["status"] = json!(reply.status),

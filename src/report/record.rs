@@ -37,6 +37,8 @@ pub(crate) struct Record {
     /// A `tcp://` or `unix://` target's attempt: its scheme and address, and what happened in
     /// words; `None` for an HTTP request.
     pub port: Option<PortSeen>,
+    /// `--paginate`: the pages this attempt read, the one that ended it included.
+    pub pages: Option<u32>,
 }
 
 /// What a connect-only attempt names, for `-v` and the JSON log.

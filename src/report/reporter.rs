@@ -242,6 +242,19 @@ impl Reporter {
         }
     }
 
+    /// `--paginate`: page `page` of attempt `number` of loop `t`, at `url`,
+    /// came back as `words` after `latency`; the progress line follows the walk.
+    fn page(&self, t: usize, number: u32, page: u32, url: &str, words: &str, latency: Duration) {
+        let Some(target) = self.targets.get(t) else { return };
+        if !target.live.bar.is_hidden() {
+            target.live.bar.set_message(format!("attempt {number} · page {page} · {words}"));
+        }
+        if self.verbose_text() {
+            let (named, latency, url) = (self.named(t), human(latency), printable(&url::redact(url)));
+            self.line(t, &format!("{named}attempt {number} · page {page}: {words} in {latency} · {url}"));
+        }
+    }
+
     /// `--submit`: loop `t` now polls the operation's status at `url`.
     fn operation_at(&self, t: usize, url: &str) {
         if self.verbose_text() {
@@ -292,7 +305,10 @@ impl Reporter {
         if target.live.bar.is_hidden() && self.style.verbose == 0 && !self.style.json {
             return;
         }
-        let summary = record.summary();
+        let summary = match record.pages {
+            Some(pages) => format!("{} ({})", record.summary(), count(pages, "page")),
+            None => record.summary(),
+        };
         if self.style.json {
             let url = url::redact(&request.url);
             let method = if record.port.is_some() { None } else { Some(request.method.as_str()) };
@@ -616,6 +632,11 @@ impl LoopReporter<'_> {
             self.progress.made(record);
         }
         self.reporter.attempt(self.t, request, record, resume);
+    }
+
+    /// `--paginate`: page `page` of attempt `number`, at `url`, came back as `words` after `latency`.
+    pub(crate) fn page(&self, number: u32, page: u32, url: &str, words: &str, latency: Duration) {
+        self.reporter.page(self.t, number, page, url, words, latency);
     }
 
     /// `--watch`: the request to `url` is answered with a stream.

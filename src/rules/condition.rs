@@ -469,6 +469,23 @@ impl Filter {
         }))
     }
 
+    /// `--next` on a page (its `$status` and `$headers` too): the first output,
+    /// a URL or a reference; `None` when the walk ends there (no output,
+    /// `null`, `""`). A page that is not JSON (an empty one is `null`), a
+    /// runtime error or another value is why not.
+    pub(crate) fn next_page(&self, message: Message<'_>) -> Result<Option<String>, String> {
+        let input = Input::of(message, self.reads_headers).map_err(|why| format!("the page is {why}"))?;
+        match self.first(&input).map_err(|e| e.line)? {
+            None | Some(Val::Null) => Ok(None),
+            Some(Val::TStr(bytes) | Val::BStr(bytes)) if bytes.is_empty() => Ok(None),
+            Some(Val::TStr(bytes) | Val::BStr(bytes)) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+            Some(other) => {
+                let value = hidden(&cut(&other.to_string()), &input.secrets);
+                Err(format!("`{}` gave {value}, not a URL", self.short_source()))
+            }
+        }
+    }
+
     fn first(&self, input: &Input) -> Result<Option<Val>, JqError> {
         self.run(input).next().transpose()
     }

@@ -13,6 +13,7 @@ pub mod condition;
 pub(crate) mod cubic;
 pub(crate) mod jq;
 pub(crate) mod operation;
+pub(crate) mod pages;
 pub mod policy;
 pub(crate) mod resume;
 pub(crate) mod stall;

@@ -10,6 +10,7 @@ mod explain;
 mod port;
 mod serve;
 pub(crate) mod target;
+mod walk;
 mod watch;
 
 use std::sync::{Arc, mpsc};

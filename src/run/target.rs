@@ -27,6 +27,7 @@ use crate::rules::attempt::{Attempt, Failure, Outcome, Phase, Verdict};
 use crate::rules::breaker::{self, Sample};
 use crate::rules::condition::{Input, Judgement, Message, Subject};
 use crate::rules::operation::{self, First, Mode, StatusPoll, SubmitReply};
+use crate::rules::pages::Paging;
 use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
@@ -99,6 +100,7 @@ pub(crate) fn run(common: &Common, t: usize, target: &Target, progress: &LoopPro
         stall: common.polling.stall.filter(|_| target.endpoint.is_none()).map(Stall::new),
         said_cut: false,
         endpoint: target.endpoint.as_ref(),
+        paging: Paging::default(),
     };
     let client = Client::new(&common.polling.client, &target.request);
     let ended = looping.start(&client).and_then(|()| looping.attempts(&client));
@@ -152,6 +154,8 @@ pub(crate) struct Loop<'a> {
     said_cut: bool,
     /// A `tcp://` or `unix://` target: each attempt is a connection (`port.rs`), not a request.
     endpoint: Option<&'a crate::util::url::Endpoint>,
+    /// `--paginate`: what the walks keep between attempts (`walk.rs`).
+    pub(super) paging: Paging,
 }
 
 /// What one attempt's sending brought back: the reply (or under `--watch`,
@@ -223,7 +227,7 @@ impl Loop<'_> {
         loop {
             self.common.cancel.check()?;
             counts.number += 1;
-            counts.fleet = self.turn(counts.number, retrying)?;
+            counts.fleet = self.turn(counts.number, retrying, false)?;
             let (record, found) = match (self.endpoint, self.common.polling.client.watch) {
                 (Some(endpoint), _) => (self.knock(endpoint, &counts, &mut rng)?, None),
                 (None, Some(_)) => {
@@ -231,6 +235,7 @@ impl Loop<'_> {
                     client.wake_by(self.stall_wake());
                     (self.watch(client, &mut counts, &mut rng)?, None)
                 }
+                (None, None) if self.common.polling.pages.is_some() => (self.walk(client, &counts, &mut rng)?, None),
                 (None, None) => self.poll(client, &counts, &mut rng)?,
             };
             // Known from here on, even when this attempt ends the run: the ending names it.
@@ -247,7 +252,9 @@ impl Loop<'_> {
                     continue;
                 }
                 Action::Done | Action::FailWhen => return Ok(record),
-                Action::Stop(stop) => return Err(explain::stopped(stop, &self.situation(&record)).into()),
+                Action::Stop(stop) => {
+                    return Err(self.at_page(explain::stopped(stop, &self.situation(&record))).into());
+                }
                 Action::Poll { after, .. } => {
                     counts.failures = 0;
                     // A "not yet" wait (not one for --stable) grows the next with --interval-max.
@@ -483,6 +490,7 @@ impl Loop<'_> {
             action,
             rate: fleet.rate,
             port: None,
+            pages: None,
         }
     }
 
@@ -497,6 +505,20 @@ impl Loop<'_> {
         exchange: &dyn Fn(&Request) -> Result<T, Fault>,
         status: fn(&T) -> u16,
     ) -> Result<Delivery<T>, Error> {
+        let carry = !self.credentials.is_empty() && self.carries_credentials();
+        self.send_carrying(request, number, carry, exchange, status)
+    }
+
+    /// [`Loop::send`], with `-H @FILE`'s and `--auth-cmd`'s credentials when
+    /// `carry` says they go (a `--paginate` page on another origin: not unless trusted).
+    pub(super) fn send_carrying<T>(
+        &self,
+        request: &Request,
+        number: u32,
+        carry: bool,
+        exchange: &dyn Fn(&Request) -> Result<T, Fault>,
+        status: fn(&T) -> u16,
+    ) -> Result<Delivery<T>, Error> {
         let once = |request: &Request, reauthenticated| {
             let traced = self.traced(request);
             let sent = Instant::now();
@@ -506,7 +528,6 @@ impl Loop<'_> {
         if self.credentials.is_empty() {
             return Ok(once(request, false));
         }
-        let carry = self.carries_credentials();
         let authorised = self.credentials.authorise(request, carry, &self.hooks)?;
         let first = once(&authorised.request, false);
         let (Ok(refused), Some(generation)) = (&first.reply, authorised.generation) else { return Ok(first) };
@@ -557,15 +578,20 @@ impl Loop<'_> {
 
     /// Before attempt `number` (a `retry`, or any other): asks the breaker,
     /// then waits for the server's "not before" and the `--rate` slot (a
-    /// learned rate's far turn is asked for again near it), never past the deadline.
-    fn turn(&self, number: u32, retry: bool) -> Result<Fleet, Halt> {
+    /// learned rate's far turn is asked for again near it), never past the
+    /// deadline. Before a `--paginate` walk's later `page`, the same but the
+    /// breaker: the walk is one attempt for it.
+    pub(super) fn turn(&self, number: u32, retry: bool, page: bool) -> Result<Fleet, Halt> {
         let common = self.common;
         if !common.shared.is_active() {
             return Ok(Fleet::default());
         }
         loop {
             let left = self.left();
-            let turn = common.shared.admit(self.state_key, retry, left, self.hooks.warn, self.detail)?;
+            let turn = match page {
+                true => common.shared.admit_page(self.state_key, left, self.hooks.warn, self.detail)?,
+                false => common.shared.admit(self.state_key, retry, left, self.hooks.warn, self.detail)?,
+            };
             let (wait, why, again) = match turn.admission {
                 Admission::Go { wait, why } => (wait, why, false),
                 Admission::Defer { wait } => (wait, Some(WaitReason::Rate), true),
@@ -766,8 +792,10 @@ impl Loop<'_> {
         // A status the user listed is an answer they expected.
         let listed = matches!(record.outcome, Outcome::Status { code, .. } if common.polling.policy.listed(code, record.phase).is_some());
         let ok = listed || !breaker::counts_as_failure(&record.outcome);
-        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency.
-        let sample = Sample { ok, latency: breaker::latency(record.latency, common.polling.hold) };
+        // A hold the request asked for (a watch, a long poll, --prefer-wait) is not latency. A
+        // --paginate walk's latency is its pages' together: the breaker weighs one request of it.
+        let latency = record.latency / record.pages.unwrap_or(1).max(1);
+        let sample = Sample { ok, latency: breaker::latency(latency, common.polling.hold) };
         let mut report = AttemptReport::of(sample, advised, good_body);
         // What --rate auto learns from: a request turned away for going too fast.
         if let Outcome::Status { code, advice } = &record.outcome
@@ -792,7 +820,7 @@ impl Loop<'_> {
             (Action::FailWhen, _) => Err("--fail-when matched".to_string()),
             _ => Ok(()),
         };
-        let result = result.map_err(|what| Error::new(Kind::FailWhen, what).at(&self.request.url));
+        let result = result.map_err(|what| self.at_page(Error::new(Kind::FailWhen, what)).at(&self.request.url));
         let printed = self.common.polling.print.as_ref().map(|print| {
             let none = Headers::default();
             let (status, headers) = record.reply.as_ref().map_or((0, &none), |r| (r.status, &r.headers));
@@ -812,6 +840,14 @@ impl Loop<'_> {
             }
         };
         UrlResult::ended(shown, result, Some(body), printed, progress)
+    }
+
+    /// `error`, of the `--paginate` page that ended the attempt when that was not the first.
+    fn at_page(&self, error: Error) -> Error {
+        match &self.paging.stopped_at {
+            Some(page) => error.at(page),
+            None => error,
+        }
     }
 
     /// What the words of a stop need to know of this loop.

@@ -268,6 +268,34 @@ impl Shared {
         warn: &dyn Fn(&str),
         detail: &dyn Fn(&str),
     ) -> Result<Turn, Error> {
+        self.admit_asking(key, retry, true, left, warn, detail)
+    }
+
+    /// Before a page of a `--paginate` walk after its first, on `key`: a
+    /// token of the `--rate` bucket and the server's "not before", as any
+    /// request takes them, but not the breaker's word: the walk is one
+    /// attempt, admitted once (a half-open probe's lease is its own), and
+    /// one outcome, recorded once.
+    pub(crate) fn admit_page(
+        &self,
+        key: &str,
+        left: Option<Duration>,
+        warn: &dyn Fn(&str),
+        detail: &dyn Fn(&str),
+    ) -> Result<Turn, Error> {
+        self.admit_asking(key, false, false, left, warn, detail)
+    }
+
+    /// An admit that asks the breaker (`breaker`) or does not.
+    fn admit_asking(
+        &self,
+        key: &str,
+        retry: bool,
+        breaker: bool,
+        left: Option<Duration>,
+        warn: &dyn Fn(&str),
+        detail: &dyn Fn(&str),
+    ) -> Result<Turn, Error> {
         let ask = Ask {
             pid: self.pid,
             spacing: self.spacing,
@@ -278,7 +306,7 @@ impl Shared {
             budget: self.budget,
             auto: self.auto,
         };
-        let shared = Ask { breaker: Some(self.breaker), ..ask };
+        let shared = Ask { breaker: breaker.then_some(self.breaker), ..ask };
         match self.with_store(left, warn, detail, |store, timeout| store.admit(key, &shared, timeout))? {
             Some(turn) => Ok(self.bounded_admission(turn, warn)),
             None => Ok(lock(&self.local).entry(key.to_string()).or_default().admit(clock::now_ms(), &ask)),

@@ -7,6 +7,7 @@
 pub(crate) mod clock;
 pub(crate) mod file;
 pub(crate) mod headers;
+pub(crate) mod link;
 pub mod parse;
 pub(crate) mod stack;
 pub(crate) mod sync;

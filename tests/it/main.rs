@@ -24,6 +24,8 @@ mod meet_watch;
 // Where POLL_* meets the command line, --help and the JUnit report (issue 49).
 mod meet_env;
 mod operations;
+// --paginate and --next: every page of a collection (issue 51).
+mod pages;
 // tcp:// and unix:// targets, --done-on refused (issue 50); and --start's server (process groups as Unix has them).
 #[cfg(unix)]
 mod ports;

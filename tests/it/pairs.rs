@@ -3,16 +3,16 @@
 //! curl's numbered cases and SQLite's harness hold theirs, so that a new flag cannot land without
 //! meeting the old ones.
 //!
-//! - **Combinations.** 24 factors (the features, what the server does, how the job ends), each at
+//! - **Combinations.** 25 factors (the features, what the server does, how the job ends), each at
 //!   2 to 9 levels, in the rows of a seeded pairwise covering array (`support::covering`): every
-//!   level of every factor meets every level of every other factor in at least one run (50 runs
-//!   hold all 1,923 pairs with the seed 4), where all combinations would be billions, and
-//!   a sample of their triples comes along. Pairs are where most such defects live;
-//!   the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another seed samples
-//!   other triples. The pairs the contract refuses together (`--watch` with `--submit` or
-//!   `--prefer-wait`, `--fallback` with several URLs or a `tcp://` target, `--start` without `-- CMD`)
-//!   are left out of the rows and each run once
-//!   on its own instead: exit 2, one line, nothing sent.
+//!   level of every factor meets every level of every other factor in at least one run (the
+//!   summary line says how many runs hold how many pairs with the seed), where all combinations
+//!   would be billions, and a sample of their triples comes along. Pairs are where most such
+//!   defects live; the seed (`POLL_TEST_PAIRS_SEED`) makes the rows the same everywhere, and another
+//!   seed samples other triples. The pairs the contract refuses together (`--watch` with `--submit`
+//!   or `--prefer-wait`, `--fallback` with several URLs or a `tcp://` target, `--start` without
+//!   `-- CMD`, `--paginate` and `--next` with `--watch`, `--submit` or a `tcp://` target) are left
+//!   out of the rows and each run once on its own instead: exit 2, one line, nothing sent.
 //! - **Promises**, checked on every run: the exit code is one the contract allows for the case,
 //!   and the JSON log's final object, the JUnit report and the step summary say the same; the run
 //!   ends by `--timeout` plus a small grace; no planted secret (a token, a password, cookie
@@ -63,7 +63,8 @@ const MAX_P95: &str = "200ms";
 /// The seed of the rows, unless `POLL_TEST_PAIRS_SEED` names another. Every seed covers every
 /// pair; 4 is one whose rows also met, by themselves, every defect of issue 49 that a scripted
 /// server can show (its rows 1-4 and 7-18) on the main the test was written against (seed 49
-/// met all of them but row 11).
+/// met all of them but row 11). That was with issue 49's 22 factors; issue 51's `pages` changed
+/// the rows, which still hold every pair.
 const SEED: u64 = 4;
 /// Runs at once: CI has two cores, and most of a run is waiting.
 const WORKERS: usize = 3;
@@ -72,6 +73,12 @@ const UNTIL: &str = r#".status == "done""#;
 const FAIL_WHEN: &str = r#".status == "failed""#;
 /// `--print`: the job's word and the event's type (`null` outside an event stream).
 const PRINT_FILTER: &str = r#""\(.status) \($event)""#;
+/// `--paginate`: the job is the first page of two, and the filters read the pages' array.
+const PAGE_UNTIL: &str = r#".[0].status == "done""#;
+const PAGE_FAIL_WHEN: &str = r#".[0].status == "failed""#;
+const PAGE_PRINT_FILTER: &str = r#""\(.[0].status) \($event)""#;
+/// The second page's body, which names no next page.
+const PAGE_2: &str = r#"{"page":2}"#;
 const FALLBACK_BODY: &str = r#"{"fallback":"used"}"#;
 /// `-- CMD`: says it ran, and with which trace context.
 const CMD_SCRIPT: &str = r#"echo "cmd-ran ${TRACEPARENT:-none}""#;
@@ -126,8 +133,9 @@ const LOG: usize = 20;
 const CI: usize = 21;
 const START: usize = 22;
 const PORT: usize = 23;
+const PAGES: usize = 24;
 
-const FACTORS: [Factor; 24] = [
+const FACTORS: [Factor; 25] = [
     // --watch, and what the server streams or holds for it.
     Factor { name: "watch", levels: &["off", "sse", "ndjson", "blocking", "long-poll"] },
     Factor {
@@ -174,6 +182,9 @@ const FACTORS: [Factor; 24] = [
     Factor { name: "start", levels: &["off", "on"] },
     // A tcp:// target beside the URLs (issue 50): a port that opens when the server is up.
     Factor { name: "port", levels: &["off", "tcp"] },
+    // --paginate: the job's route is the first page of two, which names the second in a `Link`
+    // (kept from its 200 when a 304 carries none), or in its body for `--next .next`.
+    Factor { name: "pages", levels: &["off", "link", "next"] },
 ];
 
 /// The pair in `row` that the contract makes a usage error, as the two things its line names.
@@ -184,6 +195,17 @@ fn refused(row: &[Option<usize>]) -> Option<[&'static str; 2]> {
     }
     if on(WATCH) && on(PREFER) {
         return Some(["--watch", "--prefer-wait"]);
+    }
+    // --next alone implies --paginate; the line names the flag given.
+    let pages = if row[PAGES] == Some(2) { "--next" } else { "--paginate" };
+    if on(PAGES) && on(WATCH) {
+        return Some([pages, "--watch"]);
+    }
+    if on(PAGES) && on(SUBMIT) {
+        return Some([pages, "--submit"]);
+    }
+    if on(PAGES) && on(PORT) {
+        return Some([pages, "a tcp:// or unix:// target"]);
     }
     // Not in the contract's words, but in the code's (src/cli/config.rs): a fallback stands in
     // for one URL's body.
@@ -351,14 +373,25 @@ struct Chain {
     url: String,
     submit: Option<Route>,
     status: Route,
+    /// `--paginate`: the second page, which the job's route names.
+    page_2: Option<Route>,
+}
+
+impl Chain {
+    /// Its routes, in the order a request meets them.
+    fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.submit.iter().chain([&self.status]).chain(&self.page_2)
+    }
 }
 
 /// A body of the job.
 fn body(case: &Case, word: &str) -> String {
+    // `--next .next`: the job names its second page, relative to its own URL (`/a/`).
+    let next = if case.is(PAGES, "next") { r#","next":"p2""# } else { "" };
     if word == "pending" && case.is(SERVER, "odd-text") {
-        format!(r#"{{"status":"pending {ODD_JSON}"}}"#)
+        format!(r#"{{"status":"pending {ODD_JSON}"{next}}}"#)
     } else {
-        format!(r#"{{"status":"{word}"}}"#)
+        format!(r#"{{"status":"{word}"{next}}}"#)
     }
 }
 
@@ -452,6 +485,11 @@ fn json_story(case: &Case) -> Vec<Step> {
             reply = reply.header("X-Consul-Index", &index.to_string());
             said.push_str(&format!(", X-Consul-Index {index}"));
             step.index = Some(index);
+        }
+        // A 304 carries no Link: the one kept with its 200 names the next page.
+        if case.is(PAGES, "link") && status != 304 {
+            reply = reply.header("Link", r#"<p2>; rel="next""#);
+            said.push_str(", Link <p2> next");
         }
         step.reply = reply;
         step.said = said;
@@ -574,6 +612,17 @@ fn status_steps(case: &Case) -> Vec<Step> {
     steps
 }
 
+/// `--paginate`'s second page: always there, with the cookies of every reply, never held (the job's
+/// page is what the case's server holds).
+fn page_2(case: &Case) -> Step {
+    let mut step = Step::new(Reply::json(200, PAGE_2), format!("200 {PAGE_2}"));
+    if case.on(COOKIES) {
+        step.reply = step.reply.header("Set-Cookie", &format!("lb={SERVER_COOKIE}; Path=/"));
+        step.sets.push(("lb".into(), SERVER_COOKIE.into()));
+    }
+    step
+}
+
 /// Everything one case runs with.
 struct Setup {
     /// The case's files (the state, the report, `-o`'s, the summary), removed with it.
@@ -654,18 +703,21 @@ fn setup(case: &Case) -> (Setup, Server) {
     let names: &[&str] = if case.on(URLS) { &["a", "b"] } else { &["a"] };
     let mut chains = Vec::new();
     for name in names {
-        let url = format!("http://127.0.0.1:{port}/{name}?access_token={QUERY_SECRET}");
-        let status_path = if case.on(SUBMIT) { format!("/{name}/op") } else { format!("/{name}") };
+        // With pages, the job is a folder's first page (`/a/`), so that `p2` is `/a/p2`.
+        let slash = if case.on(PAGES) { "/" } else { "" };
+        let url = format!("http://127.0.0.1:{port}/{name}{slash}?access_token={QUERY_SECRET}");
+        let status_path = if case.on(SUBMIT) { format!("/{name}/op") } else { format!("/{name}{slash}") };
         let submit = case.on(SUBMIT).then(|| {
             let accepted =
                 Step::new(Reply::status(202).header("Location", &status_path), format!("202, Location {status_path}"));
             Route { path: format!("/{name}"), steps: vec![dress(case, accepted)] }
         });
-        chains.push(Chain { url, submit, status: Route { path: status_path, steps: status_steps(case) } });
+        let page_2 = case.on(PAGES).then(|| Route { path: format!("/{name}/p2"), steps: vec![page_2(case)] });
+        chains.push(Chain { url, submit, status: Route { path: status_path, steps: status_steps(case) }, page_2 });
     }
     let mut routes: Vec<(&str, Vec<Reply>)> = Vec::new();
     for chain in &chains {
-        for route in chain.submit.iter().chain([&chain.status]) {
+        for route in chain.routes() {
             routes.push((route.path.as_str(), route.steps.iter().map(|s| s.reply.clone()).collect()));
         }
     }
@@ -681,7 +733,16 @@ fn setup(case: &Case) -> (Setup, Server) {
     }
     let timeout = format!("{}ms", TIMEOUT.as_millis());
     let interval = format!("{}ms", INTERVAL.as_millis());
-    push(&["--timeout", &timeout, "-i", &interval, "--show", ".status", "--until", UNTIL, "--fail-when", FAIL_WHEN]);
+    let (show, until, fail_when) = match case.on(PAGES) {
+        true => (".[0].status", PAGE_UNTIL, PAGE_FAIL_WHEN),
+        false => (".status", UNTIL, FAIL_WHEN),
+    };
+    push(&["--timeout", &timeout, "-i", &interval, "--show", show, "--until", until, "--fail-when", fail_when]);
+    match case.get(PAGES) {
+        "link" => push(&["--paginate"]),
+        "next" => push(&["--next", ".next"]),
+        _ => {}
+    }
     if case.on(WATCH) {
         push(&["--watch"]);
     }
@@ -715,7 +776,7 @@ fn setup(case: &Case) -> (Setup, Server) {
         push(&["-o", &file("body.json")]);
     }
     if case.on(PRINT) {
-        push(&["--print", PRINT_FILTER]);
+        push(&["--print", if case.on(PAGES) { PAGE_PRINT_FILTER } else { PRINT_FILTER }]);
     }
     if case.on(PREFER) {
         push(&["--prefer-wait", "2s"]);
@@ -759,6 +820,7 @@ fn setup(case: &Case) -> (Setup, Server) {
             set("POLL_STATUS_URL", r#""/a/op""#);
             set("POLL_RETRY_BUDGET", "20%");
             set("POLL_BREAKER_WINDOW", "10");
+            set("POLL_MAX_PAGES", "50");
         }
         "secret" => {
             set("POLL_USER", &format!("pairs:{PASSWORD}"));
@@ -1077,7 +1139,35 @@ fn check_all(case: &Case, setup: &Setup, seen: &Seen) -> Vec<String> {
     }
     check_pacing(setup, seen, &mut broke);
     check_carried(case, setup, seen, &mut broke);
+    check_pages(case, setup, seen, code, &mut broke);
     broke
+}
+
+/// `--paginate`: a job that ended 0 or 4 was judged on both pages, each walk's second page came
+/// right after its first (one attempt), and it was a GET without a body.
+fn check_pages(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut Vec<String>) {
+    for chain in &setup.chains {
+        let Some(page_2) = &chain.page_2 else { continue };
+        let requests = chain_requests(chain, seen);
+        let seconds: Vec<&Recorded> =
+            requests.iter().filter(|(_, _, route)| route.path == page_2.path).map(|(r, _, _)| *r).collect();
+        let ended = matches!(code, 0 | 4) && (!case.is(URLS, "two-any") || !seconds.is_empty());
+        if ended && seconds.is_empty() {
+            broke.push(format!("pages: exit {code}, but {} was never read", page_2.path));
+        }
+        for second in &seconds {
+            if second.method != "GET" || !second.body.is_empty() {
+                broke.push(format!("pages: the second page was a {} with {} bytes", second.method, second.body.len()));
+            }
+        }
+        // Each second page follows a first page's 2xx, never a failure: a walk is one attempt.
+        for pair in requests.windows(2) {
+            let ((_, step, route), (_, _, next)) = (pair[0], pair[1]);
+            if next.path == page_2.path && (route.path != chain.status.path || step.failure) {
+                broke.push(format!("pages: {} came after `{}` on {}", page_2.path, cut(&step.said, 80), route.path));
+            }
+        }
+    }
 }
 
 /// The run's last stderr line, for messages.
@@ -1116,8 +1206,7 @@ fn check_whole(setup: &Setup, seen: &Seen, broke: &mut Vec<String>) {
     for partial in &seen.partial {
         broke.push(format!("whole requests: {partial}"));
     }
-    let paths: Vec<&str> =
-        setup.chains.iter().flat_map(|c| c.submit.iter().chain([&c.status])).map(|r| r.path.as_str()).collect();
+    let paths: Vec<&str> = setup.chains.iter().flat_map(Chain::routes).map(|r| r.path.as_str()).collect();
     for request in &seen.requests {
         let path = request.path.split('?').next().unwrap_or("");
         if !paths.contains(&path) {
@@ -1413,7 +1502,7 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
                 let right = match case.on(PRINT) {
                     _ if port => line["body"].is_null() && line["exit_code"] == 0 && line.get("print").is_none(),
                     true => line["print"] == serde_json::json!([format!("{word} {event}")]),
-                    false => line["body"]["status"] == word,
+                    false => job(&line["body"]) == word,
                 };
                 if !line["url"].is_string() || !matches!(line["exit_code"].as_i64(), Some(0 | 4)) || !right {
                     wrong(format!(
@@ -1438,8 +1527,12 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
         }
         0 | 4 => {
             let parsed: Option<Value> = serde_json::from_str(out.trim()).ok();
-            if !parsed.is_some_and(|v| v["status"] == word) {
+            if !parsed.is_some_and(|v| job(&v) == word) {
                 wrong(format!("the final body, whose status is {word}"));
+            }
+            // With pages, the body is the array of the two pages' bodies, each as it was sent.
+            if case.on(PAGES) && !out.ends_with(&format!(",{PAGE_2}]")) {
+                wrong(format!("the array of the two pages, the second {PAGE_2}"));
             }
         }
         // The fallback goes where the body would (docs/guide/state.md).
@@ -1478,6 +1571,14 @@ fn check_stdout(case: &Case, setup: &Setup, seen: &Seen, code: i32, broke: &mut 
     }
 }
 
+/// The job's word in a body: its `status`, or with `--paginate` its first page's.
+fn job(body: &Value) -> &Value {
+    match body {
+        Value::Array(pages) => pages.first().map_or(&Value::Null, |page| &page["status"]),
+        body => &body["status"],
+    }
+}
+
 /// Whether `text` is the fallback, or `--print .status` of it.
 fn fallback(case: &Case, text: &str) -> bool {
     text.trim() == FALLBACK_BODY || (case.on(PRINT) && text.starts_with("null ") && text.lines().count() == 1)
@@ -1490,11 +1591,11 @@ fn cut(text: &str, n: usize) -> String {
 
 /// Each URL's requests in order, with the step each one got (the routes play their steps in order).
 fn chain_requests<'a>(chain: &'a Chain, seen: &'a Seen) -> Vec<(&'a Recorded, &'a Step, &'a Route)> {
-    let mut counts = [0usize; 2];
+    let mut counts = [0usize; 3];
     let mut out = Vec::new();
     for request in &seen.requests {
         let path = request.path.split('?').next().unwrap_or("");
-        let routes = chain.submit.iter().chain([&chain.status]);
+        let routes = chain.routes();
         for (i, route) in routes.enumerate() {
             if route.path == path {
                 out.push((request, route.step(counts[i]), route));
@@ -1515,7 +1616,9 @@ fn chain_requests<'a>(chain: &'a Chain, seen: &'a Seen) -> Vec<(&'a Recorded, &'
 /// and the gaps after answers must be `--interval` on average, less a fifth.
 fn check_pacing(setup: &Setup, seen: &Seen, broke: &mut Vec<String>) {
     for chain in &setup.chains {
-        let requests = chain_requests(chain, seen);
+        // A walk's second page follows its first at once: one attempt, paced as one.
+        let mut requests = chain_requests(chain, seen);
+        requests.retain(|(_, _, route)| chain.page_2.as_ref().is_none_or(|page_2| route.path != page_2.path));
         let mut early = Vec::new();
         let mut after_answers = Vec::new();
         for pair in requests.windows(2) {
@@ -1734,7 +1837,7 @@ fn describe(case: &Case, setup: &Setup, seen: &Seen, broke: &[String]) -> String
         let _ = writeln!(text, "    every reply but a failure is held {}ms before its head", HOLD.as_millis());
     }
     for chain in &setup.chains {
-        for route in chain.submit.iter().chain([&chain.status]) {
+        for route in chain.routes() {
             let steps: Vec<String> =
                 route.steps.iter().enumerate().map(|(i, s)| format!("{}. {}", i + 1, cut(&s.said, 160))).collect();
             let _ = writeln!(text, "    {}: {}", route.path, steps.join("; "));
@@ -1957,9 +2060,10 @@ fn each_pair_the_contract_refuses_is_one_usage_error_that_sends_nothing() {
     let all = refused_cases(first);
     assert_eq!(
         all.len(),
-        4 + 4 + 2 + 1 + 1,
+        4 + 4 + 2 + 1 + 1 + 2 * 4 + 2 + 2,
         "--watch with --submit or --prefer-wait (4 kinds each), --fallback with 2 kinds of several URLs and with a \
-         tcp:// target, --start without -- CMD"
+         tcp:// target, --start without -- CMD, --paginate and --next with --watch (4 kinds), --submit and a \
+         tcp:// target"
     );
     let cases = chosen(all);
     let started = Instant::now();

@@ -134,6 +134,8 @@ pub struct Reply {
     /// `only_with`: a request header (name, text its value must contain), and the reply
     /// played instead to a request without it.
     only_with: Option<(String, String, Box<Reply>)>,
+    /// `until`: from this long after the server started, this reply is played instead.
+    until: Option<(Duration, Box<Reply>)>,
     /// `stream`: the body's parts, each written as a chunk after its delay.
     parts: Vec<(Duration, Vec<u8>)>,
     /// `stream`: how the body ends once its parts are written.
@@ -161,6 +163,7 @@ impl Reply {
             hang_up: false,
             kind,
             only_with: None,
+            until: None,
             parts: Vec::new(),
             end: StreamEnd::Finish,
         }
@@ -239,6 +242,13 @@ impl Reply {
     }
 
     /// Waits this long before writing anything; cut short when the server is dropped.
+    /// This reply until `d` after the server started; from then on, `then` (a job whose state
+    /// changes at a moment, whatever was asked before).
+    pub fn until(mut self, d: Duration, then: Reply) -> Reply {
+        self.until = Some((d, Box::new(then)));
+        self
+    }
+
     pub fn delay(mut self, d: Duration) -> Reply {
         self.delay = d;
         self
@@ -340,8 +350,11 @@ impl Script {
         match self {
             Script::Any(seq) => Some(seq.pick()),
             Script::Routes(routes) => {
-                let path = route_key(target);
-                routes.iter_mut().find(|(p, _)| p == path).map(|(_, seq)| seq.pick())
+                // A route with a query (`/runs?page=2`) is that page only; the others take any query.
+                let (whole, path) = (route_key_with_query(target), route_key(target));
+                let i =
+                    routes.iter().position(|(p, _)| p == whole).or_else(|| routes.iter().position(|(p, _)| p == path));
+                i.map(|i| routes[i].1.pick())
             }
         }
     }
@@ -369,6 +382,18 @@ fn route_key(target: &str) -> &str {
     &path[..end]
 }
 
+/// The target a route with a query matches on: no scheme/authority, no fragment, its query kept.
+fn route_key_with_query(target: &str) -> &str {
+    let path = match target.find("://") {
+        Some(i) => {
+            let rest = &target[i + 3..];
+            rest.find('/').map_or("/", |j| &rest[j..])
+        }
+        None => target,
+    };
+    &path[..path.find('#').unwrap_or(path.len())]
+}
+
 struct State {
     script: Script,
     log: Vec<Recorded>,
@@ -381,6 +406,8 @@ struct State {
 /// Everything the acceptor, the connection threads and the `Server` handle share.
 struct Shared {
     state: Mutex<State>,
+    /// When the server started listening (`Reply::until` counts from here).
+    started: Instant,
     /// Signalled on every recorded request and every reply written whole (for `wait_hits`,
     /// `wait_replies`).
     arrived: Condvar,
@@ -433,6 +460,10 @@ impl Shared {
             state.unanswered.push(format!("{} {}", req.method, req.path));
             Reply::status(404)
         });
+        let reply = match &reply.until {
+            Some((d, then)) if self.started.elapsed() >= *d => (**then).clone(),
+            _ => reply,
+        };
         let stranger = |(name, text, _): &&(String, String, Box<Reply>)| {
             !req.header_all(name).iter().any(|value| value.contains(text.as_str()))
         };
@@ -495,9 +526,16 @@ impl Server {
         Server::launch(Script::Any(Seq::new(replies)), None)
     }
 
-    /// Per path (exact match on the path without query); an unknown path gets 404.
+    /// Per path (exact match on the path without query; a route given with a query matches that
+    /// path and query only, before the path alone does); an unknown path gets 404.
     pub fn routes(routes: Vec<(&str, Vec<Reply>)>) -> Server {
         Server::launch(routes_script(routes), None)
+    }
+
+    /// `routes` on a chosen loopback port (`daemon::free_port()`), for replies that name the
+    /// server's own URLs (a `Link` header's absolute targets).
+    pub fn routes_on(port: u16, routes: Vec<(&str, Vec<Reply>)>) -> Server {
+        Server::launch_on(port, routes_script(routes), None)
     }
 
     /// `start` over TLS with the fixture certificate (`cert_path()`).
@@ -530,6 +568,7 @@ impl Server {
     ) -> Server {
         let shared = Arc::new(Shared {
             state: Mutex::new(State { script, log: Vec::new(), unanswered: Vec::new(), replied: 0 }),
+            started: Instant::now(),
             arrived: Condvar::new(),
             stopped: Mutex::new(false),
             stop_cv: Condvar::new(),
