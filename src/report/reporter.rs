@@ -170,8 +170,9 @@ impl Reporter {
         self.style.github
     }
 
-    /// Before loop `t`'s first attempt: `-v` shows the request, secrets redacted.
-    fn start(&self, t: usize, request: &Request, user_agent: &str, proxy: Option<&str>) {
+    /// Before loop `t`'s first attempt: `-v` opens its group (a CI's fold)
+    /// and, for the first loop, names the variables read and ignored.
+    fn open(&self, t: usize) {
         if !self.verbose_text() {
             return;
         }
@@ -187,6 +188,16 @@ impl Reporter {
             let ignored = self.style.ignored_environment.join(", ");
             self.line(t, &format!("{named}ignored from the environment: {ignored}"));
         }
+    }
+
+    /// Before loop `t`'s first attempt at an HTTP target: `-v` opens its
+    /// group and shows the request, secrets redacted.
+    fn start(&self, t: usize, request: &Request, user_agent: &str, proxy: Option<&str>) {
+        if !self.verbose_text() {
+            return;
+        }
+        self.open(t);
+        let named = self.named(t);
         self.line(t, &format!("{named}> {} {}", request.method, url::redact(&request.url)));
         self.line(t, &format!("{named}> User-Agent: {}", printable(user_agent)));
         for (name, value) in request.headers.iter() {
@@ -592,6 +603,11 @@ pub(crate) struct LoopReporter<'a> {
 }
 
 impl LoopReporter<'_> {
+    /// Before the first attempt at a port: `-v` opens the loop's group (it has no request to show).
+    pub(crate) fn open(&self) {
+        self.reporter.open(self.t);
+    }
+
     /// Before the first attempt: `-v` shows the request, secrets redacted.
     pub(crate) fn start(&self, request: &Request, user_agent: &str, proxy: Option<&str>) {
         self.reporter.start(self.t, request, user_agent, proxy);

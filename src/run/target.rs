@@ -196,6 +196,7 @@ impl Loop<'_> {
     /// of the moment (redacted), so `--auth-cmd` runs here.
     fn start(&self, client: &Client) -> Result<(), Halt> {
         if self.endpoint.is_some() {
+            self.reporter.open();
             return Ok(());
         }
         let authorised = match self.credentials.is_empty() {

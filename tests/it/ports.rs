@@ -299,6 +299,36 @@ fn ports_mix_with_http_targets_in_stdout_the_log_junit_and_the_step_summary() {
 }
 
 #[test]
+fn a_ports_verbose_lines_open_their_ci_group_and_name_the_environment() {
+    let closed = format!("tcp://127.0.0.1:{}", free_port());
+    let attempt = format!("attempt 1: tcp {} refused", &closed["tcp://".len()..]);
+    // Alone: its group opens before its lines and closes after them; the variables read are named.
+    let out = poll()
+        .env("POLL_TIMEOUT", "5s")
+        .env("POLL_STATE_KEY", "jobs")
+        .args(["--ci", "github", "-v", "--done-on", "refused", &closed])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<String> = stderr(&out).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], format!("::group::poll {closed}"), "{lines:?}");
+    assert_eq!(lines[1], "settings from the environment: POLL_TIMEOUT", "{lines:?}");
+    assert_eq!(lines[2], "ignored from the environment: POLL_STATE_KEY (only means something with --state)");
+    assert!(lines[3].starts_with(&attempt), "{lines:?}");
+    assert_eq!(lines[4], "::endgroup::", "{lines:?}");
+    // Beside an http:// target: the port's group is written whole, as the URL's is.
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(1);
+    let url = server.url("/");
+    let out = poll().args(["--ci", "github", "-v", "--done-on", "200,refused", &closed, &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stderr(&out);
+    let group = format!("::group::poll {closed}\n[{closed}] {attempt}");
+    assert!(text.contains(&group), "{text}");
+    assert_eq!(text.matches("::group::").count(), 2, "{text}");
+    assert_eq!(text.matches("::endgroup::").count(), 2, "{text}");
+}
+
+#[test]
 fn any_stable_and_the_deadline_treat_a_port_as_a_url() {
     // --any: the port that opens ends the run while the other is still refused.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
