@@ -175,14 +175,14 @@ fn a_grandchild_holding_the_port_is_stopped_with_the_group_and_sigkill_follows_t
     let _ = std::fs::remove_dir_all(format!("/tmp/{token}"));
 }
 
-/// Ctrl-C (SIGINT) and SIGTERM to `poll` while `-- CMD` runs: both are passed on, the server is
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP to `poll` while `-- CMD` runs: each is passed on, the server is
 /// stopped, and the run exits with the signal's code.
 #[test]
 fn a_signal_during_the_command_stops_both_and_exits_with_its_code() {
     if !support::have_tool("python3", "apt-get install python3") {
         return;
     }
-    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
         let port = free_port();
         let token = format!("poll-start-signal-{port}");
         std::fs::create_dir_all(format!("/tmp/{token}")).unwrap();
