@@ -95,6 +95,26 @@ struct Variables {
     on_the_line: Vec<String>,
 }
 
+/// The installers' own variables (install/): no option's, and no stray.
+const INSTALLERS: [&str; 2] = ["POLL_INSTALL_DIR", "POLL_DOWNLOAD_URL"];
+
+/// The `POLL_` variables set that no option reads, for `-v` to name: a typo,
+/// or a name from an older poll (`POLL_METHOD` before `POLL_REQUEST`).
+/// `named` is every option's variable name, with the flag when it is never read.
+fn strays(named: &[(String, Option<String>)]) -> Vec<String> {
+    let mut strays: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, value)| name.into_string().ok().filter(|_| !value.is_empty()))
+        .filter(|name| name.starts_with("POLL_") && !INSTALLERS.contains(&name.as_str()))
+        .filter_map(|name| match named.iter().find(|(known, _)| *known == name) {
+            Some((_, None)) => None,
+            Some((_, Some(flag))) => Some(format!("{name} ({flag} is not read from the environment)")),
+            None => Some(format!("{name} (no option has that name)")),
+        })
+        .collect();
+    strays.sort();
+    strays
+}
+
 impl Variables {
     /// Every variable set for an option: empty ones and those of options the
     /// command line gives are ignored at once.
@@ -103,6 +123,8 @@ impl Variables {
         command.build();
         let mut variables =
             Variables { read: Vec::new(), ignored: Vec::new(), names: Vec::new(), on_the_line: Vec::new() };
+        // Every option's variable name, read or not (`POLL_HEADER`: `-H` repeats), for the strays below.
+        let mut named = Vec::new();
         for arg in command.get_arguments() {
             let id = arg.get_id().as_str();
             let flag = arg.get_long().map_or_else(|| arg.to_string(), |long| format!("--{long}"));
@@ -110,7 +132,12 @@ impl Variables {
             if given.ids.iter().any(|given| given == id) {
                 variables.on_the_line.push(flag.clone());
             }
-            let Some(variable) = flags::variable(arg) else { continue };
+            let read = flags::variable(arg);
+            if let Some(long) = arg.get_long() {
+                let name = format!("POLL_{}", long.replace('-', "_").to_ascii_uppercase());
+                named.push((name, if read.is_some() { None } else { Some(flag.clone()) }));
+            }
+            let Some(variable) = read else { continue };
             let Some(value) = std::env::var_os(&variable) else { continue };
             if value.is_empty() {
                 variables.ignored.push(format!("{variable} (empty: unset)"));
@@ -121,6 +148,7 @@ impl Variables {
                 variables.read.push(Candidate { id: id.to_string(), variable, flag, shown, secret, value, off });
             }
         }
+        variables.ignored.extend(strays(&named));
         variables
     }
 

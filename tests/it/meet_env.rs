@@ -127,6 +127,29 @@ fn an_empty_variable_is_unset() {
     assert_eq!(server.requests()[0].method, "GET");
 }
 
+/// A `POLL_` variable that no option reads (a typo, `-X`'s old name, a repeatable option's) is
+/// named under `-v` with why, and changes nothing; the installers' own variables are not named.
+#[test]
+fn a_variable_no_option_reads_is_named_under_v_and_changes_nothing() {
+    let server = Server::start(vec![Reply::json(200, "{}")]).expect_hits(1);
+    let strays = [
+        ("POLL_TIMEOUTT", "1s"),
+        ("POLL_METHOD", "DELETE"),
+        ("POLL_HEADER", "Authorization: Bearer s3cret"),
+        ("POLL_INSTALL_DIR", "/opt/bin"),
+    ];
+    let out = poll().envs(strays).args(["-v", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        ignored_line(&out),
+        "POLL_HEADER (--header is not read from the environment), POLL_METHOD (no option has that name), \
+         POLL_TIMEOUTT (no option has that name)"
+    );
+    let request = &server.requests()[0];
+    assert_eq!((request.method.as_str(), request.header("authorization")), ("GET", None));
+    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
+}
+
 /// Row 10: a variable set for a template, that only means something beside another option, is
 /// ignored on a call without that option (named under `-v` with why) and used on a call with it.
 #[test]
