@@ -392,8 +392,8 @@ fn summarise(common: &Common, results: Vec<UrlResult>, error: Option<&Error>, ju
     };
     let error = resumable.as_ref().or(error);
     let code = error.map_or(0, Error::exit_code);
-    // A URL the run ended first shares a signal or deadline of the run.
-    let run_wide = error.filter(|e| e.is_signal() || e.kind() == Kind::Deadline);
+    // A URL the run ended first shares a signal, the deadline or the started server's exit.
+    let run_wide = error.filter(|e| e.is_signal() || matches!(e.kind(), Kind::Deadline | Kind::StartExited));
     if let Some(path) = junit {
         let report = junit::render(&results, run_wide, progress.elapsed(), std::time::SystemTime::now());
         if let Err(e) = file::replace(path, report.as_bytes(), true, file::Access::Umask, common.deadline) {

@@ -76,13 +76,23 @@ fn a_server_that_fails_to_start_ends_the_run_at_once_with_its_status() {
 fn a_started_command_that_exits_0_is_told_to_stay_in_the_foreground_and_the_log_says_start_exited() {
     let port = free_port();
     let target = format!("tcp://127.0.0.1:{port}");
+    let folder = Folder::new("poll-start-exited");
+    let (junit, summary) = (folder.file("junit.xml"), folder.file("summary.md"));
     let out = poll()
-        .args(["--log-format", "json", "--timeout", "30s", "--start", "true", &target, "--", "true"])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["--ci", "github", "--report-junit", &junit, "--log-format", "json", "--timeout", "30s"])
+        .args(["--start", "true", &target, "--", "true"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let last: serde_json::Value = serde_json::from_str(stderr(&out).lines().last().unwrap()).unwrap();
     assert_eq!(last["reason"], "start_exited");
+    // The target the exit cut short fails in the reports too: never a skipped test of a run that exits 3.
+    let report = std::fs::read_to_string(&junit).unwrap();
+    assert!(report.contains("failures=\"1\" errors=\"0\" skipped=\"0\""), "{report}");
+    assert!(report.contains("<failure type=\"start_exited\""), "{report}");
+    let table = std::fs::read_to_string(&summary).unwrap();
+    assert!(table.contains(&format!("| `{target}` | permanent failure | 3 | 1 |")), "{table}");
     assert_eq!(last["start"]["exit_code"], 0);
     assert_eq!(last["start"]["stopped_by"], "exited");
     let message = last["message"].as_str().unwrap_or_default();
