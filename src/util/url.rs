@@ -48,7 +48,7 @@ pub(crate) fn check(raw: &str) -> Result<(String, Option<String>), String> {
         return Err(bad("it needs a scheme, e.g. http://host/path or https://host/path"));
     };
     if !parts.scheme.eq_ignore_ascii_case("http") && !parts.scheme.eq_ignore_ascii_case("https") {
-        return Err(bad("only http:// and https:// are supported"));
+        return Err(bad("a target is http://, https://, tcp://HOST:PORT or unix:///PATH"));
     }
     // The URL standard drops tabs and newlines and escapes spaces; a user who typed them made a mistake.
     if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -135,9 +135,16 @@ pub(crate) fn endpoint(raw: &str) -> Option<Result<Endpoint, String>> {
         return Some(Err(bad("a tcp:// URL is HOST:PORT only: no path, query or fragment")));
     }
     let (host, port) = split_port(parts.host);
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let bracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    if bracketed.is_none() && host.contains(':') {
+        return Some(Err(bad("an IPv6 address goes in brackets: tcp://[::1]:PORT")));
+    }
+    let host = bracketed.unwrap_or(host);
     if host.is_empty() {
         return Some(Err(bad("it has no host")));
+    }
+    if host.contains('%') && bracketed.is_none() {
+        return Some(Err(bad("a host name has no %-escapes")));
     }
     let Some(port) = port else { return Some(Err(bad("it needs a port: tcp://HOST:PORT"))) };
     let port = match self::port(port) {
@@ -347,6 +354,10 @@ mod tests {
             "tcp://h:80#f",
             "tcp://u:p@h:80",
             "tcp://[nope]:80",
+            "tcp://::1",
+            "tcp://::1:5432",
+            "tcp://127.0.0.1:5432:22",
+            "tcp://%31%32%37.0.0.1:80",
             "unix://run/pg.sock",
             "unix://",
             "unix:///",

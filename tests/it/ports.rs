@@ -253,8 +253,13 @@ fn malformed_tcp_and_unix_urls_are_usage_errors() {
         ("tcp://127.0.0.1:80?x=1", "no path, query or fragment"),
         ("tcp://127.0.0.1:80#top", "no path, query or fragment"),
         ("tcp://me:secret@127.0.0.1:80", "a user or password means nothing here"),
+        ("tcp://::1", "an IPv6 address goes in brackets: tcp://[::1]:PORT"),
+        ("tcp://::1:5432", "an IPv6 address goes in brackets"),
+        ("tcp://127.0.0.1:5432:22", "an IPv6 address goes in brackets"),
+        ("tcp://%31%32%37.0.0.1:80", "a host name has no %-escapes"),
         ("unix://relative.sock", "give an absolute socket path"),
         ("unix:///", "give an absolute socket path"),
+        ("udp://127.0.0.1:53", "a target is http://, https://, tcp://HOST:PORT or unix:///PATH"),
     ] {
         let out = poll().arg(raw).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{raw}");
