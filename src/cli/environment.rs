@@ -9,13 +9,15 @@
 //! on a value or on the URLs), drops the variable's side and parses again:
 //! no list of variables lives here. Two variables that clash with each other
 //! are a usage error naming both; a bad value is one naming its variable.
+//! One variable is narrowed rather than dropped: `POLL_DONE_ON`'s `refused`
+//! stands beside ports alone, where its statuses cannot.
 
 use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use crate::cli::config::{self, Clash, Meets};
-use crate::cli::flags::{self, Environment, Given, Invocation, Setting};
+use crate::cli::flags::{self, Cli, DoneOn, Environment, Given, Invocation, Setting};
 use crate::error::Error;
 
 /// Why a command line starts no run.
@@ -47,9 +49,15 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocati
                 continue;
             }
         };
-        let cli = flags::cli(matches, variables.environment()).map_err(|e| variables.refuse(&e))?;
+        let mut cli = flags::cli(matches, variables.environment()).map_err(|e| variables.refuse(&e))?;
+        let clash = loop {
+            match config::clash(&cli) {
+                Err(clash) if variables.narrows(&clash, &mut cli) => continue,
+                checked => break checked,
+            }
+        };
         // A clash that is the command line's own is Config's usage error, in its words.
-        if let Err(clash) = config::clash(&cli)
+        if let Err(clash) = clash
             && variables.drops(clash)?
         {
             continue;
@@ -269,6 +277,24 @@ impl Variables {
             self.ignore(&variable, &format!("only means something with {needed}"));
         }
         Ok(())
+    }
+
+    /// `config::clash` over a `POLL_DONE_ON` of statuses and `refused` beside
+    /// ports alone: its statuses need an http(s):// target, but its `refused`
+    /// means something there, so it stands alone (dropping the whole variable
+    /// would wait for the port to open instead of to close).
+    fn narrows(&self, clash: &Clash, cli: &mut Cli) -> bool {
+        let (Source::Variable(variable), Meets::CommandLine(what)) = (self.source(clash.flag), clash.meets) else {
+            return false;
+        };
+        if clash.flag != "--done-on" || !cli.done_on.contains(&DoneOn::Refused) {
+            return false;
+        }
+        cli.done_on.retain(|done| *done == DoneOn::Refused);
+        let why = format!("{} (its statuses: the command line gives {what}; `refused` is read)", variable.variable);
+        // Told in this parse's `Cli` alone: each parse narrows it again.
+        cli.environment.ignored.push(why);
+        true
     }
 
     /// `config::clash`: whether a variable was set aside (parse again). A

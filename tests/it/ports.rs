@@ -171,6 +171,35 @@ fn done_on_refused_waits_until_nothing_listens_and_needs_no_first_contact() {
     assert_eq!(attempts(&out).len(), 1);
 }
 
+/// A template's `POLL_DONE_ON=404,410,refused` on a call with ports only: its statuses need an
+/// http(s):// target, its `refused` stands, so the wait is still until the port is gone.
+#[test]
+fn a_done_on_variable_keeps_refused_beside_ports_alone() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("tcp://{}", listener.local_addr().unwrap());
+    let template = || {
+        let mut command = poll();
+        command.env("POLL_DONE_ON", "404,410,refused").args(["-v", "-i", "50ms", "--timeout", "1s", &target]);
+        command
+    };
+    // Open: not yet gone, until the deadline (without its `refused` it would be done at once).
+    let out = template().output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "ignored from the environment: POLL_DONE_ON (its statuses: the command line gives no http(s):// \
+             target; `refused` is read)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(attempts(&out)[0].ends_with("open, not yet gone -> poll again in 50ms (interval)"), "{}", stderr(&out));
+    drop(listener);
+    let out = template().output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(attempts(&out)[0].ends_with("refused -> done (--done-on refused)"), "{}", stderr(&out));
+}
+
 #[test]
 fn done_on_refused_on_a_real_nginx_stopped_mid_wait() {
     let Some(mut nginx) = support::nginx::Gzip::start(&[("health.json", "{\"ok\":true}")]) else { return };
