@@ -132,7 +132,7 @@ mod socket {
                 } else {
                     "something else"
                 };
-                let why = NotASocket(format!("--unix-socket `{shown}` is {what}, not a socket"));
+                let why = NotASocket(format!("`{shown}` is {what}, not a socket"));
                 return Err(io::Error::new(ErrorKind::InvalidInput, why));
             }
             Ok(_) => {}
@@ -177,12 +177,12 @@ mod socket {
                 return refused(format!("permission denied on the socket `{shown}` (mode 0000: not opened yet)"));
             }
             Ok(meta) => format!(
-                "--unix-socket `{shown}` (owner {}, group {}, mode {:04o}) does not let user {me} in",
+                "the socket `{shown}` (owner {}, group {}, mode {:04o}) does not let user {me} in",
                 user_name(meta.uid()),
                 group_name(meta.gid()),
                 meta.mode() & 0o7777
             ),
-            Err(_) => format!("user {me} may not reach --unix-socket `{shown}`: a folder on its way is closed to it"),
+            Err(_) => format!("user {me} may not reach the socket `{shown}`: a folder on its way is closed to it"),
         };
         io::Error::new(ErrorKind::PermissionDenied, NoPermission(why))
     }

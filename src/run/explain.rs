@@ -13,10 +13,21 @@ use crate::util::clock;
 use crate::util::text::when;
 use crate::util::url;
 
+/// What a loop connects to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// A host and port: an http(s):// URL's or a tcp:// target's.
+    Port,
+    /// `--unix-socket`'s daemon, which HTTP goes to.
+    Daemon,
+    /// A unix:// target's socket.
+    Socket,
+}
+
 /// What the words of a stop need to know of the loop that stopped.
 pub(crate) struct Situation<'a> {
-    /// `--unix-socket` is given: a refusal is the daemon's.
-    pub unix_socket: bool,
+    /// What the loop connects to, for the words when nothing answered there.
+    pub listener: Listener,
     /// Requests carry an `--idempotency-key`.
     pub keyed: bool,
     /// The last attempt was sent again with a new `--auth-cmd` token.
@@ -62,7 +73,10 @@ pub(crate) fn stopped(stop: &Stop, at: &Situation<'_>) -> Error {
     // The transport's own words help where the class alone does not say enough.
     let detail = match &record.reply {
         Err(fault) if fault.failure.traits().shows_detail => Some(fault.detail.as_str()),
-        Err(fault) if fault.failure == Failure::Refused && at.unix_socket => Some(fault.detail.as_str()),
+        // Over a socket, the detail says which: no socket yet, nobody listening, a path that cannot be one.
+        Err(fault) if matches!(fault.failure, Failure::Refused | Failure::Reset) && at.listener != Listener::Port => {
+            Some(fault.detail.as_str())
+        }
         _ => None,
     };
     error(stop, detail, &hint(stop, at), at.operation)
@@ -73,7 +87,7 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
     let record = at.record;
     let hint = match (&record.reply, stop) {
         // A URL never reached gets the hint of its failure, whatever ended the run.
-        (Err(fault), Stop::Deadline { .. }) if record.not_up_yet => return unreached_hint(fault, at.unix_socket),
+        (Err(fault), Stop::Deadline { .. }) if record.not_up_yet => return unreached_hint(fault, at.listener),
         (_, Stop::NotRetryable { .. } | Stop::Deadline { .. } | Stop::WaitTooLong { .. } | Stop::NoStatusUrl) => "",
         (Ok(reply), Stop::Permanent { .. }) if reply.status == 304 => {
             "; a 304 Not Modified answered a request that carried no If-None-Match or If-Modified-Since: there is no body to judge"
@@ -92,7 +106,7 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
         (Err(Fault { failure: Failure::NotTls, .. }), _) => {
             "; something else than TLS answered on that port: is the URL http://, not https://?"
         }
-        (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return unreached_hint(fault, at.unix_socket),
+        (Err(fault @ Fault { failure: Failure::Refused, .. }), _) => return unreached_hint(fault, at.listener),
         (Err(Fault { failure: Failure::NoPermission, .. }), _) => {
             "; waiting cannot fix a permission: run poll as a user who may open the socket"
         }
@@ -121,14 +135,17 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
 
 /// What to check when nothing answered the connection: the proxy it went
 /// through, the daemon behind `--unix-socket`, or the server.
-fn unreached_hint(fault: &Fault, unix_socket: bool) -> String {
+fn unreached_hint(fault: &Fault, listener: Listener) -> String {
     match fault {
         Fault { proxy: Some(proxy), .. } => {
             format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
         }
         // Over --unix-socket, the detail says which: no socket yet, nobody listening, not opened yet.
-        Fault { failure: Failure::Refused, .. } if unix_socket => {
+        Fault { failure: Failure::Refused, .. } if listener == Listener::Daemon => {
             "; is the daemon up, and is --unix-socket its socket?".to_string()
+        }
+        Fault { failure: Failure::Refused, .. } if listener == Listener::Socket => {
+            "; is the server up and listening on that socket?".to_string()
         }
         Fault { failure: Failure::Refused, .. } => "; is the server up and listening on that port?".to_string(),
         _ => String::new(),

@@ -31,11 +31,11 @@ use crate::rules::pages::Paging;
 use crate::rules::policy::{self, Action, Stop, WaitReason};
 use crate::rules::resume::Resume;
 use crate::rules::stall::Stall;
-use crate::run::explain::{self, Situation};
+use crate::run::explain::{self, Listener, Situation};
 use crate::state::{Admission, AttemptReport, Fleet, Refusal, Shared};
 use crate::util::headers::Headers;
 use crate::util::text::{human, printable};
-use crate::util::url;
+use crate::util::url::{self, Endpoint};
 use crate::util::wait::{Cancel, Cancelled};
 
 /// What every loop of a run shares.
@@ -855,7 +855,11 @@ impl Loop<'_> {
     fn situation<'s>(&'s self, record: &'s Record) -> Situation<'s> {
         let polling = &self.common.polling;
         Situation {
-            unix_socket: polling.client.unix_socket.is_some(),
+            listener: match (self.endpoint, &polling.client.unix_socket) {
+                (Some(Endpoint::Unix(_)), _) => Listener::Socket,
+                (None, Some(_)) => Listener::Daemon,
+                _ => Listener::Port,
+            },
             keyed: polling.policy.keyed,
             reauthenticated: self.reauthenticated,
             client_cert: polling.client.trust.identity.is_some(),

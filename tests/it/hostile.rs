@@ -421,7 +421,7 @@ fn a_socket_the_user_may_not_open_is_exit_3_at_once_naming_the_permission() {
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(took < Duration::from_secs(5), "{took:?}");
-    let said = format!("poll: error: permission denied (--unix-socket `{}` (owner root, group ", socket.display());
+    let said = format!("poll: error: permission denied (the socket `{}` (owner root, group ", socket.display());
     assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
     let said = "mode 0600) does not let user nobody in): not retryable [http://localhost/x]; waiting cannot fix a \
                 permission: run poll as a user who may open the socket\n";
@@ -436,7 +436,7 @@ fn a_socket_the_user_may_not_open_is_exit_3_at_once_naming_the_permission() {
     let out = as_nobody(&poll_bin, &args(&hidden).each_ref().map(String::as_str));
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let said = format!(
-        "poll: error: permission denied (user nobody may not reach --unix-socket `{}`: a folder on its way is closed to \
+        "poll: error: permission denied (user nobody may not reach the socket `{}`: a folder on its way is closed to \
          it): not retryable [http://localhost/x]",
         hidden.display()
     );

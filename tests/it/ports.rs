@@ -137,6 +137,25 @@ fn a_unix_target_waits_for_its_socket_file() {
         format!("attempt 1: unix {shown} no socket at `{shown}` (yet) -> poll again in 100ms (not up yet)")
     );
     assert!(lines.last().is_some_and(|line| line.ends_with(&format!("unix {shown} open -> done"))), "{lines:?}");
+    // Never there: the deadline's line says which socket and asks after its server, not a port.
+    let missing = format!("unix://{}", folder.file("never.sock"));
+    let out = poll().args(["-i", "100ms", "--timeout", "500ms", &missing]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = stderr(&out);
+    assert!(
+        line.contains(&format!("never reached: connection refused (no socket at `{}` (yet))", &missing[7..])),
+        "{line}"
+    );
+    assert!(line.trim_end().ends_with("; is the server up and listening on that socket?"), "{line}");
+    // A regular file there is no socket, in words that name no flag the user did not give.
+    let file = folder.file("plain.txt");
+    std::fs::write(&file, "x").unwrap();
+    let out = poll().arg(format!("unix://{file}")).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!("poll: error: `{file}` is a regular file, not a socket: not retryable [unix://{file}]\n")
+    );
 }
 
 #[test]

@@ -116,7 +116,7 @@ fn a_regular_file_or_a_folder_given_as_the_socket_is_exit_3_at_once() {
     assert_eq!(
         last,
         format!(
-            "poll: error: --unix-socket `{}` is a regular file, not a socket: not retryable [http://localhost/x]",
+            "poll: error: `{}` is a regular file, not a socket: not retryable [http://localhost/x]",
             file.display()
         )
     );
@@ -130,10 +130,8 @@ fn a_regular_file_or_a_folder_given_as_the_socket_is_exit_3_at_once() {
     {
         let out = poll().args(["--unix-socket", path_arg(path), "http://localhost/x"]).output().unwrap();
         assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-        let line = format!(
-            "poll: error: --unix-socket `{}` is {what}, not a socket: not retryable [http://localhost/x]\n",
-            path.display()
-        );
+        let line =
+            format!("poll: error: `{}` is {what}, not a socket: not retryable [http://localhost/x]\n", path.display());
         assert_eq!(stderr(&out), line);
     }
 }
