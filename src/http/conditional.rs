@@ -123,6 +123,12 @@ impl Validators {
         Answer::Fresh
     }
 
+    /// Forgets every URL but those `keep` says: a collection whose page URLs
+    /// change on every walk (a cursor in them) is otherwise kept without end.
+    pub(crate) fn keep_only(&mut self, keep: impl Fn(&str) -> bool) {
+        self.kept.retain(|url, _| keep(url));
+    }
+
     /// The `Link` fields of the 2xx kept for `url` (none when none is).
     pub(crate) fn kept_links(&self, url: &str) -> &[String] {
         self.kept.get(url).map_or(&[], |kept| kept.links.as_slice())
@@ -150,6 +156,22 @@ mod tests {
 
     fn names(request: &Request) -> Vec<(String, String)> {
         request.headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn only_the_urls_kept_keep_their_validators_and_bodies() {
+        let mut validators = Validators::new(true);
+        for url in ["http://a/p1", "http://a/p2?cursor=1", "http://a/p2?cursor=2"] {
+            let request = get(url, &[]);
+            let mut ok = reply(200, &[("ETag", "\"1\"")], "{}");
+            validators.settle(&request, false, Sent::Nothing, &mut ok);
+        }
+        validators.keep_only(|url| url != "http://a/p2?cursor=1");
+        let sent = |url: &str| validators.prepare(&get(url, &[]), false).1;
+        assert_eq!(
+            [sent("http://a/p1"), sent("http://a/p2?cursor=1"), sent("http://a/p2?cursor=2")],
+            [Sent::Ours, Sent::Nothing, Sent::Ours]
+        );
     }
 
     #[test]

@@ -237,7 +237,8 @@ impl Reporter {
             return;
         }
         let line = match (why, learned) {
-            (WaitReason::StoredAdvice, _) => format!("waits {} for {why}", human(wait)),
+            // Only a --paginate walk waits for a reset between requests of one attempt: a page said none is left.
+            (WaitReason::StoredAdvice | WaitReason::RateLimitReset, _) => format!("waits {} for {why}", human(wait)),
             (WaitReason::Rate, Some(rate)) => {
                 format!("waits {} for its turn (rate {}, learned)", human(wait), per_second(rate))
             }

@@ -4,8 +4,11 @@
 //! already, one past `--max-pages`), which page's credentials go where, and
 //! the array of the pages' bodies the filters read (`gh api --paginate --slurp`).
 
+use std::time::Duration;
+
 use url::Url;
 
+use crate::rules::advice::Advice;
 use crate::util::url as urls;
 
 /// `--max-pages`' default: the most pages one attempt reads.
@@ -46,6 +49,20 @@ pub(crate) struct Paging {
     /// The page after the first that ended the last walk, which the run's
     /// error names (a 404 on page 3 is page 3's).
     pub stopped_at: Option<String>,
+    /// The pages' URLs of the last walk read to its end: with the current
+    /// walk's, those whose validators and bodies are worth keeping.
+    pub walked: Vec<String>,
+}
+
+/// How long the next page of a walk waits for the quota a page's reply
+/// says is left: until the reset, when none is (GitHub's
+/// `X-RateLimit-Remaining: 0`); a page sent sooner only earns a 429 and a
+/// walk from page 1 again. Between walks the policy paces as for one reply.
+pub(crate) fn quota_wait(advice: &Advice) -> Option<Duration> {
+    match (advice.remaining, advice.reset) {
+        (Some(0), Some(reset)) if !reset.is_zero() => Some(reset),
+        _ => None,
+    }
 }
 
 /// One walk: the pages read so far (each URL as it is compared), and the cap.
@@ -74,7 +91,8 @@ impl Walk {
         let joined = Url::parse(base).and_then(|base| base.join(reference));
         let Ok(mut url) = joined else { return Err(WalkStop::NotHttp(reference.to_string())) };
         url.set_fragment(None);
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        let nowhere = url.host_str().is_none_or(str::is_empty) || url.port() == Some(0);
+        if !matches!(url.scheme(), "http" | "https") || nowhere {
             return Err(WalkStop::NotHttp(url.into()));
         }
         // The url crate writes the scheme and host in lower case and drops a default port.
@@ -119,7 +137,7 @@ pub(crate) fn slurp<'a>(bodies: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
         }
         if body.iter().all(u8::is_ascii_whitespace) {
             out.extend_from_slice(b"null");
-        } else if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+        } else if reads_as_json(body) {
             compact(body, &mut out);
         } else {
             let text = serde_json::Value::String(String::from_utf8_lossy(body).into_owned());
@@ -128,6 +146,12 @@ pub(crate) fn slurp<'a>(bodies: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     }
     out.push(b']');
     out
+}
+
+/// Whether a page's body is one JSON value in the array: JSON, or empty (`null`).
+/// A page that is neither fails a walk whose filters read it, as one reply does.
+pub(crate) fn reads_as_json(body: &[u8]) -> bool {
+    body.iter().all(u8::is_ascii_whitespace) || serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
 }
 
 /// `json` (valid JSON) without its insignificant whitespace, onto `out`.
@@ -169,6 +193,7 @@ mod tests {
             ("ftp://h/p", Err(WalkStop::NotHttp("ftp://h/p".into()))),
             ("javascript:alert(1)", Err(WalkStop::NotHttp("javascript:alert(1)".into()))),
             ("http://[bad", Err(WalkStop::NotHttp("http://[bad".into()))),
+            ("http://h:0/p", Err(WalkStop::NotHttp("http://h:0/p".into()))),
             // The first page, however it is written: a loop.
             (
                 "HTTP://H:8080/repos/o/r/commits/abc/check-runs?per_page=100#top",
@@ -180,6 +205,17 @@ mod tests {
             let got = walk.next(base, reference);
             assert_eq!(got, expected.clone().map(str::to_string), "{reference}");
         }
+    }
+
+    #[test]
+    fn the_next_page_waits_for_the_reset_only_when_no_request_is_left() {
+        let secs = Duration::from_secs;
+        let advice = |remaining, reset: Option<u64>| Advice { remaining, reset: reset.map(secs), ..Advice::default() };
+        assert_eq!(quota_wait(&advice(Some(0), Some(30))), Some(secs(30)));
+        assert_eq!(quota_wait(&advice(Some(1), Some(30))), None);
+        assert_eq!(quota_wait(&advice(Some(0), None)), None);
+        assert_eq!(quota_wait(&advice(Some(0), Some(0))), None);
+        assert_eq!(quota_wait(&advice(None, Some(30))), None);
     }
 
     #[test]

@@ -611,7 +611,7 @@ impl Loop<'_> {
     }
 
     /// The error of a turn that would come only at or after the deadline.
-    fn too_late(&self, wait: u64, why: WaitReason, left: Option<Duration>) -> Error {
+    pub(super) fn too_late(&self, wait: u64, why: WaitReason, left: Option<Duration>) -> Error {
         let stop = Stop::Deadline {
             wait: Duration::from_millis(wait),
             reason: why,

@@ -3,20 +3,25 @@
 //! names the next (`--next` on its body, else its `Link: rel="next"`), read
 //! with a GET until one names none. Each page is sent, settled by the
 //! validators kept for its own URL (a 304 is its body kept) and shown by `-v`;
-//! a page that is no 2xx ends the attempt as a reply would, judged and decided
-//! on as one. A walk read to its end is judged once, on the array of its
-//! pages' bodies, with the last page's `$status` and `$headers`. The loop, and
+//! a page that is no 2xx, or not JSON where a filter reads it, ends the
+//! attempt as a reply would, judged and decided on as one. A page that says
+//! the quota is spent holds the next one until the reset. A walk read to its
+//! end is judged once, on the array of its pages' bodies, with the last
+//! page's `$status` and `$headers`; the validators kept are those of its
+//! pages (and of the last whole walk's, while one fails). The loop, and
 //! all that polling and walking share (the turn, sending, judging, deciding,
 //! sharing), is `target.rs`'s: its `Loop::attempts` calls [`Loop::walk`] here.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::http::conditional::Answer;
 use crate::http::request::{Client, Reply};
 use crate::report::record::Record;
+use crate::rules::advice::Advice;
 use crate::rules::condition::Message;
 use crate::rules::pages::{self, Walk};
+use crate::rules::policy::WaitReason;
 use crate::run::target::{Counts, Delivery, Halt, Loop};
 use crate::util::headers::Headers;
 use crate::util::link;
@@ -45,9 +50,13 @@ impl Loop<'_> {
         let mut walk = Walk::new(&first.url, max);
         let mut page = first.clone();
         let mut bodies: Vec<Vec<u8>> = Vec::new();
+        let mut visited: Vec<String> = Vec::new();
         let (mut spent, mut unchanged) = (Duration::ZERO, true);
+        let conditions = &common.polling.conditions;
+        let filtered = conditions.until.is_some() || conditions.fail_when.is_some();
         let last = loop {
             let n = walk.pages();
+            visited.push(page.url.clone());
             let carry = n == 1 || pages::carries_credentials(&first.url, &page.url, trusted);
             let (sending, validated) = self.validators.prepare(&page, false);
             let sent = self.send_carrying(&sending, number, carry, &|r| self.fetch(client, r), |r| r.status);
@@ -62,14 +71,22 @@ impl Loop<'_> {
                 _ => None,
             };
             let page_read = match reply {
-                Ok(reply) if status.is_some_and(|status| (200..300).contains(&status)) => reply,
-                // A page that failed, or is no 2xx (or a 304 with no body kept): the attempt's
-                // outcome, judged by the status lists and decided on as one reply.
+                Ok(reply)
+                    if status.is_some_and(|status| (200..300).contains(&status))
+                        && (!filtered || pages::reads_as_json(&reply.body)) =>
+                {
+                    reply
+                }
+                // A page that failed, is no 2xx (or a 304 with no body kept), or is not JSON
+                // where a filter reads it: the attempt's outcome, judged by the status lists
+                // and the filters and decided on as one reply.
                 reply => {
                     if n > 1 {
                         self.paging.stopped_at = Some(page.url.clone());
                     }
                     self.paging.judged_whole = None;
+                    let walked = &self.paging.walked;
+                    self.validators.keep_only(|url| visited.iter().chain(walked).any(|kept| kept == url));
                     let (mut record, _) = self.conclude(reply, answer, None, spent, counts, rng);
                     record.pages = Some(n);
                     self.reporter.attempt(&self.request, &record);
@@ -93,8 +110,12 @@ impl Loop<'_> {
             let Some(next) = next else { break Last { status, headers } };
             let next =
                 walk.next(&page.url, &next).map_err(|refused| Error::permanent(refused.to_string()).at(&page.url))?;
-            // The next page waits its turn as any request does: a --rate token, the server's "not before".
+            // The next page waits its turn as any request does: the quota this page says is
+            // spent, a --rate token, the server's "not before".
             self.common.cancel.check()?;
+            if let Some(wait) = pages::quota_wait(&Advice::from_headers(headers.iter(), SystemTime::now())) {
+                self.wait_before_page(number, wait)?;
+            }
             self.turn(number, false, true)?;
             page = first.page(&next, key_header, trusted);
         };
@@ -104,11 +125,25 @@ impl Loop<'_> {
             _ => (pages::slurp(bodies.iter().map(Vec::as_slice)), last.status, Answer::Fresh),
         };
         self.paging.judged_whole = Some(body.clone());
+        self.validators.keep_only(|url| visited.iter().any(|kept| kept == url));
+        self.paging.walked = visited;
         let whole = Reply { status: shown, headers: last.headers, body, cut: false };
         let (mut record, _) = self.conclude(Ok(whole), answer, None, spent, counts, rng);
         record.pages = Some(walk.pages());
         self.reporter.attempt(&self.request, &record);
         Ok(record)
+    }
+
+    /// Waits `wait` before the next page of attempt `number`, as `-v` says,
+    /// or ends the run when the deadline comes first.
+    fn wait_before_page(&self, number: u32, wait: Duration) -> Result<(), Halt> {
+        let left = self.left();
+        if left.is_some_and(|left| wait >= left) {
+            let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            return Err(self.too_late(millis, WaitReason::RateLimitReset, left).into());
+        }
+        self.reporter.queued(number, wait, WaitReason::RateLimitReset, None);
+        Ok(self.common.cancel.sleep(wait)?)
     }
 
     /// The page a page at `url` names in its `Link: <...>; rel="next"`

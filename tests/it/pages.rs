@@ -531,6 +531,68 @@ fn a_page_that_fails_fails_the_attempt_and_the_next_starts_from_page_1() {
 }
 
 #[test]
+fn a_page_that_says_the_quota_is_spent_holds_the_next_until_the_reset() {
+    // GitHub's headers: page 2 spends the last request of the window, which resets in 2 s. Page 3
+    // sent at once would only earn a 429 and a walk from page 1 again, in the next window too.
+    let quota = |reply: Reply, left: &str| reply.header("X-RateLimit-Remaining", left).header("X-RateLimit-Reset", "2");
+    let routes = || {
+        Server::routes(vec![
+            ("/p1", vec![quota(page("1", &["</p2>; rel=next"], None), "1")]),
+            ("/p2", vec![quota(page("2", &["</p3>; rel=next"], None), "0")]),
+            ("/p3", vec![quota(page("3", &[], None), "4999")]),
+        ])
+    };
+    let server = routes();
+    let out = poll().args(["--paginate", "-v", "--timeout", "30s", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1,2,3]");
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p3"]);
+    let requests = server.requests();
+    let waited = requests[2].at.duration_since(requests[1].at);
+    assert!(waited >= Duration::from_millis(1900), "page 3 waited for the reset: {waited:?}");
+    assert!(stderr(&out).contains("attempt 1: waits 2.0s for rate-limit reset\n"), "{}", stderr(&out));
+    // A reset past the deadline ends the run at once, and page 3 is never sent.
+    let server = routes().expect_route_hits("/p3", 0);
+    let started = Instant::now();
+    let out = poll().args(["--paginate", "--timeout", "1s", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(targets(&server), ["/p1", "/p2"]);
+    assert!(stderr(&out).contains("(rate-limit reset) but only "), "{}", stderr(&out));
+}
+
+#[test]
+fn a_page_that_is_not_json_fails_a_walk_whose_filter_reads_it() {
+    // As one reply: a 2xx that is not JSON while a filter is given is a transient failure, retried
+    // from page 1; without a filter the page is a string in the array, an empty one null.
+    let routes = || {
+        Server::routes(vec![
+            ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+            (
+                "/p2",
+                vec![
+                    Reply::text(200, "<html>busy</html>").header("Link", "</p3>; rel=next"),
+                    page("2", &["</p3>; rel=next"], None),
+                ],
+            ),
+            ("/p3", vec![Reply::status(204)]),
+        ])
+    };
+    let server = routes();
+    let out =
+        poll().args(["--paginate", "-v", "--backoff", "10ms", "--until", "length == 3", &server.url("/p1")]).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1,2,null]");
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p1", "/p2", "/p3"]);
+    assert!(stderr(&out).contains("attempt 1: 200 not JSON (2 pages) in "), "{}", stderr(&out));
+    let server = routes().expect_route_hits("/p2", 1);
+    let out = poll().args(["--paginate", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"[1,"<html>busy</html>",null]"#);
+}
+
+#[test]
 fn a_page_that_is_no_2xx_is_judged_by_the_status_lists_with_its_own_body() {
     // --fail-on 404: page 2's 404 ends the run with exit 4, and its body is stdout.
     let gone = r#"{"message":"Not Found"}"#;
