@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::net::unix::{self, NoPermission, NotASocket};
+use crate::util::text::cut;
 use crate::util::url::Endpoint;
 
 /// How a knock went.
@@ -132,6 +133,7 @@ fn resolve(host: &str, port: u16, bound: Duration) -> Result<Vec<SocketAddr>, St
     if looked_up.is_err() {
         return Err("cannot start a thread to resolve it".to_string());
     }
+    let host = cut(host);
     match told.recv_timeout(bound) {
         Ok(Ok(addresses)) if !addresses.is_empty() => Ok(addresses),
         Ok(Ok(_)) => Err(format!("`{host}` resolved to no address")),
@@ -163,5 +165,10 @@ mod tests {
     fn a_name_that_does_not_resolve_is_unresolved() {
         let endpoint = Endpoint::Tcp { host: "poll-test.invalid".into(), port: 80 };
         assert_eq!(knock(&endpoint, Duration::from_secs(5)).knocked, Knocked::Unresolved);
+        // A name of 5,000 bytes is quoted in 200 characters.
+        let long = Endpoint::Tcp { host: format!("{}.invalid", "b".repeat(5000)), port: 80 };
+        let knocked = knock(&long, Duration::from_secs(5));
+        assert_eq!(knocked.knocked, Knocked::Unresolved);
+        assert!(knocked.words.contains("... 4808 bytes more` did not resolve"), "{}", knocked.words);
     }
 }
