@@ -341,7 +341,9 @@ impl Reporter {
                 // A port: what was connected to, and what happened, where a reply's status would be.
                 _ if record.port.is_some() => {
                     let port = record.port.as_ref().map(|p| format!("{} {} {}", p.scheme, p.address, p.words));
-                    format!("{} in {latency} -> {}", port.unwrap_or_default(), decision(record))
+                    // `--stable`: open, but not yet often enough in a row, as an HTTP line's "met, 1 of 3".
+                    let held = record.held.map(|(held, of)| format!(", {held} of {of}")).unwrap_or_default();
+                    format!("{}{held} in {latency} -> {}", port.unwrap_or_default(), decision(record))
                 }
                 (Outcome::StreamEnded { .. }, Action::Poll { after, .. }) => {
                     let when = if after.is_zero() { String::new() } else { format!(" in {}", human(*after)) };

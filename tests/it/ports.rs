@@ -398,7 +398,10 @@ fn any_stable_and_the_deadline_treat_a_port_as_a_url() {
     let target = format!("tcp://127.0.0.1:{port}");
     let out = poll().args(["-v", "--stable", "3", "-i", "50ms", &target]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(attempts(&out)[0], format!("attempt 1: tcp 127.0.0.1:{port} open -> poll again in 50ms (interval)"));
+    assert_eq!(
+        attempts(&out)[0],
+        format!("attempt 1: tcp 127.0.0.1:{port} open, 1 of 3 -> poll again in 50ms (interval)")
+    );
     assert_eq!(accepted.join().unwrap().into_iter().map(Result::unwrap).collect::<Vec<_>>(), [0, 0, 0]);
     // The deadline names a port never reached, as a URL.
     let out = poll().args(["--timeout", "1s", "-i", "100ms", &closed]).output().unwrap();
