@@ -52,6 +52,8 @@ pub(crate) struct Paging {
     /// The pages' URLs of the last walk read to its end: with the current
     /// walk's, those whose validators and bodies are worth keeping.
     pub walked: Vec<String>,
+    /// A `Link` that did not parse has been warned of (once a loop).
+    pub said_unread: bool,
 }
 
 /// How long the next page of a walk waits for the quota a page's reply

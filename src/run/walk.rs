@@ -25,6 +25,8 @@ use crate::rules::policy::WaitReason;
 use crate::run::target::{Counts, Delivery, Halt, Loop};
 use crate::util::headers::Headers;
 use crate::util::link;
+use crate::util::text::printable;
+use crate::util::url;
 
 /// The last page of a walk read so far: its status (a 304's, the kept
 /// body's) and headers, for `$status` and `$headers`.
@@ -149,14 +151,28 @@ impl Loop<'_> {
     /// The page a page at `url` names in its `Link: <...>; rel="next"`
     /// fields (the first, when several do), or in those of the 2xx kept for
     /// it when it is a 304 that carries none.
-    fn next_link(&self, url: &str, page: &Reply) -> Option<String> {
+    /// When it names none but a link there does not parse, the first time in
+    /// this loop, a warning says the walk may end too soon.
+    fn next_link(&mut self, url: &str, page: &Reply) -> Option<String> {
         let fields: Vec<&str> =
             page.headers.iter().filter(|(name, _)| name.eq_ignore_ascii_case("link")).map(|(_, v)| v).collect();
         let fields = match (fields.is_empty(), page.status) {
             (true, 304) => self.validators.kept_links(url).iter().map(String::as_str).collect(),
             _ => fields,
         };
-        link::targets(fields, "next").into_iter().next()
+        let next = link::targets(fields.iter().copied(), "next").into_iter().next();
+        if next.is_none()
+            && !self.paging.said_unread
+            && let Some(unread) = link::unread(fields)
+        {
+            self.paging.said_unread = true;
+            let shown = printable(&unread);
+            self.reporter.warn(&format!(
+                "a Link header of {} has a link poll cannot read (`{shown}`): the walk ends at that page",
+                url::redact(url)
+            ));
+        }
+        next
     }
 }
 

@@ -25,6 +25,29 @@ pub(crate) fn targets<'a>(fields: impl IntoIterator<Item = &'a str>, relation: &
     found
 }
 
+/// The first link-value of `fields` that does not parse, as written (cut to
+/// 200 characters): a walk that found no next link says it may have missed one.
+pub(crate) fn unread<'a>(fields: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    for field in fields {
+        let mut cursor = Cursor { text: field.as_bytes(), at: 0 };
+        loop {
+            while matches!(cursor.peek(), Some(b' ' | b'\t' | b',')) {
+                cursor.at += 1;
+            }
+            let start = cursor.at;
+            match cursor.link_value() {
+                None => break,
+                Some(Some(_)) => {}
+                Some(None) => {
+                    let text = String::from_utf8_lossy(&cursor.text[start..cursor.at]);
+                    return Some(crate::util::text::cut(text.trim_end_matches([',', ' ', '\t'])));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// One link-value: its target and its first `rel` (RFC 8288 3.3: later ones are ignored).
 struct LinkValue {
     target: String,
@@ -152,7 +175,7 @@ impl Cursor<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::targets;
+    use super::{targets, unread};
 
     #[test]
     fn the_next_links_of_fields_as_servers_write_them() {
@@ -194,6 +217,20 @@ mod tests {
         ];
         for (fields, expected) in rows {
             assert_eq!(targets(fields.iter().copied(), "next"), *expected, "{fields:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_link_value_that_does_not_parse_is_named_as_written() {
+        let rows: &[(&[&str], Option<&str>)] = &[
+            (&["<http://h/2>; rel=next, <http://h/9>; rel=last"], None),
+            (&["<http://h/1>; rel=prev", "<http://h/unclosed; rel=next"], Some("<http://h/unclosed; rel=next")),
+            (&[r#"garbage; rel=next, <http://h/ok>; rel=next"#], Some("garbage; rel=next")),
+            (&[r#"<http://h/a>; rel=next junk, <http://h/b>"#], Some("<http://h/a>; rel=next junk")),
+            (&[""], None),
+        ];
+        for (fields, expected) in rows {
+            assert_eq!(unread(fields.iter().copied()).as_deref(), *expected, "{fields:?}");
         }
     }
 

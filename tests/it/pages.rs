@@ -199,6 +199,24 @@ fn link_is_read_as_rfc_8288_writes_it() {
 }
 
 #[test]
+fn a_link_that_does_not_parse_is_warned_of_once_where_the_walk_ends() {
+    // An unclosed `<`: no next page can be read from it, and the walk may end too soon.
+    let server =
+        Server::routes(vec![("/p1", vec![page("1", &["</p2; rel=next"], None), page("1", &["</p2; rel=next"], None)])]);
+    let out = poll().args(["--paginate", "--stable", "2", "-i", "10ms", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[1]");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: warning: a Link header of {} has a link poll cannot read (`</p2; rel=next`): the walk ends at \
+             that page\n",
+            server.url("/p1")
+        )
+    );
+}
+
+#[test]
 fn the_filters_read_an_array_even_of_one_page_and_the_last_pages_status_and_headers() {
     // One page: still an array, for the filters, --print, stdout and -o alike.
     let server = Server::start(vec![Reply::json(200, "{\n  \"n\": 1\n}\n")]);
