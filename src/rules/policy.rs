@@ -80,13 +80,17 @@ pub enum Listed {
     Pending,
     /// `--fail-on`.
     Fail,
+    /// `--done-on refused`: a reply that no list names, not a 2xx. The run
+    /// waits for nothing to answer, so any answer (a draining server's 503
+    /// included) says it is not gone yet: polled again at `--interval`.
+    NotGone,
 }
 
 impl Listed {
     /// The flag that names the list, as `-v` and messages show it.
     pub fn flag(self) -> &'static str {
         match self {
-            Listed::Done => "--done-on",
+            Listed::Done | Listed::NotGone => "--done-on",
             Listed::Pending => "--pending-on",
             Listed::Fail => "--fail-on",
         }
@@ -472,9 +476,9 @@ impl Policy {
         if !lists_judge(phase) {
             return None;
         }
-        [(&self.fail_on, Listed::Fail), (&self.done_on, Listed::Done), (&self.pending_on, Listed::Pending)]
-            .into_iter()
-            .find_map(|(codes, listed)| codes.contains(&code).then_some(listed))
+        let lists = [(&self.fail_on, Listed::Fail), (&self.done_on, Listed::Done), (&self.pending_on, Listed::Pending)];
+        let named = lists.into_iter().find_map(|(codes, listed)| codes.contains(&code).then_some(listed));
+        named.or_else(|| (self.done_refused && !(200..300).contains(&code)).then_some(Listed::NotGone))
     }
 
     /// What `outcome` means under these flags, as [`Policy::decide`] reads it
@@ -521,6 +525,7 @@ impl Policy {
                 (after, WaitReason::Interval) => (after, WaitReason::PendingOn),
                 advised => advised,
             },
+            Listed::NotGone => self.next_poll(advice, attempt.not_yet),
         };
         self.within_deadline(after, reason, attempt, outcome, Action::Poll { after, reason })
     }
@@ -610,6 +615,7 @@ impl Policy {
             }
             Outcome::Status { code, .. } => match self.listed(*code, attempt.phase) {
                 Some(Listed::Done) => Some(format!("HTTP {code} (--done-on), not yet --stable")),
+                Some(Listed::NotGone) => Some(format!("HTTP {code}, still answering (--done-on refused)")),
                 Some(listed) => Some(format!("HTTP {code} ({})", listed.flag())),
                 None => Some(outcome.to_string()),
             },

@@ -991,6 +991,31 @@ fn with_done_on_a_2xx_is_done_only_by_until() {
     assert_eq!(until.read(&ok(Met), Phase::Poll).into_owned(), ok(Met));
 }
 
+/// `--done-on refused` without `--until`: the run waits for nothing to answer.
+fn until_gone(p: &mut Policy) {
+    p.done_refused = true;
+    p.no_until = true;
+}
+
+#[test]
+#[rustfmt::skip] // One row per line: the table is the test.
+fn until_gone_any_answer_is_not_yet_and_a_refusal_is_done() {
+    check(&[
+        ("refused is done", until_gone, failed(Refused), after(0), Action::Done),
+        ("refused is done before any reply", until_gone, failed(Refused), unreached(0), Action::Done),
+        ("a 2xx is not yet", until_gone, ok(Met), after(0), poll(secs(1), Interval)),
+        ("a draining server's 503 is not yet, no retry spent", until_gone, status(503), after(6), poll(secs(1), Interval)),
+        ("its Retry-After stretches the wait", until_gone, status_advised(503, retry_after(secs(5))), after(0), poll(secs(5), RetryAfter)),
+        ("a 404 is not yet", until_gone, status(404), after(0), poll(secs(1), Interval)),
+        ("a 301 is not yet", until_gone, status(301), after(0), poll(secs(1), Interval)),
+        ("a listed status still ends it", |p| { until_gone(p); p.done_on = vec![404] }, status(404), after(0), Action::Done),
+        ("--fail-on still fails it", |p| { until_gone(p); p.fail_on = vec![500] }, status(500), after(0), Action::FailWhen),
+        ("--pending-on says its own reason", |p| { until_gone(p); p.pending_on = vec![409] }, status(409), after(0), poll(secs(1), WaitReason::PendingOn)),
+        ("past the deadline it says it still answers", until_gone, status(503), left(ms(500)), deadline(secs(1), Interval, ms(500), "HTTP 503, still answering (--done-on refused)")),
+        ("a reset still spends a retry", until_gone, failed(Reset), after(0), backoff(1)),
+    ]);
+}
+
 #[test]
 #[rustfmt::skip] // One row per line: the table is the test.
 fn not_up_yet_is_a_connection_failure_before_the_first_reply() {

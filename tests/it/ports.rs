@@ -240,6 +240,34 @@ fn done_on_refused_on_a_real_nginx_stopped_mid_wait() {
 }
 
 #[test]
+fn done_on_refused_waits_through_a_draining_servers_503s_spending_no_retry() {
+    // A server shutting down answers 503 for a while: still there, not a failure. --retries 1 and a
+    // shared state's breaker (5 outcomes) would each have ended the run among six 503s.
+    let mut replies = vec![Reply::json(200, "{}")];
+    replies.extend((0..6).map(|_| Reply::status(503)));
+    let server = Server::start(replies);
+    let folder = Folder::new("poll-ports-draining");
+    let state = folder.file("state.json");
+    let url = server.url("/health");
+    let child = poll_std()
+        .args(["-v", "-i", "50ms", "--timeout", "20s", "--retries", "1", "--breaker-window", "5"])
+        .args(["--state", &state, "--done-on", "refused", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(server.wait_replies(7, Duration::from_secs(10)));
+    drop(server);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]), "{}", stderr(&out));
+    let lines = attempts(&out);
+    assert_eq!(lines[1], "attempt 2: 503 -> poll again in 50ms (interval)", "{lines:?}");
+    assert_eq!(lines[6], "attempt 7: 503 -> poll again in 50ms (interval)", "{lines:?}");
+    let last = lines.last().cloned().unwrap_or_default();
+    assert!(last.ends_with("connection refused -> done (--done-on refused)"), "{lines:?}");
+}
+
+#[test]
 fn done_on_a_status_or_refused_prints_the_statuss_body() {
     let server = Server::start(vec![Reply::json(200, "{}"), Reply::json(410, "{\"gone\":true}")]).expect_hits(2);
     let out = poll().args(["-i", "10ms", "--done-on", "404,410,refused", &server.url("/route")]).output().unwrap();
