@@ -287,6 +287,10 @@ pub struct Attempt {
     /// `--rate auto`: the fleet's learned rate paces a `429`'s retry (the
     /// `429` itself cuts the rate before the next turn).
     pub paced: bool,
+    /// The outcome is a `--paginate` walk's page after the first: the first
+    /// request was answered, and a retry walks from it again, so whatever
+    /// this page's failure, the first request would be sent twice.
+    pub later_page: bool,
 }
 
 /// What `--retry-budget` held before an attempt: whether one more retry

@@ -405,6 +405,8 @@ impl Policy {
         let cause = outcome.to_string();
 
         let safe_to_resend = match outcome {
+            // Page 1 of the walk was processed: the retry sends it again.
+            _ if attempt.later_page => false,
             Outcome::Failed(failure) => failure.traits().surely_unprocessed,
             // A rate limit turned the request away before it was processed.
             Outcome::Status { code, advice } => is_rate_limited(*code, advice),

@@ -467,6 +467,7 @@ impl Loop<'_> {
             unreached,
             budget: fleet.budget,
             paced: self.common.shared.learns_rate(),
+            later_page: self.paging.stopped_at.is_some(),
         };
         let not_up_yet = outcome.not_up_yet(&attempt);
         let action = match &reply {

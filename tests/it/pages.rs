@@ -647,6 +647,33 @@ fn a_page_that_is_no_2xx_is_judged_by_the_status_lists_with_its_own_body() {
 }
 
 #[test]
+fn a_post_walk_whose_later_page_fails_is_not_sent_again() {
+    // Page 1's POST was answered, so it was processed: a retry walks from it and sends it twice,
+    // whatever page 2's failure (a 429 turned page 2 away, not the POST).
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::status(429).header("Retry-After", "0"), page("2", &[], None)]),
+    ])
+    .expect_route_hits("/p2", 1);
+    let out = poll().args(["--paginate", "-d", "x=1", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(targets(&server), ["/p1", "/p2"]);
+    assert!(
+        stderr(&out).contains("HTTP 429: the request may have been processed, so it is not re-sent"),
+        "{}",
+        stderr(&out)
+    );
+    // --retry-non-idempotent sends it again, as the user asked.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None), page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![Reply::status(429).header("Retry-After", "0"), page("2", &[], None)]),
+    ]);
+    let out = poll().args(["--paginate", "-d", "x=1", "--retry-non-idempotent", &server.url("/p1")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(targets(&server), ["/p1", "/p2", "/p1", "/p2"]);
+}
+
+#[test]
 fn pages_after_the_first_are_gets_without_a_body() {
     // A search API that takes a POST: its later pages are GETs, with none of the body's headers
     // nor the idempotency key, as gh api --paginate sends them.

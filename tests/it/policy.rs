@@ -411,6 +411,11 @@ fn non_idempotent_requests_are_resent_only_when_surely_unprocessed() {
         ("POST 429 is retried", non_idempotent, status(429), after(0), backoff(1)),
         ("POST 429 honours Retry-After", non_idempotent, status_advised(429, retry_after(secs(3))), after(0), retry(secs(3), RetryAfter)),
         ("POST connect failures still spend the budget", non_idempotent, failed(Refused), after(6), budget_spent(7, "connection refused")),
+        // A --paginate walk's later page: the retry walks from the POST again, which was processed.
+        ("POST walk, page 2 refused, is not re-sent", non_idempotent, failed(Refused), Attempt { later_page: true, ..after(0) }, not_retryable("connection refused")),
+        ("POST walk, page 2's 429, is not re-sent", non_idempotent, status(429), Attempt { later_page: true, ..after(0) }, not_retryable("HTTP 429")),
+        ("forced POST walk, page 2 refused, is retried", non_idempotent_forced, failed(Refused), Attempt { later_page: true, ..after(0) }, backoff(1)),
+        ("GET walk, page 2's 503, is retried", same, status(503), Attempt { later_page: true, ..after(0) }, backoff(1)),
         // May have been processed: not re-sent, whatever the budget.
         ("POST 500 is not re-sent", non_idempotent, status(500), after(0), not_retryable("HTTP 500")),
         ("POST 502 is not re-sent", non_idempotent, status(502), after(0), not_retryable("HTTP 502")),
