@@ -269,9 +269,14 @@ impl Error {
         self.kind.row().reason
     }
 
-    /// The message without its URL, for a reporter that shows the URL apart.
-    pub(crate) fn without_url(&self) -> String {
-        format!("{}{}", self.what, self.hint)
+    /// The message for a reporter that shows the URL `shown` apart: without
+    /// its URL when that is `shown`, with it when the error is elsewhere
+    /// (a `--paginate` page after the first, a `--submit` status URL).
+    pub(crate) fn beside(&self, shown: &str) -> String {
+        match &self.url {
+            Some(url) if url != shown => self.to_string(),
+            _ => format!("{}{}", self.what, self.hint),
+        }
     }
 
     /// Whether a signal ended the run.
@@ -361,7 +366,9 @@ mod tests {
     fn the_url_sits_between_what_happened_and_the_hint_and_each_reporter_may_leave_it_out() {
         let error = Error::permanent("HTTP 404").at("http://u:secret@h/x?token=t").hint("; check the URL");
         assert_eq!(error.to_string(), "HTTP 404 [http://<redacted>@h/x?token=<redacted>]; check the URL");
-        assert_eq!(error.without_url(), "HTTP 404; check the URL");
+        let shown = "http://<redacted>@h/x?token=<redacted>";
+        assert_eq!(error.beside(shown), "HTTP 404; check the URL");
+        assert_eq!(error.beside("http://h/first"), format!("HTTP 404 [{shown}]; check the URL"));
         assert_eq!(error.clone().at("http://other/").to_string(), error.to_string(), "the first URL stays");
     }
 

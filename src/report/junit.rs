@@ -33,7 +33,7 @@ pub(crate) fn render(results: &[UrlResult], run_wide: Option<&Error>, elapsed: D
         match (error, &result.ended) {
             (Some(error), _) => {
                 failures += 1;
-                let line = error.without_url();
+                let line = error.beside(&result.url);
                 let last = if result.last.is_empty() { "none" } else { result.last.as_str() };
                 let text = format!("{line}\nlast status: {last}\nattempts: {}", result.attempts);
                 cases.push_str(&format!(

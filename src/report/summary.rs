@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error::{self, Error};
+use crate::error;
 use crate::report::result::UrlResult;
 use crate::util::file;
 use crate::util::text::{count, human, printable};
@@ -48,7 +48,7 @@ pub(crate) fn render(results: &[UrlResult], run_wide: Option<u8>, code: u8, elap
     for row in results {
         let exit_code = row.exit_code().or(run_wide);
         let words = words(exit_code);
-        let result = match row.error().map(Error::without_url) {
+        let result = match row.error().map(|error| error.beside(&row.url)) {
             // An error that opens with its ending's words (`deadline: ...`, `interrupted after ...`) says them once.
             Some(what) if what.starts_with(words) => what,
             Some(what) => format!("{words}: {what}"),

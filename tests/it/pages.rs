@@ -618,10 +618,25 @@ fn a_page_that_is_no_2xx_is_judged_by_the_status_lists_with_its_own_body() {
         ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
         ("/p2", vec![Reply::json(404, gone)]),
     ]);
-    let out = poll().args(["--paginate", "--fail-on", "404", &server.url("/p1")]).output().unwrap();
+    let folder = support::process::Folder::new("poll-pages-junit");
+    let (junit, summary) = (folder.file("junit.xml"), folder.file("summary.md"));
+    let out = poll()
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["--ci", "github", "--report-junit", &junit, "--paginate", "--fail-on", "404", &server.url("/p1")])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert_eq!(stdout(&out), gone);
-    assert!(stderr(&out).contains(&format!("HTTP 404 is in --fail-on [{}]", server.url("/p2"))), "{}", stderr(&out));
+    let named = format!("HTTP 404 is in --fail-on [{}]", server.url("/p2"));
+    assert!(stderr(&out).contains(&named), "{}", stderr(&out));
+    // The reports, which name the first page's URL as the test, name the page that ended the walk too.
+    let report = std::fs::read_to_string(&junit).unwrap();
+    assert!(report.contains(&format!("message=\"{named}\"")), "{report}");
+    let table = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        table.contains("| failure condition met: HTTP 404 is in --fail-on \\[http") && table.contains("/p2\\] |"),
+        "{table}"
+    );
 
     // --done-on 410 alike, with exit 0; --pending-on 404 polls the whole collection again.
     let server = Server::routes(vec![
