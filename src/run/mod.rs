@@ -133,8 +133,10 @@ pub fn run(config: Config) -> Ending {
     let connect = timeout.map_or(client.connect_timeout, |t| t.min(client.connect_timeout));
     let unix_socket = client.unix_socket.clone();
     let deadline = timeout.map(|timeout| Instant::now() + timeout);
-    // How long a half-open probe may take: its lease must outlast it.
-    let probe_time = client.connect_timeout + client.request_timeout;
+    // How long a half-open probe may take: its lease must outlast it. A --paginate probe is a
+    // whole walk, up to --max-pages requests (the lease is cut at the run's deadline: `Shared`).
+    let walked = polling.pages.as_ref().map_or(1, |pages| pages.max.max(1));
+    let probe_time = (client.connect_timeout + client.request_timeout).saturating_mul(walked);
     let shared = Shared::new(store, limits.rate, limits.retry_budget, limits.breaker, limits.state_fail, probe_time);
     let common = Arc::new(Common {
         polling,

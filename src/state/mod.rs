@@ -87,7 +87,9 @@ pub(crate) struct Ask {
     /// The breaker settings; `None` where no breaker is kept.
     pub breaker: Option<Settings>,
     /// The shortest half-open lease in ms: the probe's own budget (connect
-    /// plus request timeout) plus a second, so that the lease outlasts the probe.
+    /// plus request timeout; for a `--paginate` walk, that for each of
+    /// `--max-pages` pages) plus a second, so that the lease outlasts the
+    /// probe; but no longer than the run has left, plus the second.
     pub lease: u64,
     /// The attempt is a retry, counted as one by `--retry-budget`.
     pub retry: bool,
@@ -301,7 +303,8 @@ impl Shared {
             spacing: self.spacing,
             deadline_in: left.map(clock::ms),
             breaker: None,
-            lease: self.lease,
+            // A probe ends by the run's deadline at the latest.
+            lease: left.map_or(self.lease, |left| self.lease.min(clock::ms(left + LEASE_MARGIN))),
             retry,
             budget: self.budget,
             auto: self.auto,

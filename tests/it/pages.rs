@@ -834,15 +834,17 @@ fn a_half_open_breakers_probe_is_the_whole_walk() {
         ("/p3", vec![page("3", &[], None)]),
     ]);
     let failed = serde_json::json!({"ms": 1, "ok": false});
-    let open = serde_json::json!({
-        "origins": {server.origin(): {
-            "breaker": {"cooldown_ms": 1000, "reason": "5 of the last 5 requests failed", "state": "open", "until_ms": 1,
-                        "window": [failed, failed, failed, failed, failed]},
-            "next_slot_ms": 0, "not_before_ms": 0
-        }},
-        "version": 1
-    });
-    std::fs::write(&state, open.to_string()).unwrap();
+    let open = |origin: String| {
+        serde_json::json!({
+            "origins": {origin: {
+                "breaker": {"cooldown_ms": 1000, "reason": "5 of the last 5 requests failed", "state": "open", "until_ms": 1,
+                            "window": [failed, failed, failed, failed, failed]},
+                "next_slot_ms": 0, "not_before_ms": 0
+            }},
+            "version": 1
+        })
+    };
+    std::fs::write(&state, open(server.origin()).to_string()).unwrap();
     support::certs::owner_only(&state);
     let out = poll()
         .args(["--paginate", "--state", &state.display().to_string(), "-v", &server.url("/p1")])
@@ -858,6 +860,31 @@ fn a_half_open_breakers_probe_is_the_whole_walk() {
         (Some("closed"), Some(0)),
         "{kept}"
     );
+
+    // The probe's lease outlasts the walk: a connect and a request timeout for each of
+    // --max-pages pages (6 x 2 s) and a second, not one request's 3 s, during which another
+    // process would probe too.
+    let server = Server::routes(vec![
+        ("/p1", vec![page("1", &["</p2>; rel=next"], None)]),
+        ("/p2", vec![page("2", &[], None).delay(Duration::from_millis(800))]),
+    ]);
+    std::fs::write(&state, open(server.origin()).to_string()).unwrap();
+    support::certs::owner_only(&state);
+    let child = support::poll_std()
+        .args(["--paginate", "--max-pages", "6", "--connect-timeout", "1s", "--request-timeout", "1s"])
+        .args(["--state", &state.display().to_string(), &server.url("/p1")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(server.wait_hits(2, Duration::from_secs(10)));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let probing: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let breaker = &probing["origins"][server.origin()]["breaker"];
+    assert_eq!(breaker["state"], "half_open", "{probing}");
+    let lease = breaker["lease_until_ms"].as_u64().unwrap_or_default().saturating_sub(now);
+    assert!(lease >= 11_000, "the lease ends in {lease} ms: {probing}");
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
 }
 
 #[test]
