@@ -98,6 +98,10 @@ struct Sink {
     /// line first, buffered until the URL ends so that groups never
     /// interleave; `None` once flushed.
     groups: Vec<Option<Vec<String>>>,
+    /// `groups` are in use: a line of a group already flushed (a loop still
+    /// writing as the run ends at the deadline) is dropped, not written
+    /// outside every group.
+    grouped: bool,
     /// The filters (by flag) whose jq runtime error has been warned of.
     jq_failed: Vec<&'static str>,
 }
@@ -124,7 +128,8 @@ impl Reporter {
             })
             .collect();
         let buffered = (style.github || style.gitlab) && style.verbose >= 1 && several;
-        let out = Sink { groups: targets.iter().map(|_| buffered.then(Vec::new)).collect(), ..Sink::default() };
+        let groups = targets.iter().map(|_| buffered.then(Vec::new)).collect();
+        let out = Sink { groups, grouped: buffered, ..Sink::default() };
         let warnings = style.warnings.clone();
         let reporter = Reporter {
             voice: Voice { color, github: style.github },
@@ -531,9 +536,14 @@ impl Reporter {
         if out.closed {
             return;
         }
-        if let Some(Some(group)) = out.groups.get_mut(t) {
-            group.push(text.to_string());
-            return;
+        let grouped = out.grouped;
+        match out.groups.get_mut(t) {
+            Some(Some(group)) => {
+                group.push(text.to_string());
+                return;
+            }
+            Some(None) if grouped => return,
+            _ => {}
         }
         drop(out);
         self.write(text);
