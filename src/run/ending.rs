@@ -426,10 +426,15 @@ fn print_lines(values: &[Value]) -> Vec<u8> {
 
 /// A deadline with several URLs names only those still pending, each with its last outcome.
 fn pending(progress: &Progress, results: &[UrlResult]) -> String {
+    // Still waiting at the deadline: not a URL that ended otherwise first (stalled, under --any).
+    let waiting = |result: &UrlResult| match result.error() {
+        Some(error) => error.kind() == Kind::Deadline,
+        None => !result.is_done(),
+    };
     let pending: Vec<String> = results
         .iter()
         .zip(progress.each())
-        .filter(|(result, _)| !result.is_done())
+        .filter(|(result, _)| waiting(result))
         .map(|(result, progress)| {
             let last = match (progress.cause(), progress.attempts()) {
                 (Some(cause), _) => last_words(&cause),
@@ -440,8 +445,14 @@ fn pending(progress: &Progress, results: &[UrlResult]) -> String {
             format!("{} ({last})", result.url)
         })
         .collect();
+    // Those that ended otherwise say how (`stalled: ...`), as their own error line would have.
+    let ended: String = results
+        .iter()
+        .filter_map(|result| result.error().filter(|error| error.kind() != Kind::Deadline))
+        .map(|error| format!("; {error}"))
+        .collect();
     format!(
-        "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer)",
+        "deadline reached with {} of {} URLs still pending: {} (raise --timeout to wait longer){ended}",
         pending.len(),
         results.len(),
         first_few(&pending)

@@ -281,6 +281,26 @@ fn a_deadline_names_a_url_whose_first_request_is_still_in_flight() {
     assert_eq!(hanging.hits(), 1);
 }
 
+#[test]
+fn under_any_a_deadline_names_those_still_pending_and_how_the_others_ended() {
+    // /same stalls at about 400 ms (its body never changes); a port nobody opens goes on to the deadline.
+    // Both end with exit 1: the first given names the run's ending, the deadline.
+    let server = Server::start(vec![Reply::json(200, PENDING)]);
+    let same = server.url("/same");
+    let pending = format!("tcp://127.0.0.1:{}", support::daemon::free_port());
+    let out = poll()
+        .args(["--any", "--until", UNTIL_DONE, "-i", "100ms", "--timeout", "1500ms"])
+        .args(["--stall", "400ms", &pending, &same])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let named = format!("1 of 2 URLs still pending: {pending} (never reached: connection refused) (raise --timeout");
+    assert!(err.contains(&named), "{err}");
+    assert!(err.contains("(raise --timeout to wait longer); stalled: the body has been the same for "), "{err}");
+    assert!(err.trim_end().ends_with(&format!(" [{same}]")), "{err}");
+}
+
 // ---- --rate ----
 
 #[test]
