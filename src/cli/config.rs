@@ -711,6 +711,11 @@ fn needs_http(cli: &Cli) -> Option<&'static str> {
         ("--done-on", statuses),
         ("--paginate", cli.paginate),
         ("--next", cli.next.is_some()),
+        // Beyond the contract's list, what only a request carries: given for a port, a mistake.
+        ("--auth-cmd", cli.auth_cmd.is_some()),
+        ("--user-agent", cli.user_agent.is_some()),
+        ("--idempotency-key", cli.idempotency_key.is_some()),
+        ("--prefer-wait", cli.prefer_wait.is_some()),
     ];
     given.into_iter().find_map(|(flag, given)| given.then_some(flag))
 }

@@ -301,6 +301,10 @@ fn a_flag_that_needs_a_body_or_a_request_is_a_usage_error_without_an_http_target
         ("--retry-on", vec!["--retry-on", "409"]),
         ("--pending-when", vec!["--pending-when", ".x"]),
         ("--done-on", vec!["--done-on", "404,refused"]),
+        ("--auth-cmd", vec!["--auth-cmd", "echo token"]),
+        ("--user-agent", vec!["-A", "ci/1"]),
+        ("--idempotency-key", vec!["--idempotency-key", "k-1"]),
+        ("--prefer-wait", vec!["--prefer-wait", "10s"]),
     ];
     for (flag, args) in cases {
         let out = poll().args(&args).arg(&target).output().unwrap();
