@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::origin::Origin;
 use super::{Ask, AttemptReport, Refusal, Store, Turn};
+use crate::util::text::cut;
 use crate::util::{clock, file};
 
 /// The format version this `poll` reads and writes.
@@ -93,7 +94,12 @@ impl State {
         }
         let origins = origins
             .iter()
-            .map(|(key, value)| Origin::deserialize(value).map(|o| (key.clone(), o)).map_err(|e| format!("{key}: {e}")))
+            // serde quotes the value it could not take, which may be a kept body: cut, as every quote is.
+            .map(|(key, value)| {
+                Origin::deserialize(value)
+                    .map(|o| (key.clone(), o))
+                    .map_err(|e| format!("{}: {}", cut(key), cut(&e.to_string())))
+            })
             .collect::<Result<_, _>>()?;
         Ok(State { origins })
     }

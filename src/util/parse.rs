@@ -86,7 +86,9 @@ pub(crate) fn percent(text: &str) -> Result<u8, String> {
 /// `Name: value`, as curl's `-H`. The name must be an HTTP token and neither
 /// part may hold CR, LF or NUL, so nothing a user types can split a header.
 pub fn header(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text.split_once(':').ok_or_else(|| format!("`{text}` is not a header; use 'Name: value'"))?;
+    let shown = || crate::util::url::redact_header_line(text);
+    let (name, value) =
+        text.split_once(':').ok_or_else(|| format!("`{}` is not a header; use 'Name: value'", shown()))?;
     let name = name.trim();
     if name.is_empty() {
         return Err(format!("`{text}` has an empty header name"));

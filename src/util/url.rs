@@ -267,10 +267,18 @@ pub(crate) fn redact_header<'a>(name: &str, value: &'a str) -> &'a str {
 }
 
 /// A `Name: value` header as typed (`-H`), for messages: the value of a secret one redacted.
+/// A line missing its colon (`Authorization Bearer ...`) is judged by its first word.
 pub(crate) fn redact_header_line(line: &str) -> String {
     match line.split_once(':') {
         Some((name, _)) if is_secret(name.trim()) => format!("{name}: {REDACTED}"),
-        _ => line.to_string(),
+        Some(_) => line.to_string(),
+        None => {
+            let name = line.trim_start().split([' ', '\t', ';', '=']).next().unwrap_or_default();
+            match is_secret(name) && line.trim() != name {
+                true => format!("{name} {REDACTED}"),
+                false => line.to_string(),
+            }
+        }
     }
 }
 

@@ -745,6 +745,16 @@ fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside(
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("it is larger than 16 MiB"), "{}", stderr(&out));
     assert!(folder.path("state.json.corrupt.1").exists());
+
+    // A value of 100,000 bytes the origin cannot take (where a kept body goes): quoted in 200 characters.
+    let long = "y".repeat(100_000);
+    std::fs::write(&state, format!(r#"{{"version":1,"origins":{{"{key}":{{"last_good":"{long}"}}}}}}"#)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = poll().args(["--state", &folder.text("state.json"), &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("is not a usable state file") && err.contains(" bytes more"), "{err}");
+    assert!(err.len() < 1_000, "{} bytes of stderr", err.len());
 }
 
 // Secrets, huge values and invisible characters in messages.
@@ -765,6 +775,22 @@ fn usage_errors_never_quote_a_secret() {
     let out = poll().args(["http://exa mple.test/?api_key=s3cr3t&page=2"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(!stderr(&out).contains("s3cr3t") && stderr(&out).contains("api_key=<redacted>&page=2"), "{}", stderr(&out));
+    // A credential header typed without its colon, judged by its first word.
+    for header in ["Authorization Bearer s3cr3t", "X-Api-Key s3cr3t", "Authorization; s3cr3t"] {
+        let out = poll().args(["-H", header, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{header}");
+        assert!(
+            !stderr(&out).contains("s3cr3t") && stderr(&out).contains("<redacted>` is not a header"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A Redis password in the state URL's query (redis-rs reads `pass` and `password` there).
+    for state in ["redis+unix:///tmp/none.sock?pass=s3cr3t", "redis://127.0.0.1:1/?password=s3cr3t"] {
+        let out = poll().args(["--state", state, &server.url("/")]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{state}");
+        assert!(!stderr(&out).contains("s3cr3t") && stderr(&out).contains("=<redacted>`"), "{}", stderr(&out));
+    }
 }
 
 #[test]

@@ -93,6 +93,21 @@ impl Login {
     }
 }
 
+/// A `--state` URL for messages: its login redacted, and every query value
+/// but `db`'s (redis-rs reads a password from `?pass=` and `?password=` too).
+fn for_messages(raw: &str) -> String {
+    let shown = url::redact_userinfo(raw);
+    let Some((base, query)) = shown.split_once('?') else { return shown };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if !key.eq_ignore_ascii_case("db") => format!("{key}={}", url::REDACTED),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
 impl RedisUrl {
     /// Whether `value` names a Redis store (or tries to: any `scheme://`).
     pub(crate) fn is_url(value: &str) -> bool {
@@ -106,7 +121,7 @@ impl RedisUrl {
 
     /// Checks a `--state` URL; the error never holds the password.
     pub(crate) fn parse(raw: &str) -> Result<RedisUrl, String> {
-        let shown = url::redact_userinfo(raw);
+        let shown = for_messages(raw);
         let bad = |why: &str| format!("invalid Redis URL `{}`: {why}", printable(&shown));
         let scheme = raw.split_once("://").map_or(raw, |(scheme, _)| scheme).to_ascii_lowercase();
         let kind = match Scheme::of(&scheme) {
