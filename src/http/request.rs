@@ -635,6 +635,13 @@ fn head_size(user_agent: &str, method: &str, url: &str, headers: &Headers, cooki
 /// that cannot be sent, naming the header and never quoting its value (it
 /// may be a credential): one with a CR, LF or another control character.
 fn writable(name: &str, value: &str) -> Result<http::HeaderValue, Fault> {
+    // HTTP carries other bytes as opaque text, but a credential's scheme and token are ASCII
+    // (ureq reads `Authorization` as text): such a one can never be sent, nor tried (exit 3).
+    if !value.is_ascii() && crate::util::url::is_secret(name) {
+        let name = crate::util::text::printable(&crate::util::text::cut(name));
+        let detail = format!("the `{name}` header holds a character that is not ASCII, which no credential can carry");
+        return Err(Fault::new(Failure::Credential, detail));
+    }
     http::HeaderValue::from_str(value).map_err(|_| {
         let name = crate::util::text::printable(&crate::util::text::cut(name));
         let detail =
@@ -846,6 +853,9 @@ mod tests {
         let said = "the `Last-Event-ID` header holds a CR, LF or another control character, which HTTP cannot carry";
         assert_eq!(fault, Some((Failure::Unsendable, said.to_string())));
         assert!(writable("X-Tab", "a\tb c").is_ok());
+        let fault = writable("Authorization", "Bearer S3CRÉT").err().map(|fault| (fault.failure, fault.detail));
+        let said = "the `Authorization` header holds a character that is not ASCII, which no credential can carry";
+        assert_eq!(fault, Some((Failure::Credential, said.to_string())));
         let headers = |value: String| -> Headers { [("tracestate", value)].into_iter().collect() };
         assert!(added_too_large(&headers("k=v".repeat(2730))).is_none());
         let fault = added_too_large(&headers("k".repeat(8193))).map(|fault| (fault.failure, fault.detail));

@@ -760,6 +760,22 @@ fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside(
 // Secrets, huge values and invisible characters in messages.
 
 #[test]
+fn a_credential_header_that_is_not_ascii_is_never_sent_nor_retried() {
+    let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
+    let out = poll().args(["--retries", "3", "-H", "Authorization: Bearer s3crÉt", &server.url("/")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "poll: error: a credential that cannot be sent (the `Authorization` header holds a character that is not \
+             ASCII, which no credential can carry): not retryable [{}]\n",
+            server.url("/")
+        )
+    );
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
 fn usage_errors_never_quote_a_secret() {
     let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
     let out = poll()
