@@ -128,11 +128,13 @@ pub(crate) struct Fault {
     pub proxy: Option<String>,
     /// [`Failure::ProxyRefused`]: the status the proxy answered `CONNECT` with.
     pub proxy_status: Option<u16>,
+    /// A redirect answered before this failure, at a hop after the first: the URL was reached.
+    pub redirected: bool,
 }
 
 impl Fault {
-    fn new(failure: Failure, detail: impl Into<String>) -> Fault {
-        Fault { failure, detail: detail.into(), proxy: None, proxy_status: None }
+    pub(crate) fn new(failure: Failure, detail: impl Into<String>) -> Fault {
+        Fault { failure, detail: detail.into(), proxy: None, proxy_status: None, redirected: false }
     }
 }
 
@@ -344,7 +346,16 @@ impl Client {
             // Only a Location can make a request that cannot be built a redirect's failure.
             let mut response = sent.map_err(|fault| match fault.failure {
                 Failure::BadRedirect if hops == 0 => Fault { failure: Failure::Unsendable, ..fault },
-                _ => fault,
+                _ if hops == 0 => fault,
+                // The URL answered with a redirect: reached, whatever its Location does.
+                _ => {
+                    let to = format!("after a redirect to {}", url::redact(&url));
+                    let detail = match fault.failure.traits().shows_detail {
+                        true => format!("{}, {to}", fault.detail),
+                        false => to,
+                    };
+                    Fault { detail, redirected: true, ..fault }
+                }
             })?;
             let set_cookies = response.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok());
             self.jar.store(&url, set_cookies);

@@ -72,7 +72,8 @@ pub(crate) fn stopped(stop: &Stop, at: &Situation<'_>) -> Error {
     let stop = explained.as_ref().unwrap_or(stop);
     // The transport's own words help where the class alone does not say enough.
     let detail = match &record.reply {
-        Err(fault) if fault.failure.traits().shows_detail => Some(fault.detail.as_str()),
+        // Where the redirect led, which the URL does not say.
+        Err(fault) if fault.failure.traits().shows_detail || fault.redirected => Some(fault.detail.as_str()),
         // Over a socket, the detail says which: no socket yet, nobody listening, a path that cannot be one.
         Err(fault) if matches!(fault.failure, Failure::Refused | Failure::Reset) && at.listener != Listener::Port => {
             Some(fault.detail.as_str())
@@ -137,6 +138,8 @@ fn hint(stop: &Stop, at: &Situation<'_>) -> String {
 /// through, the daemon behind `--unix-socket`, or the server.
 fn unreached_hint(fault: &Fault, listener: Listener) -> String {
     match fault {
+        // The detail names the redirect's Location, which is what did not answer.
+        Fault { redirected: true, .. } => String::new(),
         Fault { proxy: Some(proxy), .. } => {
             format!("; nothing answered at the proxy {proxy}: is it up? (NO_PROXY=HOST goes around it)")
         }

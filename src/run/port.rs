@@ -47,7 +47,7 @@ impl Loop<'_> {
                 (Ok(opened), Outcome::Open { met: true })
             }
             Some(failure) => {
-                let fault = Fault { failure, detail: knock.words.clone(), proxy: None, proxy_status: None };
+                let fault = Fault::new(failure, knock.words.clone());
                 (Err(fault), Outcome::Failed(failure))
             }
         };

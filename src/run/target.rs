@@ -454,8 +454,9 @@ impl Loop<'_> {
         rng: &mut impl rand::Rng,
     ) -> Record {
         let (policy, number, phase) = (&self.common.polling.policy, counts.number, self.phase);
+        // A reply of any status, a redirect's included, says the URL was reached.
+        self.replied |= reply.as_ref().map_or_else(|fault| fault.redirected, |_| true);
         let unreached = !self.replied;
-        self.replied |= reply.is_ok();
         let Counts { failures, streak, not_yet, fleet, .. } = *counts;
         let attempt = Attempt {
             number,

@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(page_words(&reply(200), Answer::Fresh), "200");
         assert_eq!(page_words(&reply(304), Answer::NotModified { status: 200 }), "304 not modified");
         assert_eq!(page_words(&reply(503), Answer::Fresh), "503");
-        let refused = Fault { failure: Failure::Refused, detail: "refused".into(), proxy: None, proxy_status: None };
+        let refused = Fault::new(Failure::Refused, "refused");
         assert_eq!(page_words(&Err(refused), Answer::Fresh), Failure::Refused.to_string());
     }
 }

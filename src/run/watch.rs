@@ -202,12 +202,7 @@ impl Loop<'_> {
         let Delivery { reply, latency, .. } = self.delivered(client, sent)?;
         let state = reply.and_then(|mut reply| {
             if (200..300).contains(&reply.status) {
-                reply.body = self.resume.state(&reply.body).map_err(|detail| Fault {
-                    failure: Failure::Malformed,
-                    detail,
-                    proxy: None,
-                    proxy_status: None,
-                })?;
+                reply.body = self.resume.state(&reply.body).map_err(|detail| Fault::new(Failure::Malformed, detail))?;
             }
             Ok(reply)
         });

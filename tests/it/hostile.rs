@@ -760,6 +760,24 @@ fn a_huge_window_is_cut_and_a_state_file_of_too_many_keys_or_bytes_is_set_aside(
 // Secrets, huge values and invisible characters in messages.
 
 #[test]
+fn a_url_that_answers_with_a_redirect_was_reached_whatever_its_location_does() {
+    // The redirect's Location refuses: a failure of a URL that answered, spending --retries (exit 5),
+    // not "not up yet" until the deadline, and -v says where it was sent.
+    let nowhere = format!("http://127.0.0.1:{}/x", support::daemon::free_port());
+    let server = Server::start(vec![Reply::redirect(302, &nowhere)]).expect_hits(2);
+    let out = poll().args(["-v", "--retries", "1", "--backoff", "10ms", "--timeout", "20s", &server.url("/")]).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1: connection refused in "), "{err}");
+    assert!(
+        err.contains(&format!("last: connection refused (after a redirect to {nowhere}) (raise --retries")),
+        "{err}"
+    );
+    assert!(!err.contains("not up yet") && !err.contains("never reached"), "{err}");
+}
+
+#[test]
 fn a_credential_header_that_is_not_ascii_is_never_sent_nor_retried() {
     let server = Server::start(vec![Reply::json(200, DONE)]).expect_hits(0);
     let out = poll().args(["--retries", "3", "-H", "Authorization: Bearer s3crÉt", &server.url("/")]).output().unwrap();
