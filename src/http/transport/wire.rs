@@ -29,6 +29,12 @@ use crate::util::timeout;
 /// the request before is kept when it is at most this much longer.
 const SLACK: Duration = Duration::from_millis(1);
 
+/// The longest one socket wait is. Linux ends a long socket timeout late by
+/// its timer wheel's coarser steps (a read timeout of 2 s ended 25 ms late,
+/// one of 20 s 370 ms late, past the run's deadline and its grace): a longer
+/// wait is made of waits of at most this, each late by a few ms at most.
+const LONGEST_WAIT: Duration = Duration::from_secs(1);
+
 /// HTTP/1.1 bytes over a connected stream socket, TCP or Unix.
 #[derive(Debug)]
 pub(crate) struct Wire {
@@ -248,7 +254,7 @@ fn within(
 ) -> Result<usize, ureq::Error> {
     let mut left = first;
     loop {
-        let wanted = left.map(timeout::socket);
+        let wanted = left.map(|left| timeout::socket(left.min(LONGEST_WAIT)));
         if !close_enough(*set, wanted) {
             setter(socket, wanted)?;
             *set = wanted;
