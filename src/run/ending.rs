@@ -231,7 +231,9 @@ pub(super) fn finish(
         .zip(targets.iter().zip(progress.each()))
         .map(|(end, (target, progress))| end.unwrap_or_else(|| UrlResult::abandoned(&target.shown, progress)))
         .collect();
-    let error = run_error(progress, &results, over, finale.server.as_deref());
+    let conditions = &common.polling.conditions;
+    let filtered = conditions.until.is_some() || conditions.fail_when.is_some() || conditions.show.is_some();
+    let error = run_error(progress, &results, over, finale.server.as_deref(), filtered);
     let (stdout, fell_back) = match (targets, results.as_slice()) {
         ([target], [result]) => single_stdout(&common, target, result, error.as_ref(), finale.fallback.as_ref()),
         _ => (several_stdout(&results), false),
@@ -265,7 +267,13 @@ pub(super) fn finish(
 
 /// The run's error, if any: the failing URL's own, a signal, or a deadline
 /// (with several URLs, naming those still pending).
-fn run_error(progress: &Progress, results: &[UrlResult], over: Over, server: Option<&Server>) -> Option<Error> {
+fn run_error(
+    progress: &Progress,
+    results: &[UrlResult],
+    over: Over,
+    server: Option<&Server>,
+    filtered: bool,
+) -> Option<Error> {
     let error = match over {
         Over::Done => None,
         Over::StartExited(exit) => {
@@ -277,10 +285,13 @@ fn run_error(progress: &Progress, results: &[UrlResult], over: Over, server: Opt
         Over::Signal(signal) => Some(Error::signalled(signal, progress.attempts())),
         Over::Stuck => {
             let stuck = results.iter().position(|result| result.ended.is_none()).unwrap_or(0);
-            Some(Error::deadline(format!(
-                "deadline reached while attempt {} was still being judged (does a jq filter loop forever?)",
-                progress.of(stuck).map_or(0, LoopProgress::attempts)
-            )))
+            let attempt = progress.of(stuck).map_or(0, LoopProgress::attempts);
+            Some(Error::deadline(match filtered {
+                true => format!(
+                    "deadline reached while attempt {attempt} was still being judged (does a jq filter loop forever?)"
+                ),
+                false => format!("deadline reached while attempt {attempt} was still running"),
+            }))
         }
     };
     match error {
