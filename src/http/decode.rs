@@ -26,7 +26,7 @@ pub(crate) enum Undecodable {
 /// body whatever the header says: a HEAD, a 204 or a 304 carries the
 /// coding its GET would have had (nginx with `gzip on`), and nothing to decode.
 pub(crate) fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<Vec<u8>, Undecodable> {
-    let body = decoded_past(coding, raw, limit, false)?;
+    let body = decoded_past(coding, raw, limit, false, false)?;
     if body.len() as u64 > limit {
         return Err(Undecodable::TooLarge);
     }
@@ -39,7 +39,7 @@ pub(crate) fn decode(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<V
 /// short decoding as far as it goes; and whether anything was cut.
 pub(crate) fn decode_cut(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Result<(Vec<u8>, bool), Undecodable> {
     let raw_cut = raw.len() as u64 > limit;
-    let mut body = decoded_past(coding, raw, limit, raw_cut)?;
+    let mut body = decoded_past(coding, raw, limit, raw_cut, true)?;
     let cut = raw_cut || body.len() as u64 > limit;
     body.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok((body, cut))
@@ -47,21 +47,49 @@ pub(crate) fn decode_cut(coding: Option<&str>, raw: Vec<u8>, limit: u64) -> Resu
 
 /// `raw` decoded to at most `limit` + 1 bytes; `cut_short`: `raw` was cut, so
 /// its coded stream ends early, and what decoded before that is the body.
-fn decoded_past(coding: Option<&str>, raw: Vec<u8>, limit: u64, cut_short: bool) -> Result<Vec<u8>, Undecodable> {
-    if raw.is_empty() {
-        return Ok(raw);
+/// Codings applied one over another (`gzip, gzip`: RFC 9110 8.4) are undone
+/// last first; one this poll does not know leaves the rest as it is. A layer
+/// past the limit is too large, or with `cuts` the next layer's stream cut short.
+fn decoded_past(
+    coding: Option<&str>,
+    raw: Vec<u8>,
+    limit: u64,
+    mut cut_short: bool,
+    cuts: bool,
+) -> Result<Vec<u8>, Undecodable> {
+    let codings = coding.unwrap_or_default().split(',').map(str::trim);
+    let mut body = raw;
+    for coding in codings.filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity")).rev() {
+        match undone(coding, &body, limit, cut_short) {
+            Some(decoded) => body = decoded?,
+            None => break,
+        }
+        if body.len() as u64 > limit {
+            match cuts {
+                true => cut_short = true,
+                false => return Err(Undecodable::TooLarge),
+            }
+        }
     }
-    let is = |name: &str| coding.is_some_and(|coding| coding.trim().eq_ignore_ascii_case(name));
+    Ok(body)
+}
+
+/// `raw` with one coding undone; `None` for a coding this poll does not know.
+fn undone(coding: &str, raw: &[u8], limit: u64, cut_short: bool) -> Option<Result<Vec<u8>, Undecodable>> {
+    if raw.is_empty() {
+        return Some(Ok(Vec::new()));
+    }
+    let is = |name: &str| coding.eq_ignore_ascii_case(name);
     let (name, body) = if is("gzip") || is("x-gzip") {
-        ("gzip", gunzip(&raw, limit, cut_short))
+        ("gzip", gunzip(raw, limit, cut_short))
     } else if is("deflate") {
-        ("deflate", inflate(&raw, limit, cut_short))
+        ("deflate", inflate(raw, limit, cut_short))
     } else if is("br") {
-        ("brotli", unbrotli(&raw, limit, cut_short))
+        ("brotli", unbrotli(raw, limit, cut_short))
     } else {
-        return Ok(raw);
+        return None;
     };
-    body.map_err(|error| Undecodable::Broken { name, error })
+    Some(body.map_err(|error| Undecodable::Broken { name, error }))
 }
 
 /// `--watch`: a body read as it arrives, decoded by `coding` as [`decode`]
@@ -185,6 +213,18 @@ mod tests {
         assert!(matches!(decode(Some("gzip"), gzip(&body), 5), Err(Undecodable::TooLarge)));
         let broken = decode(Some("br"), b"not brotli".to_vec(), 100);
         assert!(matches!(broken, Err(Undecodable::Broken { name: "brotli", .. })), "{broken:?}");
+    }
+
+    #[test]
+    fn codings_applied_one_over_another_are_undone_last_first() {
+        let body = br#"{"status":"done"}"#.to_vec();
+        assert_eq!(decode(Some("gzip, gzip"), gzip(&gzip(&body)), 100).ok(), Some(body.clone()));
+        assert_eq!(decode(Some("gzip,identity, x-gzip"), gzip(&gzip(&body)), 100).ok(), Some(body.clone()));
+        // One this poll does not know stops there: what is under it stays coded.
+        assert_eq!(decode(Some("zstd, gzip"), gzip(&body), 100).ok(), Some(body.clone()));
+        assert_eq!(decode(Some("gzip, zstd"), gzip(&body), 100).ok(), Some(gzip(&body)));
+        // Each layer is held to the limit.
+        assert!(matches!(decode(Some("gzip, gzip"), gzip(&gzip(&body)), 5), Err(Undecodable::TooLarge)));
     }
 
     /// A coded stream's bytes that do not decode are [`Corrupt`], named by their coding; the
