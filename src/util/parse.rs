@@ -86,12 +86,11 @@ pub(crate) fn percent(text: &str) -> Result<u8, String> {
 /// `Name: value`, as curl's `-H`. The name must be an HTTP token and neither
 /// part may hold CR, LF or NUL, so nothing a user types can split a header.
 pub fn header(text: &str) -> Result<(String, String), String> {
-    let shown = || crate::util::url::redact_header_line(text);
-    let (name, value) =
-        text.split_once(':').ok_or_else(|| format!("`{}` is not a header; use 'Name: value'", shown()))?;
+    // The line is not quoted: it may hold a credential, which the caller shows redacted.
+    let (name, value) = text.split_once(':').ok_or("not a header; use 'Name: value'")?;
     let name = name.trim();
     if name.is_empty() {
-        return Err(format!("`{text}` has an empty header name"));
+        return Err("the header name is empty; use 'Name: value'".to_string());
     }
     if let Some(bad) = name.chars().find(|c| !is_token_char(*c)) {
         return Err(format!("header name `{}` contains {}", name.escape_debug(), describe(bad)));

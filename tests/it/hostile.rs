@@ -814,7 +814,8 @@ fn usage_errors_never_quote_a_secret() {
         let out = poll().args(["-H", header, &server.url("/")]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{header}");
         assert!(
-            !stderr(&out).contains("s3cr3t") && stderr(&out).contains("<redacted>` is not a header"),
+            !stderr(&out).contains("s3cr3t")
+                && stderr(&out).contains("<redacted>' for '--header <HEADER>': not a header"),
             "{}",
             stderr(&out)
         );

@@ -10,8 +10,8 @@ const ROOMS: &[&str] = &["cli", "http", "net", "process", "report", "rules", "ru
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout", "link"],
-    &["wait", "url", "advice", "unix", "roots", "resume", "stall", "trace", "budget", "cubic"],
+    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout"],
+    &["wait", "url", "link", "advice", "unix", "roots", "resume", "stall", "trace", "budget", "cubic"],
     &["error", "attempt", "tls", "jq", "probe", "pages"],
     &["exec", "signals", "start", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "transport"],
     &["request", "child", "operation"],
