@@ -770,14 +770,14 @@ impl Loop<'_> {
         if !common.shared.is_active() {
             return Ok(None);
         }
+        // The origin's advice: a throttle's wait (a 429's or 503's Retry-After) or a spent quota's
+        // reset, which hold for every request there. A 2xx's Retry-After paces that one URL (an
+        // operation's status, Azure's 202s): kept, it would hold back every URL of the origin.
         let advised = match &record.action {
-            Action::Poll { after, reason }
-            | Action::Retry { after, reason }
-            | Action::HeldBack { after, reason, .. }
-                if reason.is_advice() =>
-            {
+            Action::Retry { after, reason } | Action::HeldBack { after, reason, .. } if reason.is_advice() => {
                 Some(*after)
             }
+            Action::Poll { after, reason: WaitReason::RateLimitReset } => Some(*after),
             _ => None,
         };
         // Kept under the URL as given, redacted: no secret goes into the store.

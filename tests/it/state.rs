@@ -600,3 +600,27 @@ on_both_backends!(
     fallback_last_prints_the_last_good_body_of_this_url,
     server_advice_is_honoured_by_the_next_process_too,
 );
+
+/// A 2xx's Retry-After paces that URL (an operation's status), not the origin: with --state, a
+/// second URL of the same origin is still polled at its interval, and no process is held by it.
+#[test]
+fn a_2xx_retry_after_paces_its_url_and_holds_back_no_other_of_the_origin() {
+    let server = Server::routes(vec![
+        ("/op/1", vec![Reply::json(200, r#"{"status":"Running"}"#).header("Retry-After", "2")]),
+        ("/op/2", vec![Reply::json(200, r#"{"status":"Running"}"#)]),
+    ]);
+    let folder = Folder::new("state-2xx-advice");
+    let state = folder.file("state.json");
+    let out = support::poll()
+        .args(["--state", &state, "--until", r#".status=="Succeeded""#, "-i", "200ms", "--timeout", "3s"])
+        .args([server.url("/op/1"), server.url("/op/2")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let polled = |path: &str| server.requests().iter().filter(|r| r.path == path).count();
+    // /op/1 polled at 0 and 2 s, then its next poll would pass the deadline: the run ends at about 2 s.
+    assert_eq!(polled("/op/1"), 2, "its own Retry-After: 2 paces it");
+    assert!(polled("/op/2") >= 6, "the other URL polled at its interval: {} polls", polled("/op/2"));
+    let kept = read_state(&state);
+    assert_eq!(kept["origins"][server.origin()]["not_before_ms"], 0, "{kept}");
+}
