@@ -56,6 +56,9 @@ pub(crate) struct Resume {
     index: Option<u64>,
     /// What kind of watch the request is.
     watch: Watch,
+    /// The last `retry:` an event stream gave: the reconnection time holds for
+    /// the life of the watch, as an EventSource's does, not for one stream.
+    retry: Option<std::time::Duration>,
 }
 
 /// A watch whose events carry its resume point.
@@ -119,6 +122,13 @@ impl Resume {
             .or_else(|| kubernetes(&parsed).map(Watch::Kubernetes))
             .or_else(|| nomad_stream(&parsed).then_some(Watch::Nomad(None)));
         Resume { watch: watch.unwrap_or_default(), ..Resume::default() }
+    }
+
+    /// The wait before asking again after a stream whose own `retry:` is `given`:
+    /// the last one any stream of this watch gave.
+    pub(crate) fn reconnection(&mut self, given: Option<std::time::Duration>) -> Option<std::time::Duration> {
+        self.retry = given.or(self.retry);
+        self.retry
     }
 
     /// Whether the request only asks etcd to watch: re-sent after a break like a GET.

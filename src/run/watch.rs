@@ -71,7 +71,8 @@ impl Loop<'_> {
                     return Err(self.deadline().into());
                 }
                 if self.left().is_none_or(|left| !left.is_zero()) {
-                    let idle = Outcome::StreamEnded { held: started.elapsed(), retry: None, idle: true };
+                    let retry = self.resume.reconnection(None);
+                    let idle = Outcome::StreamEnded { held: started.elapsed(), retry, idle: true };
                     let record = self.decided(Err(fault), idle, latency, counts, rng);
                     self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
                     return Ok(record);
@@ -143,7 +144,8 @@ impl Loop<'_> {
                     }
                     // A silence of --idle-timeout drops the reply, as an end does: asked again, resuming.
                     let idle = ended.is_some();
-                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle };
+                    let retry = self.resume.reconnection(stream.retry());
+                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry, idle };
                     let record = self.decided(head, outcome, started.elapsed(), counts, rng);
                     self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
                     return Ok(record);
@@ -156,7 +158,8 @@ impl Loop<'_> {
                 // A 410, a compacted history, an error: dropped as a reply that ended, and resumed as -v says.
                 Handling::Ended(why) => {
                     self.reporter.detail(&why);
-                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry: stream.retry(), idle: false };
+                    let retry = self.resume.reconnection(stream.retry());
+                    let outcome = Outcome::StreamEnded { held: started.elapsed(), retry, idle: false };
                     let record = self.decided(head, outcome, started.elapsed(), counts, rng);
                     self.reporter.stream_ended(&self.request, &record, self.resume.note().as_deref());
                     return Ok(record);

@@ -173,6 +173,21 @@ fn an_event_streams_retry_is_waited_instead_of_the_interval() {
 }
 
 #[test]
+fn an_event_streams_retry_holds_for_the_reconnects_after_it_as_an_eventsources_does() {
+    // The second stream says no retry: of its own; the first one's still holds.
+    let server = Server::start(vec![
+        Reply::sse(&[(ms(0), "retry: 900\nid: 1\ndata: {\"status\":\"pending\"}\n\n")]),
+        Reply::sse(&[(ms(0), "id: 2\ndata: {\"status\":\"pending\"}\n\n")]),
+        Reply::sse(&[(ms(0), "data: {\"status\":\"done\"}\n\n")]).then_hold(),
+    ])
+    .expect_hits(3);
+    let (out, _) = watch(&["--until", UNTIL_DONE, "--interval", "50ms", "--timeout", "20s", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let gaps = gaps(&server);
+    assert!(gaps[0] >= ms(900) && gaps[1] >= ms(900), "retry: 900 forgotten after one reconnect: {gaps:?}");
+}
+
+#[test]
 fn a_204_to_the_reconnect_of_an_event_stream_ends_the_run_with_3() {
     let server = Server::start(vec![Reply::sse(&[(ms(0), "data: {\"status\":\"pending\"}\n\n")]), Reply::status(204)])
         .expect_hits(2);
