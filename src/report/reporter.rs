@@ -679,6 +679,15 @@ impl LoopReporter<'_> {
         self.reporter.event(self.t, n, kind.as_deref(), id.as_deref(), record);
     }
 
+    /// Under `--watch`, an event ended the run and with it its attempt: the
+    /// JSON log writes that attempt's object, whose `action` says the ending
+    /// (the text log's event line has said it).
+    pub(crate) fn ended_by_event(&self, request: &Request, record: &Record) {
+        if self.reporter.style.json {
+            self.reporter.attempt(self.t, request, record, None);
+        }
+    }
+
     /// `--auth-cmd` made a token (`new`: never seen before in this run).
     pub(crate) fn token(&self, token: &str, expires: Option<SystemTime>, new: bool) {
         self.reporter.token(self.t, token, expires, new);

@@ -179,6 +179,7 @@ impl Loop<'_> {
                 _ => {
                     // `$event` to --print: the type of the event that ended the run.
                     self.event = event.kind;
+                    self.reporter.ended_by_event(&self.request, &record);
                     return Ok(record);
                 }
             }

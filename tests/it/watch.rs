@@ -348,11 +348,13 @@ fn the_json_log_has_an_object_per_event_and_counts_events_and_requests() {
     );
     assert_eq!(events[2]["verdict"], "met");
     assert_eq!(events[0]["verdict"], "not_met");
+    // An object per attempt: the first, whose stream ended, and the second, which the event ended.
     let ended: Vec<&Value> = lines.iter().filter(|l| l["event"] == "attempt").collect();
     assert_eq!(
         (ended.len(), &ended[0]["stream"], &ended[0]["action"]),
-        (1, &Value::from("ended"), &Value::from("poll"))
+        (2, &Value::from("ended"), &Value::from("poll"))
     );
+    assert_eq!((&ended[1]["attempt"], &ended[1]["action"]), (&Value::from(2), &Value::from("done")), "{lines:?}");
     let last = lines.last().expect("a final object");
     assert_eq!(
         (&last["event"], &last["events"], &last["requests"]),
