@@ -342,16 +342,18 @@ fn idempotency_key(cli: &Cli, idempotent: bool, headers: &mut Headers) -> Result
     Ok((Some(key), keyed))
 }
 
-/// `--prefer-wait`'s header and how long a reply may be held; RFC 7240
-/// counts in whole seconds, so a part of one is rounded up.
+/// `--prefer-wait`'s header and how long a reply may be held. RFC 7240
+/// counts in whole seconds: a part of one is dropped, so that the server
+/// holds no longer than DUR and the request's timeout stays DUR plus
+/// `--request-timeout`; below a second it asks for 1, and may be held that long.
 fn prefer_wait(cli: &Cli, headers: &mut Headers) -> Result<Option<Duration>, Error> {
     let Some(wait) = cli.prefer_wait.map(|d| *d) else { return Ok(None) };
     if wait.is_zero() {
         return Err(usage("--prefer-wait", "must be longer than 0"));
     }
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let seconds = wait.as_secs().max(1);
     headers.push("Prefer", format!("wait={seconds}"));
-    Ok(Some(Duration::from_secs(seconds)))
+    Ok(Some(wait.max(Duration::from_secs(seconds))))
 }
 
 /// One target per URL: the `given` request sent there, with `-u` or the
