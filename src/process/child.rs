@@ -10,6 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use crate::process::shell::{SHELL, shell};
 use crate::util::sync::lock;
 use std::time::{Duration, Instant};
 
@@ -95,12 +96,12 @@ pub(crate) struct Bounds<'a> {
 
 /// Runs `command` through the shell with `env` added to its environment.
 pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Result<Output, Stopped> {
-    let mut shell = platform::shell(command);
+    let mut shell = shell(command);
     shell.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (name, value) in env {
         shell.env(name, value);
     }
-    let mut child = shell.spawn().map_err(|e| Stopped::Failed(format!("cannot run {}: {e}", platform::SHELL)))?;
+    let mut child = shell.spawn().map_err(|e| Stopped::Failed(format!("cannot run {}: {e}", SHELL)))?;
     // Known to the run's ending until it is over, which kills it (and its group) should the run end first.
     let _running = Running::register(child.id());
     let started = Instant::now();
@@ -128,7 +129,7 @@ pub(crate) fn run(command: &str, env: &[(&str, &str)], bounds: &Bounds) -> Resul
         }
         if status.is_none() {
             let waited = platform::try_wait(&mut child);
-            match waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", platform::SHELL)))? {
+            match waited.map_err(|e| Stopped::Failed(format!("cannot wait for {}: {e}", SHELL)))? {
                 Waited::Running => {}
                 Waited::Exited(exit) => status = Some(exit),
                 // Nothing will answer it: said at once rather than at the limit or the deadline.
@@ -214,26 +215,14 @@ fn read_all(stream: Option<impl Read + Send + 'static>, closed: mpsc::Sender<()>
 
 #[cfg(unix)]
 mod platform {
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-    use std::process::{Child, Command, ExitStatus};
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::{Child, ExitStatus};
 
     use nix::sys::signal::Signal;
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     use nix::unistd::Pid;
 
     use super::Waited;
-
-    pub(super) const SHELL: &str = "sh";
-
-    /// `sh -c COMMAND`, in a process group of its own: a terminal's Ctrl-C
-    /// does not reach it, and [`kill`] ends whatever it started. Nor may it
-    /// use the terminal: the terminal stops a background group that reads it
-    /// (SIGTTIN, sent to the whole group, `sh` too), which [`try_wait`] sees.
-    pub(super) fn shell(command: &str) -> Command {
-        let mut shell = Command::new("sh");
-        shell.arg("-c").arg(command).process_group(0);
-        shell
-    }
 
     /// Whether the command is over, or stopped by the terminal: waitpid with
     /// WUNTRACED, which std's `try_wait` does not ask. It reaps the command
@@ -280,23 +269,7 @@ mod platform {
 
 #[cfg(windows)]
 mod platform {
-    use std::os::windows::process::CommandExt as _;
     use std::process::{Child, Command, ExitStatus, Stdio};
-
-    pub(super) const SHELL: &str = "cmd";
-
-    /// Its own console process group: the console's Ctrl-C is not sent to it.
-    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-
-    /// `cmd /D /S /C "COMMAND"`: the command line as typed (cmd does not
-    /// parse its arguments as other programs do, so it goes raw; `/S` takes
-    /// the outer quotes off and keeps the rest), without AutoRun commands.
-    pub(super) fn shell(command: &str) -> Command {
-        let cmd = std::env::var_os("ComSpec").unwrap_or_else(|| "cmd.exe".into());
-        let mut shell = Command::new(cmd);
-        shell.raw_arg(format!("/D /S /C \"{command}\"")).creation_flags(CREATE_NEW_PROCESS_GROUP);
-        shell
-    }
 
     /// Whether the command is over: std's own look (Windows has no terminal stops).
     pub(super) fn try_wait(child: &mut Child) -> std::io::Result<super::Waited> {

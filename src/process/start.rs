@@ -11,6 +11,7 @@ use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::process::shell::shell;
 use crate::util::sync::lock;
 
 /// How often the group is looked at while it is being stopped.
@@ -78,7 +79,7 @@ pub(crate) struct Started {
 impl Started {
     /// Starts `command` through the shell, in a group of its own, its output on poll's stderr.
     pub(crate) fn spawn(command: &str) -> std::io::Result<Started> {
-        let mut shell = platform::shell(command);
+        let mut shell = shell(command);
         shell.stdin(Stdio::null()).stdout(platform::stderr()?).stderr(Stdio::inherit());
         let child = shell.spawn()?;
         let pid = child.id();
@@ -161,18 +162,11 @@ fn signal_name(signal: i32) -> &'static str {
 #[cfg(unix)]
 mod platform {
     use std::os::fd::AsFd as _;
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::{Child, ExitStatus, Stdio};
 
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
-
-    /// `sh -c COMMAND` in a process group of its own.
-    pub(super) fn shell(command: &str) -> Command {
-        let mut shell = Command::new("sh");
-        shell.arg("-c").arg(command).process_group(0);
-        shell
-    }
 
     /// poll's stderr, for the command's stdout.
     pub(super) fn stderr() -> std::io::Result<Stdio> {
@@ -235,23 +229,11 @@ mod platform {
 #[cfg(windows)]
 mod platform {
     use std::os::windows::io::{AsHandle as _, AsRawHandle as _};
-    use std::os::windows::process::CommandExt as _;
-    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::process::{Child, ExitStatus, Stdio};
 
     use win32job::{ExtendedLimitInfo, Job};
 
     use crate::util::sync::lock;
-
-    /// Its own console process group: the console's Ctrl-C is not sent to it.
-    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-
-    /// `cmd /D /S /C "COMMAND"`, as `--auth-cmd`'s (process/child.rs).
-    pub(super) fn shell(command: &str) -> Command {
-        let cmd = std::env::var_os("ComSpec").unwrap_or_else(|| "cmd.exe".into());
-        let mut shell = Command::new(cmd);
-        shell.raw_arg(format!("/D /S /C \"{command}\"")).creation_flags(CREATE_NEW_PROCESS_GROUP);
-        shell
-    }
 
     /// poll's stderr, for the command's stdout.
     pub(super) fn stderr() -> std::io::Result<Stdio> {

@@ -10,7 +10,7 @@ const ROOMS: &[&str] = &["cli", "http", "net", "process", "report", "rules", "ru
 
 /// From the bottom up; a module may use only modules of earlier layers.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout"],
+    &["clock", "text", "file", "headers", "parse", "stack", "sync", "decode", "events", "timeout", "shell"],
     &["wait", "url", "link", "advice", "unix", "roots", "resume", "stall", "trace", "budget", "cubic"],
     &["error", "attempt", "tls", "jq", "probe", "pages"],
     &["exec", "signals", "start", "policy", "condition", "bucket", "breaker", "proxy", "cookies", "transport"],
@@ -182,6 +182,7 @@ const SEAMS: &[&str] = &[
     "process/child.rs",          // --auth-cmd: sh -c or cmd /C, and its end
     "process/exec.rs",           // -- CMD: exec, or run and wait
     "process/start.rs",          // --start: a process group, or a job object
+    "process/shell.rs",          // sh -c, or cmd /D /S /C, for --auth-cmd and --start
     "util/file.rs",              // a file's identity, modes and owners; device names; a reader gone
     "util/timeout.rs",           // a socket timeout's unit: milliseconds or microseconds
     "net/unix.rs",               // Unix sockets: --unix-socket and redis+unix://
